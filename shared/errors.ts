@@ -1,0 +1,58 @@
+/**
+ * Domain errors with stable machine codes. Services map them to HTTP in one `onError`;
+ * anything that is not a DomainError is logged and becomes a generic 500.
+ */
+export class DomainError extends Error {
+  override name = "DomainError";
+  constructor(
+    /** HTTP status the error maps to. */
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 422 | 429 | 502 | 503 | 504,
+    /** Stable, machine-readable code, e.g. `block_not_found`. */
+    readonly code: string,
+    message: string,
+    /** Extra fields for the error body (never secrets). */
+    readonly details?: Record<string, unknown>,
+    /** Seconds a client should wait before retrying (429/503). */
+    readonly retryAfterS?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** 400: the request is malformed or fails validation. */
+export const badRequest = (code: string, message: string, details?: Record<string, unknown>) =>
+  new DomainError(400, code, message, details);
+/** 401: missing or invalid credentials. */
+export const unauthorized = (code: string, message: string) => new DomainError(401, code, message);
+/** 403: valid credentials without the needed role. */
+export const forbidden = (code: string, message: string) => new DomainError(403, code, message);
+/** 404: the named resource does not exist. */
+export const notFound = (code: string, message: string) => new DomainError(404, code, message);
+/** 409: the request conflicts with current state (fingerprint mismatch, duplicate). */
+export const conflict = (code: string, message: string, details?: Record<string, unknown>) =>
+  new DomainError(409, code, message, details);
+/** 413: body or query over its size limit. */
+export const tooLarge = (code: string, message: string) => new DomainError(413, code, message);
+/** 422: well-formed but rejected on its merits (a program whose output differs, say). */
+export const unprocessable = (code: string, message: string, details?: Record<string, unknown>) =>
+  new DomainError(422, code, message, details);
+/** 429: a rate limit or a full queue; retry after the given seconds. */
+export const tooManyRequests = (code: string, message: string, retryAfterS: number) =>
+  new DomainError(429, code, message, undefined, retryAfterS);
+/** 503: the service (or the one behind it) cannot take the request now. */
+export const unavailable = (code: string, message: string, retryAfterS?: number) =>
+  new DomainError(503, code, message, undefined, retryAfterS);
+
+/** JSON body every service returns for an error. */
+export interface ErrorBody {
+  error: { code: string; message: string; details?: Record<string, unknown> };
+  requestId?: string;
+}
+
+/** The error body for a DomainError. */
+export function errorBody(err: DomainError, requestId?: string): ErrorBody {
+  return {
+    error: { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) },
+    ...(requestId ? { requestId } : {}),
+  };
+}
