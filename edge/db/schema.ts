@@ -1,0 +1,147 @@
+/**
+ * Library metadata schema (drizzle, SQLite dialect; libSQL locally and on Turso).
+ * Timestamps are integer milliseconds; JSON columns hold records the edge reads back whole.
+ * The FTS5 index `problems_fts` lives in a custom migration (drizzle does not model virtual
+ * tables) and is kept in sync with `problems` by triggers: a migration that rebuilds `problems`
+ * must recreate those triggers (see migrations/0001_problems_fts.sql).
+ */
+import { sql } from "drizzle-orm";
+import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+const createdAt = () =>
+  integer("created_at", { mode: "timestamp_ms" })
+    .notNull()
+    .$defaultFn(() => new Date());
+
+/** A normalized problem; `template` is the text with its numbers replaced by named parameters. */
+export const problems = sqliteTable(
+  "problems",
+  {
+    id: text("id").primaryKey(),
+    normalizedText: text("normalized_text").notNull(),
+    fingerprint: text("fingerprint").notNull().unique(),
+    template: text("template").notNull(),
+    params: text("params", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("problems_template_idx").on(t.template)],
+);
+
+/** A worked solution of a problem; `verified` mirrors the verdict inside `verification`. */
+export const solutions = sqliteTable(
+  "solutions",
+  {
+    id: text("id").primaryKey(),
+    problemId: text("problem_id")
+      .notNull()
+      .references(() => problems.id),
+    worked: text("worked").notNull(),
+    program: text("program"),
+    answer: text("answer").notNull(),
+    parametric: integer("parametric", { mode: "boolean" }).notNull().default(false),
+    verified: integer("verified", { mode: "boolean" }).notNull().default(false),
+    verification: text("verification", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("solutions_problem_idx").on(t.problemId, t.verified)],
+);
+
+export const blockStates = ["building", "ready", "quarantined"] as const;
+export type BlockState = (typeof blockStates)[number];
+
+/** A KV-state block, named by the SHA-256 of its bytes; manifest fields used for routing are columns. */
+export const blocks = sqliteTable(
+  "blocks",
+  {
+    sha256: text("sha256").primaryKey(),
+    problemId: text("problem_id")
+      .notNull()
+      .references(() => problems.id),
+    tokenCount: integer("token_count").notNull(),
+    tokensSha256: text("tokens_sha256").notNull(),
+    textSha256: text("text_sha256").notNull(),
+    modelFingerprint: text("model_fingerprint").notNull(),
+    engineFingerprint: text("engine_fingerprint").notNull(),
+    manifest: text("manifest", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    state: text("state", { enum: blockStates }).notNull(),
+    nodeId: text("node_id"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("blocks_problem_idx").on(t.problemId), index("blocks_node_idx").on(t.nodeId)],
+);
+
+export const nodeStatuses = ["up", "down"] as const;
+export type NodeStatus = (typeof nodeStatuses)[number];
+
+/** A registered GPU node; heartbeats refresh `last_heartbeat_at` and reset `missed_heartbeats`. */
+export const gpuNodes = sqliteTable("gpu_nodes", {
+  id: text("id").primaryKey(),
+  url: text("url").notNull(),
+  modelFingerprint: text("model_fingerprint").notNull(),
+  engineFingerprint: text("engine_fingerprint").notNull(),
+  capacity: text("capacity", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+  health: text("health", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+  status: text("status", { enum: nodeStatuses }).notNull(),
+  lastHeartbeatAt: integer("last_heartbeat_at", { mode: "timestamp_ms" }).notNull(),
+  missedHeartbeats: integer("missed_heartbeats").notNull().default(0),
+  createdAt: createdAt(),
+});
+
+export const apiKeyRoles = ["public", "admin"] as const;
+export type ApiKeyRole = (typeof apiKeyRoles)[number];
+
+/** An API key: only its public prefix and the SHA-256 of the whole key are stored. */
+export const apiKeys = sqliteTable("api_keys", {
+  id: text("id").primaryKey(),
+  prefix: text("prefix").notNull().unique(),
+  hash: text("hash").notNull(),
+  role: text("role", { enum: apiKeyRoles }).notNull(),
+  label: text("label").notNull(),
+  createdAt: createdAt(),
+  revokedAt: integer("revoked_at", { mode: "timestamp_ms" }),
+});
+
+/** One answered query: how it was routed, where the answer came from and what it cost. */
+export const queries = sqliteTable(
+  "queries",
+  {
+    id: text("id").primaryKey(),
+    keyId: text("key_id"),
+    createdAt: createdAt(),
+    fingerprint: text("fingerprint").notNull(),
+    route: text("route", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    source: text("source").notNull(),
+    cost: text("cost", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    confidence: real("confidence"),
+    verified: integer("verified", { mode: "boolean" }).notNull(),
+  },
+  (t) => [index("queries_created_idx").on(t.createdAt)],
+);
+
+export const flywheelStatuses = ["queued", "running", "accepted", "rejected"] as const;
+export type FlywheelStatus = (typeof flywheelStatuses)[number];
+
+/** Problems the model was unsure of, waiting for a heavier solve; one open item per fingerprint. */
+export const flywheelQueue = sqliteTable(
+  "flywheel_queue",
+  {
+    id: text("id").primaryKey(),
+    problem: text("problem").notNull(),
+    fingerprint: text("fingerprint").notNull(),
+    status: text("status", { enum: flywheelStatuses }).notNull().default("queued"),
+    referenceAnswer: text("reference_answer"),
+    attempts: integer("attempts").notNull().default(0),
+    cost: text("cost", { mode: "json" }).$type<Record<string, unknown>>(),
+    result: text("result", { mode: "json" }).$type<Record<string, unknown>>(),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" })
+      .notNull()
+      .$defaultFn(() => new Date()),
+  },
+  (t) => [
+    uniqueIndex("flywheel_open_fingerprint_idx")
+      .on(t.fingerprint)
+      .where(sql`${t.status} in ('queued', 'running')`),
+    index("flywheel_status_idx").on(t.status, t.id),
+  ],
+);

@@ -1,0 +1,450 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type Database, migrateDatabase, type OpenDatabase, openDatabase } from "../edge/db/client.js";
+import {
+  addSolution,
+  claimNextFlywheel,
+  enqueueFlywheel,
+  findByTemplate,
+  findVerifiedByFingerprint,
+  finishFlywheel,
+  getLibraryItem,
+  listFlywheel,
+  listLibrary,
+  listNodes,
+  logQuery,
+  markNodeDown,
+  markNodeUp,
+  recordMissedHeartbeat,
+  registerBlock,
+  registerProblem,
+  searchTemplates,
+  setBlockState,
+  toFtsQuery,
+  upsertNode,
+} from "../edge/library.service.js";
+import { DomainError } from "../shared/errors.js";
+
+let dir: string;
+let opened: OpenDatabase[];
+let db: Database;
+
+async function open(name = "edge.db"): Promise<OpenDatabase> {
+  const handle = await openDatabase({ url: `file:${join(dir, name)}` });
+  opened.push(handle);
+  return handle;
+}
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "kvgraft-edge-db-"));
+  opened = [];
+  db = (await open()).db;
+  await migrateDatabase(db);
+});
+
+afterEach(() => {
+  for (const handle of opened) handle.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function expectDomainError(promise: Promise<unknown>, status: number, code: string) {
+  const err = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(DomainError);
+  expect(err).toMatchObject({ status, code });
+}
+
+let counter = 0;
+function problemInput(template: string, params: Record<string, unknown> = {}) {
+  counter++;
+  return {
+    normalizedText: `${template} #${counter}`,
+    fingerprint: `fp-${counter}-${Math.random()}`,
+    template,
+    params,
+  };
+}
+
+const manifest = {
+  formatVersion: 1,
+  tokenCount: 42,
+  tokensSha256: "a".repeat(64),
+  textSha256: "b".repeat(64),
+  modelFingerprint: "model-1",
+  engineFingerprint: { nodeLlamaCpp: "3.21.1", backend: "cuda", gpu: "H200" },
+};
+
+describe("migrations", () => {
+  it("create every table and the FTS index, and re-running them changes nothing", async () => {
+    const { client } = opened[0] as OpenDatabase;
+    const names = async () =>
+      (
+        await client.execute(
+          "SELECT name FROM sqlite_schema WHERE type IN ('table', 'trigger') ORDER BY name",
+        )
+      ).rows.map((r) => String(r.name));
+    const before = await names();
+    for (const table of [
+      "api_keys",
+      "blocks",
+      "flywheel_queue",
+      "gpu_nodes",
+      "problems",
+      "problems_fts",
+      "queries",
+      "solutions",
+      "problems_fts_after_insert",
+    ])
+      expect(before).toContain(table);
+    const applied = await client.execute("SELECT count(*) AS n FROM __drizzle_migrations");
+    await migrateDatabase(db);
+    const second = await open();
+    await migrateDatabase(second.db);
+    expect(await names()).toEqual(before);
+    expect((await client.execute("SELECT count(*) AS n FROM __drizzle_migrations")).rows[0]?.n).toBe(
+      applied.rows[0]?.n,
+    );
+    const fts = await client.execute(
+      "SELECT bm25(problems_fts) AS r FROM problems_fts WHERE problems_fts MATCH 'x'",
+    );
+    expect(fts.rows).toEqual([]);
+  });
+});
+
+describe("problems and solutions", () => {
+  it("registers a fingerprint once and returns the same row after", async () => {
+    const input = problemInput("what is {a} plus {b}", { a: 2, b: 3 });
+    const first = await registerProblem(db, input);
+    const again = await registerProblem(db, { ...input, normalizedText: "something else" });
+    expect(first.created).toBe(true);
+    expect(again.created).toBe(false);
+    expect(again.problem).toEqual(first.problem);
+    expect(first.problem.params).toEqual({ a: 2, b: 3 });
+    const { client } = opened[0] as OpenDatabase;
+    await expect(
+      client.execute({
+        sql: "INSERT INTO problems (id, normalized_text, fingerprint, template, params, created_at) VALUES ('x', 't', ?, 't', '{}', 0)",
+        args: [input.fingerprint],
+      }),
+    ).rejects.toThrow(/UNIQUE/);
+  });
+
+  it("serves the newest verified solution on the fast path, never an unverified one", async () => {
+    const { problem } = await registerProblem(db, problemInput("sum of the first {n} primes", { n: 10 }));
+    expect(await findVerifiedByFingerprint(db, problem.fingerprint)).toBeNull();
+    const base = { problemId: problem.id, worked: "2+3+5+...", program: "print(129)", parametric: true };
+    await addSolution(db, { ...base, answer: "130", verified: false, verification: { ok: false } });
+    expect(await findVerifiedByFingerprint(db, problem.fingerprint)).toBeNull();
+    await addSolution(db, {
+      ...base,
+      answer: "129",
+      verified: true,
+      verification: { ok: true, stdout: "129" },
+    });
+    const hit = await findVerifiedByFingerprint(db, problem.fingerprint);
+    expect(hit?.answer).toBe("129");
+    expect(hit?.problem.id).toBe(problem.id);
+    expect(hit?.solution.verification).toEqual({ ok: true, stdout: "129" });
+    expect(hit?.solution.parametric).toBe(true);
+    await expectDomainError(
+      addSolution(db, { ...base, problemId: "prb_missing", answer: "1", verified: true, verification: {} }),
+      404,
+      "problem_not_found",
+    );
+  });
+
+  it("finds problems by template with their verified solution and ready blocks", async () => {
+    const template = "area of a circle of radius {r}";
+    const a = (await registerProblem(db, problemInput(template, { r: 1 }))).problem;
+    const b = (await registerProblem(db, problemInput(template, { r: 2 }))).problem;
+    await registerProblem(db, problemInput("something unrelated"));
+    await addSolution(db, {
+      problemId: a.id,
+      worked: "pi r^2",
+      program: "import math\nprint(math.pi)",
+      answer: "3.14159",
+      parametric: true,
+      verified: true,
+      verification: {},
+    });
+    await registerBlock(db, {
+      sha256: "1".repeat(64),
+      problemId: a.id,
+      manifest,
+      state: "ready",
+      nodeId: "n1",
+    });
+    await registerBlock(db, {
+      sha256: "2".repeat(64),
+      problemId: a.id,
+      manifest,
+      state: "building",
+      nodeId: "n1",
+    });
+    const matches = await findByTemplate(db, template);
+    expect(matches.map((m) => m.problem.id)).toEqual([a.id, b.id]);
+    expect(matches[0]?.solution?.answer).toBe("3.14159");
+    expect(matches[0]?.blocks.map((x) => x.sha256)).toEqual(["1".repeat(64)]);
+    expect(matches[1]?.solution).toBeNull();
+    expect(await findByTemplate(db, "nothing like it")).toEqual([]);
+  });
+});
+
+describe("blocks", () => {
+  it("stores manifest fields as columns, re-registers idempotently and changes state", async () => {
+    const { problem } = await registerProblem(db, problemInput("t"));
+    const sha = "c".repeat(64);
+    const block = await registerBlock(db, {
+      sha256: sha,
+      problemId: problem.id,
+      manifest,
+      state: "building",
+      nodeId: null,
+    });
+    expect(block).toMatchObject({
+      tokenCount: 42,
+      modelFingerprint: "model-1",
+      state: "building",
+      nodeId: null,
+    });
+    // object fingerprints are stored with sorted keys, so equal objects compare equal as strings
+    expect(block.engineFingerprint).toBe('{"backend":"cuda","gpu":"H200","nodeLlamaCpp":"3.21.1"}');
+    expect(block.manifest).toEqual(manifest);
+    const again = await registerBlock(db, {
+      sha256: sha,
+      problemId: problem.id,
+      manifest,
+      state: "ready",
+      nodeId: "n2",
+    });
+    expect(again).toMatchObject({ state: "ready", nodeId: "n2", createdAt: block.createdAt });
+    expect((await setBlockState(db, sha, "quarantined")).state).toBe("quarantined");
+    await expectDomainError(setBlockState(db, "d".repeat(64), "ready"), 404, "block_not_found");
+    const other = await registerProblem(db, problemInput("u"));
+    await expectDomainError(
+      registerBlock(db, { sha256: sha, problemId: other.problem.id, manifest, state: "ready", nodeId: null }),
+      409,
+      "block_problem_mismatch",
+    );
+  });
+});
+
+describe("lexical search", () => {
+  const templates = [
+    "find the sum of the first {n} prime numbers",
+    "find the area of a circle with radius {r}",
+    "how many ways can {n} people sit around a round table",
+    "solve the quadratic equation {a} x squared plus {b} x plus {c} equals zero",
+    "what is the remainder when {a} to the power {b} is divided by {m}",
+  ];
+
+  beforeEach(async () => {
+    for (const t of templates) await registerProblem(db, problemInput(t));
+    await registerProblem(db, problemInput(templates[1] as string)); // a second problem, same template
+  });
+
+  it("ranks the matching template first", async () => {
+    const cases: [string, string][] = [
+      ["sum of the first {n} primes", templates[0] as string],
+      ["a circle has radius {r}; what is its area", templates[1] as string],
+      ["in how many ways can {n} people be seated at a round table", templates[2] as string],
+      ["remainder of {a} to the power {b} divided by {m}", templates[4] as string],
+    ];
+    for (const [query, expected] of cases) {
+      const hits = await searchTemplates(db, query, 3);
+      expect(hits[0]?.template, query).toBe(expected);
+      expect(hits[0]?.score).toBeGreaterThan(0);
+      for (let i = 1; i < hits.length; i++)
+        expect(hits[i - 1]?.score ?? 0).toBeGreaterThanOrEqual(hits[i]?.score ?? 0);
+    }
+  });
+
+  it("returns each template once, with its oldest problem, and honours k", async () => {
+    const hits = await searchTemplates(db, "find the area of a circle with radius", 10);
+    expect(hits.filter((h) => h.template === templates[1]).length).toBe(1);
+    const [first] = await findByTemplate(db, templates[1] as string);
+    expect(hits[0]?.problemId).toBe(first?.problem.id);
+    expect((await searchTemplates(db, "find the", 1)).length).toBe(1);
+  });
+
+  it("treats FTS syntax in the query as plain words", async () => {
+    const hostile = [
+      'circle" OR "x',
+      "circle*",
+      "NEAR(circle radius, 2)",
+      "(circle AND) OR NOT",
+      "radius: ^circle -area +",
+      '"""',
+      "{}[]()*^:",
+      "NEAR",
+      "",
+      "   ",
+    ];
+    for (const q of hostile) {
+      const hits = await searchTemplates(db, q, 5);
+      expect(Array.isArray(hits)).toBe(true);
+    }
+    expect((await searchTemplates(db, "NEAR(circle radius, 2)", 1))[0]?.template).toBe(templates[1]);
+    expect(await searchTemplates(db, "{}[]()*^:", 5)).toEqual([]);
+    expect(toFtsQuery('a "b" NEAR(c) d*')).toBe('"a" OR "b" OR "near" OR "c" OR "d"');
+  });
+
+  it("indexes each template once and follows deletes and template changes", async () => {
+    const { client } = opened[0] as OpenDatabase;
+    const count = async () => (await client.execute("SELECT count(*) AS n FROM problems_fts")).rows[0]?.n;
+    const templatesOf = async (q: string) => (await searchTemplates(db, q, 10)).map((h) => h.template);
+    expect(await count()).toBe(templates.length);
+    const circle = await findByTemplate(db, templates[1] as string);
+    await client.execute({ sql: "DELETE FROM problems WHERE id = ?", args: [circle[0]?.problem.id ?? ""] });
+    expect(await templatesOf("circle radius")).toContain(templates[1]);
+    await client.execute({ sql: "DELETE FROM problems WHERE id = ?", args: [circle[1]?.problem.id ?? ""] });
+    expect(await templatesOf("circle radius")).not.toContain(templates[1]);
+    await client.execute({
+      sql: "UPDATE problems SET template = 'volume of a sphere of radius {r}' WHERE template = ?",
+      args: [templates[2] as string],
+    });
+    expect(await templatesOf("people round table")).not.toContain(templates[2]);
+    expect(await templatesOf("sphere volume")).toEqual(["volume of a sphere of radius {r}"]);
+    expect(await count()).toBe(templates.length - 1);
+  });
+});
+
+describe("library listing and query log", () => {
+  it("pages through the library with a cursor", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await registerProblem(db, problemInput(`p${i}`))).problem.id);
+    const first = await addSolution(db, {
+      problemId: ids[0] as string,
+      worked: "w",
+      program: null,
+      answer: "1",
+      parametric: false,
+      verified: true,
+      verification: {},
+    });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await listLibrary(db, { limit: 2, cursor });
+      seen.push(...page.items.map((i) => i.problem.id));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor !== null);
+    expect(seen).toEqual(ids);
+    expect(pages).toBe(3);
+    const item = await getLibraryItem(db, ids[0] as string);
+    expect(item?.solutions).toEqual([first]);
+    expect(await getLibraryItem(db, "prb_nope")).toBeNull();
+    await expectDomainError(listLibrary(db, { limit: 2, cursor: "' OR 1=1 --" }), 400, "cursor_invalid");
+  });
+
+  it("logs queries", async () => {
+    const id = await logQuery(db, {
+      keyId: null,
+      fingerprint: "fp",
+      route: { kind: "abstain" },
+      source: "model",
+      cost: { tokens: 12 },
+      confidence: 0.4,
+      verified: false,
+    });
+    const { client } = opened[0] as OpenDatabase;
+    const row = (await client.execute({ sql: "SELECT * FROM queries WHERE id = ?", args: [id] })).rows[0];
+    expect(row).toMatchObject({ fingerprint: "fp", source: "model", confidence: 0.4, verified: 0 });
+    expect(JSON.parse(String(row?.route))).toEqual({ kind: "abstain" });
+  });
+});
+
+describe("flywheel queue", () => {
+  it("keeps one open item per fingerprint and closes items once", async () => {
+    const a = await enqueueFlywheel(db, { problem: "p", fingerprint: "f1", referenceAnswer: "7" });
+    const dup = await enqueueFlywheel(db, { problem: "p", fingerprint: "f1" });
+    expect(a.created).toBe(true);
+    expect(dup).toEqual({ item: a.item, created: false });
+    const claimed = await claimNextFlywheel(db);
+    expect(claimed).toMatchObject({ id: a.item.id, status: "running", attempts: 1, referenceAnswer: "7" });
+    expect((await enqueueFlywheel(db, { problem: "p", fingerprint: "f1" })).created).toBe(false);
+    expect(await claimNextFlywheel(db)).toBeNull();
+    const done = await finishFlywheel(db, a.item.id, {
+      status: "rejected",
+      cost: { tokens: 5 },
+      result: { why: "disagree" },
+    });
+    expect(done).toMatchObject({ status: "rejected", cost: { tokens: 5 }, result: { why: "disagree" } });
+    await expectDomainError(
+      finishFlywheel(db, a.item.id, { status: "accepted" }),
+      409,
+      "flywheel_item_not_running",
+    );
+    await expectDomainError(
+      finishFlywheel(db, "fly_missing", { status: "accepted" }),
+      404,
+      "flywheel_item_not_found",
+    );
+    // once closed, the same problem may be queued again
+    expect((await enqueueFlywheel(db, { problem: "p", fingerprint: "f1" })).created).toBe(true);
+    expect((await listFlywheel(db)).length).toBe(2);
+    expect((await listFlywheel(db, { status: "rejected" })).map((i) => i.id)).toEqual([a.item.id]);
+  });
+
+  it("claims in FIFO order and reclaims a silent worker's item only when asked", async () => {
+    const first = await enqueueFlywheel(db, { problem: "p1", fingerprint: "g1" });
+    await enqueueFlywheel(db, { problem: "p2", fingerprint: "g2" });
+    const t0 = new Date(1_000_000);
+    expect((await claimNextFlywheel(db, { now: t0 }))?.id).toBe(first.item.id);
+    const later = new Date(t0.getTime() + 60_000);
+    expect((await claimNextFlywheel(db, { now: later }))?.fingerprint).toBe("g2");
+    expect(await claimNextFlywheel(db, { now: later, reclaimAfterMs: 120_000 })).toBeNull();
+    const reclaimed = await claimNextFlywheel(db, { now: later, reclaimAfterMs: 30_000 });
+    expect(reclaimed).toMatchObject({ id: first.item.id, attempts: 2 });
+  });
+
+  it("gives each item to exactly one of many concurrent claimers", async () => {
+    const n = 30;
+    for (let i = 0; i < n; i++) await enqueueFlywheel(db, { problem: `p${i}`, fingerprint: `c${i}` });
+    const handles = [db, (await open()).db, (await open()).db, (await open()).db];
+    const claims = await Promise.all(
+      Array.from({ length: n * 2 }, (_, i) => claimNextFlywheel(handles[i % handles.length] as Database)),
+    );
+    const ids = claims.filter((c) => c !== null).map((c) => c.id);
+    expect(ids.length).toBe(n);
+    expect(new Set(ids).size).toBe(n);
+    expect(claims.filter((c) => c === null).length).toBe(n);
+    expect((await listFlywheel(db, { status: "running" })).every((i) => i.attempts === 1)).toBe(true);
+  });
+});
+
+describe("node registry", () => {
+  const node = {
+    id: "node-a",
+    url: "http://127.0.0.1:8788",
+    modelFingerprint: "model-1",
+    engineFingerprint: { gpu: "H200", backend: "cuda" },
+    capacity: { slots: 4 },
+    health: { ok: true },
+  };
+
+  it("upserts, counts missed heartbeats and marks nodes down and up", async () => {
+    const t = new Date(5_000);
+    const created = await upsertNode(db, node, t);
+    expect(created).toMatchObject({ status: "up", missedHeartbeats: 0, lastHeartbeatAt: t });
+    expect(created.engineFingerprint).toBe('{"backend":"cuda","gpu":"H200"}');
+    expect((await recordMissedHeartbeat(db, node.id, 2)).status).toBe("up");
+    expect(await recordMissedHeartbeat(db, node.id, 2)).toMatchObject({
+      status: "down",
+      missedHeartbeats: 2,
+    });
+    expect(await listNodes(db, { status: "up" })).toEqual([]);
+    expect(await markNodeUp(db, node.id)).toMatchObject({ status: "up", missedHeartbeats: 0 });
+    expect((await markNodeDown(db, node.id)).status).toBe("down");
+    const beat = await upsertNode(db, { ...node, url: "http://127.0.0.1:9999" }, new Date(9_000));
+    expect(beat).toMatchObject({ status: "up", url: "http://127.0.0.1:9999", createdAt: created.createdAt });
+    expect((await listNodes(db)).length).toBe(1);
+    await expectDomainError(markNodeDown(db, "ghost"), 404, "node_not_found");
+  });
+});
