@@ -1,0 +1,545 @@
+/**
+ * Problem normalization: one plain-text form for the many ways a math problem is written, so the
+ * edge can fingerprint exact repeats and match templates (same wording, new numbers).
+ *
+ * Rules, in the order they apply (the whole pass repeats until nothing changes, so the result is
+ * a fixpoint and normalizeProblem is idempotent):
+ * - Unicode superscript/subscript runs become `^...`/`_...` (NFKC alone would turn `x²` into `x2`),
+ *   then NFKC; `×·⋅∗` -> `*`, `÷` -> `/`, dashes and `−` -> `-`, `≤ ≥ ≠ ≈` -> `<= >= != ~=`,
+ *   `π` -> `pi`, `°` -> ` degrees`, `∞` -> `infinity`, curly quotes -> ASCII, `√x` -> `sqrt(x)`.
+ * - LaTeX to what a person types: `$`, `$$`, `\(`, `\)`, `\[`, `\]` dropped (every `$` is dropped,
+ *   so `$20`, `\$20` and `20` agree); `\frac{a}{b}` -> `a/b` (non-atomic sides parenthesized);
+ *   `\sqrt{x}` -> `sqrt(x)`; `^{..}` -> `^(..)`; `\cdot`, `\times` -> `*`; `\le` etc. as above;
+ *   `\left`, `\right`, spacing commands and `~` dropped; `\text{..}`-like wrappers unwrapped;
+ *   `^\circ` -> ` degrees`; any other command loses its backslash (`\pi` -> `pi`).
+ * - Lower case, `**` -> `^`, whitespace runs -> one space.
+ * - Thousands separators `1,000,000` -> `1000000` outside brackets (inside brackets a comma
+ *   separates arguments: `gcd(120,180)`), and `1\,000` / `1{,}000` in LaTeX.
+ * - Spacing: none around `+ * / ^ = < > ~`, none around a binary `-` (`a - b` -> `a-b`; `a -b`
+ *   keeps its unary minus), none before `, ; : ? ! % ) ]` or a sentence `.`, none after `( [`,
+ *   one after `,` and `;`, and `3 : 4` -> `3:4`.
+ * - Parentheses around a lone number or letter are dropped where that cannot change the meaning:
+ *   `(1)/(2)` -> `1/2`, `x^(2)` -> `x^2`, but `f(x)`, `2(3)` and `(-3)^2` stay.
+ * - Numbers: every run of ASCII digits is a number, also inside words (`x2`, `log2`, `3rd`), so a
+ *   template never holds a digit and a changed index or base is a changed parameter. Leading zeros
+ *   and trailing fractional zeros go (`007` -> `7`, `0.50` -> `0.5`, `3.0` -> `3`), `.5` -> `0.5`,
+ *   `-0` -> `0`, and a dotted run with two or more dots (`1.2.3`) is a list of integers. A `-` is a
+ *   sign when it follows the start, a space, an opening bracket, a separator or an operator.
+ * - Trailing whitespace and `. ? , ; :` are stripped (`!` stays: `5!` is a factorial).
+ */
+
+import { sha256Hex } from "./hash.js";
+
+/** Slot that stands for a number in a template. */
+export const TEMPLATE_SLOT = "#";
+
+const SUPERSCRIPTS: Record<string, string> = {
+  "⁰": "0",
+  "¹": "1",
+  "²": "2",
+  "³": "3",
+  "⁴": "4",
+  "⁵": "5",
+  "⁶": "6",
+  "⁷": "7",
+  "⁸": "8",
+  "⁹": "9",
+  "⁺": "+",
+  "⁻": "-",
+  "⁽": "(",
+  "⁾": ")",
+  ⁿ: "n",
+};
+const SUBSCRIPTS: Record<string, string> = {
+  "₀": "0",
+  "₁": "1",
+  "₂": "2",
+  "₃": "3",
+  "₄": "4",
+  "₅": "5",
+  "₆": "6",
+  "₇": "7",
+  "₈": "8",
+  "₉": "9",
+};
+
+const CHAR_MAP: Record<string, string> = {
+  "×": "*",
+  "·": "*",
+  "⋅": "*",
+  "∙": "*",
+  "∗": "*",
+  "÷": "/",
+  "⁄": "/",
+  "∕": "/",
+  "−": "-",
+  "–": "-",
+  "—": "-",
+  "‐": "-",
+  "‒": "-",
+  "≤": "<=",
+  "≥": ">=",
+  "≠": "!=",
+  "≈": "~=",
+  π: "pi",
+  "°": " degrees",
+  "∞": "infinity",
+  "‘": "'",
+  "’": "'",
+  "“": '"',
+  "”": '"',
+  ß: "ss",
+  "\u200b": "",
+  "\u200c": "",
+  "\u200d": "",
+  "\u2060": "",
+  "\ufeff": "",
+  "\u00ad": "",
+};
+const CHAR_MAP_RE = new RegExp(`[${Object.keys(CHAR_MAP).join("")}]`, "gu");
+
+/** LaTeX commands that stand for a plain symbol or word. */
+const LATEX_SYMBOLS: Record<string, string> = {
+  cdot: "*",
+  times: "*",
+  ast: "*",
+  div: "/",
+  pm: "+-",
+  mp: "-+",
+  le: "<=",
+  leq: "<=",
+  leqslant: "<=",
+  ge: ">=",
+  geq: ">=",
+  geqslant: ">=",
+  ne: "!=",
+  neq: "!=",
+  lt: "<",
+  gt: ">",
+  approx: "~=",
+  quad: " ",
+  qquad: " ",
+  enspace: " ",
+  thinspace: " ",
+  medspace: " ",
+  thickspace: " ",
+  space: " ",
+  dots: "...",
+  ldots: "...",
+  cdots: "...",
+  dotsc: "...",
+  dotsb: "...",
+  infty: "infinity",
+  degree: " degrees",
+  circ: " degrees",
+  percent: "%",
+  lfloor: "floor(",
+  rfloor: ")",
+  lceil: "ceil(",
+  rceil: ")",
+  mid: "|",
+  vert: "|",
+  lvert: "|",
+  rvert: "|",
+  to: "->",
+  rightarrow: "->",
+  bmod: " mod ",
+  mod: " mod ",
+};
+/** Sizing and style commands with no plain-text counterpart. */
+const LATEX_DROP = new Set([
+  "left",
+  "right",
+  "middle",
+  "big",
+  "Big",
+  "bigg",
+  "Bigg",
+  "bigl",
+  "bigr",
+  "Bigl",
+  "Bigr",
+  "biggl",
+  "biggr",
+  "Biggl",
+  "Biggr",
+  "displaystyle",
+  "textstyle",
+  "limits",
+  "nolimits",
+]);
+/** Commands whose one argument is kept as is. */
+const LATEX_UNWRAP = new Set([
+  "text",
+  "textrm",
+  "textit",
+  "textbf",
+  "textsf",
+  "texttt",
+  "textnormal",
+  "mathrm",
+  "mathbf",
+  "mathit",
+  "mathsf",
+  "mathtt",
+  "mathbb",
+  "mathcal",
+  "operatorname",
+  "mbox",
+  "hbox",
+  "emph",
+  "boldsymbol",
+  "bm",
+  "overline",
+  "underline",
+  "vec",
+  "hat",
+  "bar",
+  "tilde",
+  "widehat",
+  "widetilde",
+]);
+const LATEX_FRACS = new Set(["frac", "dfrac", "tfrac", "cfrac"]);
+const LATEX_BINOMS = new Set(["binom", "dbinom", "tbinom"]);
+
+const isLetter = (c: string | undefined) => c !== undefined && /[a-zA-Z]/.test(c);
+/** A lone (possibly signed) number or a single letter: needs no parentheses as an operand. */
+const isAtom = (s: string) => /^(?:-?\d+(?:\.\d+)?|[a-zA-Z])$/.test(s);
+const parenthesize = (s: string) => (isAtom(s) ? s : `(${s})`);
+
+interface Arg {
+  raw: string;
+  braced: boolean;
+  end: number;
+}
+
+/** Index of the `close` that balances the `open` at `start`, skipping escaped ones; -1 if none. */
+function matching(s: string, start: number, open: string, close: string): number {
+  let depth = 0;
+  for (let i = start; i < s.length; i++) {
+    const c = s[i];
+    if (c === "\\") {
+      i++;
+      continue;
+    }
+    if (c === open) depth++;
+    else if (c === close && --depth === 0) return i;
+  }
+  return -1;
+}
+
+/** One macro argument at `i`: a braced group, a control sequence, or one character. */
+function readArg(s: string, i: number): Arg {
+  let j = i;
+  while (s[j] === " ") j++;
+  const c = s[j];
+  if (c === undefined) return { raw: "", braced: false, end: j };
+  if (c === "{") {
+    const close = matching(s, j, "{", "}");
+    if (close >= 0) return { raw: s.slice(j + 1, close), braced: true, end: close + 1 };
+    return { raw: "", braced: false, end: j + 1 };
+  }
+  if (c === "\\") {
+    let k = j + 1;
+    if (isLetter(s[k])) while (isLetter(s[k])) k++;
+    else k++;
+    return { raw: s.slice(j, k), braced: false, end: k };
+  }
+  return { raw: c, braced: false, end: j + 1 };
+}
+
+/** LaTeX markup to plain text; text without markup passes through unchanged. */
+function latexToPlain(s: string): string {
+  let out = "";
+  let i = 0;
+  while (i < s.length) {
+    const c = s[i] as string;
+    if (c === "\\") {
+      const next = s[i + 1];
+      if (next === undefined) {
+        i++;
+      } else if (isLetter(next)) {
+        let k = i + 1;
+        while (isLetter(s[k])) k++;
+        const name = s.slice(i + 1, k);
+        if (s[k] === "*") k++;
+        const r = latexCommand(name, s, k, out);
+        out += r.text;
+        i = r.end;
+      } else {
+        out += controlSymbol(next, s, i, out);
+        i += 2;
+      }
+    } else if (c === "$") {
+      i++;
+    } else if (c === "~") {
+      out += s[i + 1] === "=" ? "~" : " ";
+      i++;
+    } else if (c === "^" || c === "_") {
+      const arg = readArg(s, i + 1);
+      const raw = arg.raw.trim();
+      if (c === "^" && (raw === "\\circ" || raw === "\\degree")) out += " degrees";
+      else if (arg.braced) out += `${c}(${latexToPlain(arg.raw).trim()})`;
+      else out += c + latexToPlain(arg.raw);
+      i = arg.end;
+    } else if (c === "{") {
+      if (s.startsWith("{,}", i)) {
+        out += ",";
+        i += 3;
+      } else {
+        const close = matching(s, i, "{", "}");
+        if (close < 0) {
+          out += c;
+          i++;
+        } else {
+          out += `{${latexToPlain(s.slice(i + 1, close))}}`;
+          i = close + 1;
+        }
+      }
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** A control symbol `\x` (x not a letter). */
+function controlSymbol(x: string, s: string, i: number, out: string): string {
+  switch (x) {
+    case ",":
+      // `1\,000`: a thin space used as a thousands separator joins the digits.
+      return /\d$/.test(out) && /^\d{3}(?!\d)/.test(s.slice(i + 2)) ? "" : " ";
+    case ";":
+    case ":":
+    case "!":
+    case " ":
+    case "\\":
+    case "(":
+    case ")":
+    case "[":
+    case "]":
+      return " ";
+    case "$":
+      return "";
+    default:
+      return x;
+  }
+}
+
+/** A control word `\name` whose arguments start at `k`; `out` is the text produced so far. */
+function latexCommand(name: string, s: string, k: number, out: string): { text: string; end: number } {
+  const symbol = LATEX_SYMBOLS[name];
+  if (symbol !== undefined) return { text: symbol, end: k };
+  if (LATEX_DROP.has(name)) {
+    let j = k;
+    while (s[j] === " ") j++;
+    // `\left.` and `\right.` are invisible delimiters.
+    return { text: "", end: s[j] === "." ? j + 1 : k };
+  }
+  if (LATEX_UNWRAP.has(name)) {
+    const arg = readArg(s, k);
+    return { text: latexToPlain(arg.raw), end: arg.end };
+  }
+  if (name === "begin" || name === "end") return { text: " ", end: readArg(s, k).end };
+  if (LATEX_FRACS.has(name)) {
+    const a = readArg(s, k);
+    const b = readArg(s, a.end);
+    const body = `${parenthesize(latexToPlain(a.raw).trim())}/${parenthesize(latexToPlain(b.raw).trim())}`;
+    const prev = out.at(-1);
+    const next = s[b.end];
+    if (
+      (prev !== undefined && /[a-zA-Z)^/]/.test(prev)) ||
+      (next !== undefined && /[a-zA-Z0-9(^]/.test(next))
+    )
+      return { text: `(${body})`, end: b.end };
+    // A mixed number `2\frac{1}{2}` is typed `2 1/2`.
+    return { text: prev !== undefined && /\d/.test(prev) ? ` ${body}` : body, end: b.end };
+  }
+  if (LATEX_BINOMS.has(name)) {
+    const a = readArg(s, k);
+    const b = readArg(s, a.end);
+    return { text: `binom(${latexToPlain(a.raw).trim()}, ${latexToPlain(b.raw).trim()})`, end: b.end };
+  }
+  if (name === "sqrt") {
+    let j = k;
+    while (s[j] === " ") j++;
+    let index: string | undefined;
+    if (s[j] === "[") {
+      const close = matching(s, j, "[", "]");
+      if (close > 0) {
+        index = latexToPlain(s.slice(j + 1, close)).trim();
+        j = close + 1;
+      }
+    }
+    const arg = readArg(s, j);
+    const radicand = latexToPlain(arg.raw).trim();
+    if (index === undefined) return { text: `sqrt(${radicand})`, end: arg.end };
+    return { text: `${parenthesize(radicand)}^(1/${parenthesize(index)})`, end: arg.end };
+  }
+  if (name === "pmod") {
+    const arg = readArg(s, k);
+    return { text: ` (mod ${latexToPlain(arg.raw).trim()})`, end: arg.end };
+  }
+  return { text: name, end: k };
+}
+
+/** Replaces `1,000,000` by `1000000` where the comma is not inside brackets. */
+function dropThousandsSeparators(s: string): string {
+  const re = /(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d)/g;
+  let out = "";
+  let last = 0;
+  for (const m of s.matchAll(re)) {
+    const at = m.index;
+    if (bracketDepth(s, at) > 0) continue;
+    out += s.slice(last, at) + m[0].replaceAll(",", "");
+    last = at + m[0].length;
+  }
+  return out + s.slice(last);
+}
+
+function bracketDepth(s: string, end: number): number {
+  let depth = 0;
+  for (let i = 0; i < end; i++) {
+    const c = s[i];
+    if (c === "(" || c === "[" || c === "{") depth++;
+    else if ((c === ")" || c === "]" || c === "}") && depth > 0) depth--;
+  }
+  return depth;
+}
+
+function normalizeSpacing(s: string): string {
+  return s
+    .replace(/\s*([+*/^=<>~])\s*/g, "$1")
+    .replace(/\s+-\s+/g, "-")
+    .replace(/-\s+/g, "-")
+    .replace(/([,;])(?=\S)/g, "$1 ")
+    .replace(/(\d)\s*:\s*(?=\d)/g, "$1:")
+    .replace(/\s+([,;:?!%)\]])/g, "$1")
+    .replace(/\s+\.(?!\d)/g, ".")
+    .replace(/([([])\s+/g, "$1");
+}
+
+/** Drops parentheses around a lone number or letter where no neighbour binds to them. */
+function dropAtomParens(s: string): string {
+  return s.replace(/\((-?\d+(?:\.\d+)?|[a-z])\)/g, (whole, atom: string, at: number) => {
+    const prev = s[at - 1];
+    const next = s[at + whole.length];
+    if (prev !== undefined && /[a-z0-9_)\]}!'.]/.test(prev)) return whole;
+    if (next !== undefined && /[a-z0-9([{_]/.test(next)) return whole;
+    if (next === "." && /\d/.test(s[at + whole.length + 1] ?? "")) return whole;
+    if (atom.startsWith("-") && next === "^") return whole;
+    return atom;
+  });
+}
+
+/** A number in normalized text: [start, end) covers the sign when there is one. */
+interface NumberSpan {
+  start: number;
+  end: number;
+  text: string;
+  value: number;
+}
+
+const SIGN_CONTEXT = /[\s([{,;:=+\-*/^<>~]/;
+
+const stripLeadingZeros = (digits: string) => digits.replace(/^0+(?=\d)/, "");
+
+/** Every number of `s` in order, with its canonical text. */
+function scanNumbers(s: string): NumberSpan[] {
+  const spans: NumberSpan[] = [];
+  for (const m of s.matchAll(/\d+(?:\.\d+)*/g)) {
+    const at = m.index;
+    const run = m[0];
+    const parts = run.split(".");
+    if (parts.length > 2) {
+      // `1.2.3` is a list (a version, a date), not a decimal.
+      let offset = at;
+      for (const part of parts) {
+        const text = stripLeadingZeros(part);
+        spans.push({ start: offset, end: offset + part.length, text, value: Number(text) });
+        offset += part.length + 1;
+      }
+      continue;
+    }
+    let start = at;
+    let intPart = parts[0] as string;
+    let fracPart = parts[1] ?? "";
+    if (parts.length === 1 && s[at - 1] === "." && !/[a-z0-9.]/.test(s[at - 2] ?? "")) {
+      // `.5` is `0.5`.
+      start = at - 1;
+      fracPart = intPart;
+      intPart = "0";
+    }
+    intPart = stripLeadingZeros(intPart);
+    fracPart = fracPart.replace(/0+$/, "");
+    let text = fracPart ? `${intPart}.${fracPart}` : intPart;
+    if (s[start - 1] === "-" && (start - 1 === 0 || SIGN_CONTEXT.test(s[start - 2] as string))) {
+      start--;
+      // `-0` is `0`.
+      if (/^0(?:\.0*)?$/.test(text) === false) text = `-${text}`;
+    }
+    spans.push({ start, end: at + run.length, text, value: Number(text) });
+  }
+  return spans;
+}
+
+function canonicalNumbers(s: string): string {
+  let out = "";
+  let last = 0;
+  for (const span of scanNumbers(s)) {
+    out += s.slice(last, span.start) + span.text;
+    last = span.end;
+  }
+  return out + s.slice(last);
+}
+
+/** Unicode super- and subscript runs to `^...` and `_...`, before NFKC flattens them to digits. */
+function scripts(s: string): string {
+  return s
+    .replace(/[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ]+/g, (run) => `^${[...run].map((c) => SUPERSCRIPTS[c]).join("")}`)
+    .replace(/[₀₁₂₃₄₅₆₇₈₉]+/g, (run) => `_${[...run].map((c) => SUBSCRIPTS[c]).join("")}`);
+}
+
+function normalizeOnce(s: string): string {
+  let t = s.normalize("NFKC").replace(CHAR_MAP_RE, (c) => CHAR_MAP[c] ?? c);
+  t = t.replace(/√\s*(\d+(?:\.\d+)?|[a-zA-Z])/g, "sqrt($1)").replace(/√\s*/g, "sqrt");
+  t = latexToPlain(t).toLowerCase().replaceAll("**", "^");
+  t = t.replace(/\s+/g, " ").trim();
+  t = dropThousandsSeparators(t);
+  t = normalizeSpacing(t);
+  t = dropAtomParens(t);
+  t = canonicalNumbers(t);
+  return t.replace(/[\s.?,;:]+$/, "");
+}
+
+/** The canonical plain-text form of a problem (see the module comment for the rules). */
+export function normalizeProblem(text: string): string {
+  // Some rewrites expose new matches (dropped parentheses, merged digits): repeat to a fixpoint.
+  let cur = scripts(text);
+  for (let round = 0; round < 8; round++) {
+    const next = normalizeOnce(cur);
+    if (next === cur) break;
+    cur = next;
+  }
+  return cur;
+}
+
+/** SHA-256 hex of the normalized problem: equal for exact repeats however they are formatted. */
+export function problemFingerprint(text: string): Promise<string> {
+  return sha256Hex(normalizeProblem(text));
+}
+
+/** The normalized problem with every number replaced by `#`, and those numbers in order of appearance. */
+export function problemTemplate(text: string): { template: string; params: number[] } {
+  const normalized = normalizeProblem(text);
+  const params: number[] = [];
+  let template = "";
+  let last = 0;
+  for (const span of scanNumbers(normalized)) {
+    template += normalized.slice(last, span.start) + TEMPLATE_SLOT;
+    params.push(span.value);
+    last = span.end;
+  }
+  return { template: template + normalized.slice(last), params };
+}
