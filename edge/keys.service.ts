@@ -6,7 +6,7 @@
 import { and, asc, eq, isNull } from "drizzle-orm";
 import { forbidden, notFound, unauthorized } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
-import type { Database } from "./db/client.js";
+import type { Database } from "./db/database.js";
 import { newId } from "./db/ids.js";
 import { type ApiKeyRole, apiKeys } from "./db/schema.js";
 

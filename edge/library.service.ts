@@ -6,7 +6,7 @@
  */
 import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
 import { badRequest, conflict, notFound } from "../shared/errors.js";
-import type { Database } from "./db/client.js";
+import type { Database } from "./db/database.js";
 import { type FingerprintValue, fingerprintKey } from "./db/fingerprint.js";
 import { isId, newId } from "./db/ids.js";
 import { type BlockState, blocks, problems, queries, solutions } from "./db/schema.js";

@@ -1,17 +1,17 @@
 /**
  * Opening the library database from Node (`@libsql/client`, a `file:` database or a libSQL server)
- * and applying migrations. The Workers entry builds the same `Database` from `@libsql/client/web`.
+ * and applying migrations. The Workers entry builds the same `Database` with database.ts instead.
  */
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Client, createClient } from "@libsql/client";
-import { drizzle, type LibSQLDatabase } from "drizzle-orm/libsql";
+import { drizzle } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
+import type { Database } from "./database.js";
 import * as schema from "./schema.js";
 
-/** The drizzle database every edge service takes; independent of the libSQL transport. */
-export type Database = LibSQLDatabase<typeof schema>;
+export type { Database } from "./database.js";
 
 /** Where the database lives: `file:path.db`, `libsql://...` or `http(s)://...`. */
 export interface DatabaseOptions {
@@ -29,11 +29,6 @@ export interface OpenDatabase {
 /** How long a local connection waits for another connection's write lock before failing. */
 const BUSY_TIMEOUT_MS = 5_000;
 
-/** Wraps a libSQL client (Node or web) in the drizzle schema. */
-export function databaseFromClient(client: Client): Database {
-  return drizzle(client, { schema });
-}
-
 /** Opens the database for the Node entry; local files get WAL so readers never block the writer. */
 export async function openDatabase(options: DatabaseOptions): Promise<OpenDatabase> {
   const client = createClient({
@@ -47,7 +42,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<OpenDataba
     client.close();
     throw err;
   }
-  return { db: databaseFromClient(client), client, close: () => client.close() };
+  return { db: drizzle(client, { schema }), client, close: () => client.close() };
 }
 
 /**

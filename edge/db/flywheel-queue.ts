@@ -5,7 +5,7 @@
  */
 import { and, asc, eq, inArray, lt, or, sql } from "drizzle-orm";
 import { conflict, notFound } from "../../shared/errors.js";
-import type { Database } from "./client.js";
+import type { Database } from "./database.js";
 import { newId } from "./ids.js";
 import { type FlywheelStatus, flywheelQueue } from "./schema.js";
 

@@ -5,7 +5,7 @@
 import { asc, eq, sql } from "drizzle-orm";
 import type { SQLiteUpdateSetSource } from "drizzle-orm/sqlite-core";
 import { notFound } from "../../shared/errors.js";
-import type { Database } from "./client.js";
+import type { Database } from "./database.js";
 import { type FingerprintValue, fingerprintKey } from "./fingerprint.js";
 import { gpuNodes, type NodeStatus } from "./schema.js";
 
