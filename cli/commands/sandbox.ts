@@ -1,0 +1,59 @@
+import { readFile } from "node:fs/promises";
+import { type ProgramResult, Sandbox } from "../../gpu-node/sandbox/sandbox.js";
+import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
+
+const HELP = `usage: kvgraft sandbox --file PROGRAM.py [--params JSON] [--expect ANSWER] [--json]
+
+Runs one Python program in the sandbox (the strongest isolation this machine allows) and prints
+its verdict: ok, wrong_answer, timeout, memory, output_limit or error. The line
+PARAMS = <--params, a JSON array of numbers> is prepended to the program; its answer is its last
+non-empty stdout line, compared with --expect when given. Exit 0 when the verdict is ok, else 1.`;
+
+/** `kvgraft sandbox`: runs one program file and reports the verdict. */
+export default async function sandbox(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    file: { type: "string" },
+    params: { type: "string" },
+    expect: { type: "string" },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  });
+  if (flags.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const file = requireFlag(flags.file, "file");
+  const source = await readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => {
+    throw new UsageError(`cannot read --file ${file}: ${err.code ?? err.message}`);
+  });
+  const params = flags.params === undefined ? [] : parseParams(flags.params);
+  const result = await (await Sandbox.create()).run({ source, params, expect: flags.expect });
+  process.stdout.write(summary(result));
+  if (flags.json) {
+    const { verdict, stdout, stderr, cpuMs, wallMs, isolation } = result;
+    printJson({ verdict, stdout, stderr, cpuMs, wallMs, isolation });
+  }
+  return result.verdict === "ok" ? 0 : 1;
+}
+
+function parseParams(text: string): number[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new UsageError(`--params must be a JSON array of numbers, got ${text}`);
+  }
+  if (!Array.isArray(value) || !value.every((n) => typeof n === "number" && Number.isFinite(n)))
+    throw new UsageError(`--params must be a JSON array of finite numbers, got ${text}`);
+  return value;
+}
+
+function summary(result: ProgramResult): string {
+  const lines = [
+    `verdict: ${result.verdict}${result.answer === null ? "" : ` (answer: ${result.answer})`}`,
+    `isolation: ${result.isolation}, exit code ${result.exitCode ?? "none"}, cpu ${result.cpuMs} ms, wall ${result.wallMs} ms`,
+  ];
+  if (result.stdout) lines.push("--- stdout ---", result.stdout.trimEnd());
+  if (result.stderr) lines.push("--- stderr ---", result.stderr.trimEnd());
+  return `${lines.join("\n")}\n`;
+}
