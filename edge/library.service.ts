@@ -18,12 +18,12 @@ export type Problem = typeof problems.$inferSelect;
 export type Solution = typeof solutions.$inferSelect;
 export type Block = typeof blocks.$inferSelect;
 
-/** A problem as the normalizer produced it. */
+/** A problem as shared/normalize produced it (`problemTemplate` gives template and params). */
 export interface ProblemInput {
   normalizedText: string;
   fingerprint: string;
   template: string;
-  params: Record<string, unknown>;
+  params: number[];
 }
 
 /** Registers a problem once per fingerprint; a repeat returns the stored row with `created: false`. */

@@ -26,6 +26,7 @@ import {
   upsertNode,
 } from "../edge/library.service.js";
 import { DomainError } from "../shared/errors.js";
+import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 
 let dir: string;
 let opened: OpenDatabase[];
@@ -59,7 +60,7 @@ async function expectDomainError(promise: Promise<unknown>, status: number, code
 }
 
 let counter = 0;
-function problemInput(template: string, params: Record<string, unknown> = {}) {
+function problemInput(template: string, params: number[] = []) {
   counter++;
   return {
     normalizedText: `${template} #${counter}`,
@@ -117,13 +118,13 @@ describe("migrations", () => {
 
 describe("problems and solutions", () => {
   it("registers a fingerprint once and returns the same row after", async () => {
-    const input = problemInput("what is {a} plus {b}", { a: 2, b: 3 });
+    const input = problemInput("what is # plus #", [2, 3]);
     const first = await registerProblem(db, input);
     const again = await registerProblem(db, { ...input, normalizedText: "something else" });
     expect(first.created).toBe(true);
     expect(again.created).toBe(false);
     expect(again.problem).toEqual(first.problem);
-    expect(first.problem.params).toEqual({ a: 2, b: 3 });
+    expect(first.problem.params).toEqual([2, 3]);
     const { client } = opened[0] as OpenDatabase;
     await expect(
       client.execute({
@@ -134,7 +135,7 @@ describe("problems and solutions", () => {
   });
 
   it("serves the newest verified solution on the fast path, never an unverified one", async () => {
-    const { problem } = await registerProblem(db, problemInput("sum of the first {n} primes", { n: 10 }));
+    const { problem } = await registerProblem(db, problemInput("sum of the first # primes", [10]));
     expect(await findVerifiedByFingerprint(db, problem.fingerprint)).toBeNull();
     const base = { problemId: problem.id, worked: "2+3+5+...", program: "print(129)", parametric: true };
     await addSolution(db, { ...base, answer: "130", verified: false, verification: { ok: false } });
@@ -158,9 +159,9 @@ describe("problems and solutions", () => {
   });
 
   it("finds problems by template with their verified solution and ready blocks", async () => {
-    const template = "area of a circle of radius {r}";
-    const a = (await registerProblem(db, problemInput(template, { r: 1 }))).problem;
-    const b = (await registerProblem(db, problemInput(template, { r: 2 }))).problem;
+    const template = "area of a circle of radius #";
+    const a = (await registerProblem(db, problemInput(template, [1]))).problem;
+    const b = (await registerProblem(db, problemInput(template, [2]))).problem;
     await registerProblem(db, problemInput("something unrelated"));
     await addSolution(db, {
       problemId: a.id,
@@ -235,11 +236,11 @@ describe("blocks", () => {
 
 describe("lexical search", () => {
   const templates = [
-    "find the sum of the first {n} prime numbers",
-    "find the area of a circle with radius {r}",
-    "how many ways can {n} people sit around a round table",
-    "solve the quadratic equation {a} x squared plus {b} x plus {c} equals zero",
-    "what is the remainder when {a} to the power {b} is divided by {m}",
+    "find the sum of the first # prime numbers",
+    "find the area of a circle with radius #",
+    "how many ways can # people sit around a round table",
+    "solve the quadratic equation # x squared plus # x plus # equals zero",
+    "what is the remainder when # to the power # is divided by #",
   ];
 
   beforeEach(async () => {
@@ -249,10 +250,10 @@ describe("lexical search", () => {
 
   it("ranks the matching template first", async () => {
     const cases: [string, string][] = [
-      ["sum of the first {n} primes", templates[0] as string],
-      ["a circle has radius {r}; what is its area", templates[1] as string],
-      ["in how many ways can {n} people be seated at a round table", templates[2] as string],
-      ["remainder of {a} to the power {b} divided by {m}", templates[4] as string],
+      ["sum of the first # primes", templates[0] as string],
+      ["a circle has radius #; what is its area", templates[1] as string],
+      ["in how many ways can # people be seated at a round table", templates[2] as string],
+      ["remainder of # to the power # divided by #", templates[4] as string],
     ];
     for (const [query, expected] of cases) {
       const hits = await searchTemplates(db, query, 3);
@@ -304,12 +305,28 @@ describe("lexical search", () => {
     await client.execute({ sql: "DELETE FROM problems WHERE id = ?", args: [circle[1]?.problem.id ?? ""] });
     expect(await templatesOf("circle radius")).not.toContain(templates[1]);
     await client.execute({
-      sql: "UPDATE problems SET template = 'volume of a sphere of radius {r}' WHERE template = ?",
+      sql: "UPDATE problems SET template = 'volume of a sphere of radius #' WHERE template = ?",
       args: [templates[2] as string],
     });
     expect(await templatesOf("people round table")).not.toContain(templates[2]);
-    expect(await templatesOf("sphere volume")).toEqual(["volume of a sphere of radius {r}"]);
+    expect(await templatesOf("sphere volume")).toEqual(["volume of a sphere of radius #"]);
     expect(await count()).toBe(templates.length - 1);
+  });
+});
+
+describe("templates from shared/normalize", () => {
+  it("matches templates made by shared/normalize", async () => {
+    for (const text of ["What is the sum of the first 12 primes?", "Compute $\\frac{3}{4}$ of 200."]) {
+      const { template, params } = problemTemplate(text);
+      await registerProblem(db, {
+        normalizedText: normalizeProblem(text),
+        fingerprint: await problemFingerprint(text),
+        template,
+        params,
+      });
+    }
+    const query = problemTemplate("Sum of the first 30 primes, please").template;
+    expect((await searchTemplates(db, query, 1))[0]?.template).toBe("what is the sum of the first # primes");
   });
 });
 

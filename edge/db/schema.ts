@@ -13,7 +13,7 @@ const createdAt = () =>
     .notNull()
     .$defaultFn(() => new Date());
 
-/** A normalized problem; `template` is the text with its numbers replaced by named parameters. */
+/** A normalized problem; `template` is its text with every number a `#` slot, `params` those numbers. */
 export const problems = sqliteTable(
   "problems",
   {
@@ -21,7 +21,7 @@ export const problems = sqliteTable(
     normalizedText: text("normalized_text").notNull(),
     fingerprint: text("fingerprint").notNull().unique(),
     template: text("template").notNull(),
-    params: text("params", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    params: text("params", { mode: "json" }).$type<number[]>().notNull(),
     createdAt: createdAt(),
   },
   (t) => [index("problems_template_idx").on(t.template)],
