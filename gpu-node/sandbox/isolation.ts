@@ -1,5 +1,4 @@
 import { accessSync, constants, lstatSync, readlinkSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { LAUNCHER_SOURCE, type LauncherConfig, rlimitsFor } from "./launcher.js";
 import type { SandboxLimits } from "./limits.js";
@@ -57,13 +56,13 @@ export class Isolation {
     private readonly canDropUid: boolean,
   ) {}
 
-  /** The launcher for `mode`, or null when its tool is not installed. */
-  static forMode(mode: IsolationMode, python: PythonInstall): Isolation | null {
+  /** The launcher for `mode` with job directories under `workDir`, or null when its tool is not installed. */
+  static forMode(mode: IsolationMode, python: PythonInstall, workDir: string): Isolation | null {
     const tool = mode === "bwrap" ? findOnPath("bwrap") : mode === "unshare" ? findOnPath("unshare") : null;
     if (mode !== "rlimits" && !tool) return null;
     const isRoot = process.getuid?.() === 0;
     // bwrap binds everything the job needs itself; other modes need the host paths reachable by a fresh uid.
-    const canDropUid = isRoot && (mode === "bwrap" || [...python.roots, tmpdir()].every(reachableByOthers));
+    const canDropUid = isRoot && (mode === "bwrap" || [...python.roots, workDir].every(reachableByOthers));
     return new Isolation(mode, tool, python, isRoot, canDropUid);
   }
 

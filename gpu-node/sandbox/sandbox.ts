@@ -5,7 +5,7 @@ import { badRequest, tooLarge } from "../../shared/errors.js";
 import { ISOLATION_MODES, Isolation, type IsolationMode } from "./isolation.js";
 import { DEFAULT_LIMITS, mergeLimits, type SandboxLimits } from "./limits.js";
 import { runProcess } from "./process.js";
-import { type PythonInstall, resolvePython } from "./python.js";
+import { resolvePython } from "./python.js";
 import { judge, type Verdict } from "./verdict.js";
 
 export type { IsolationMode } from "./isolation.js";
@@ -46,6 +46,8 @@ export interface SandboxOptions {
   isolation?: IsolationMode;
   /** Default limits for every job. */
   limits?: Partial<SandboxLimits>;
+  /** Where job directories are made (and removed); default the OS temp directory. */
+  workDir?: string;
 }
 
 const MAX_SOURCE_BYTES = 1024 * 1024;
@@ -57,6 +59,7 @@ export class Sandbox {
   private constructor(
     private readonly isolationOf: Isolation,
     private readonly limits: SandboxLimits,
+    private readonly workDir: string,
   ) {}
 
   /**
@@ -66,23 +69,20 @@ export class Sandbox {
   static async create(options: SandboxOptions = {}): Promise<Sandbox> {
     const python = await resolvePython(options.python ?? "python3");
     const limits = mergeLimits(DEFAULT_LIMITS, options.limits);
+    const workDir = options.workDir ?? tmpdir();
     const failures: string[] = [];
     for (const mode of options.isolation ? [options.isolation] : ISOLATION_MODES) {
-      const sandbox = Sandbox.tryMode(mode, python, limits);
-      if (!sandbox) {
+      const isolation = Isolation.forMode(mode, python, workDir);
+      if (!isolation) {
         failures.push(`${mode}: not installed`);
         continue;
       }
+      const sandbox = new Sandbox(isolation, limits, workDir);
       const probe = await sandbox.run(PROBE);
       if (probe.verdict === "ok") return sandbox;
       failures.push(`${mode}: ${probe.verdict} ${probe.stderr.trim().slice(0, 300)}`);
     }
     throw new Error(`no sandbox isolation works here (${failures.join("; ")})`);
-  }
-
-  private static tryMode(mode: IsolationMode, python: PythonInstall, limits: SandboxLimits): Sandbox | null {
-    const isolation = Isolation.forMode(mode, python);
-    return isolation ? new Sandbox(isolation, limits) : null;
   }
 
   /** The isolation in force, for health endpoints. */
@@ -94,7 +94,7 @@ export class Sandbox {
   async run(job: ProgramJob): Promise<ProgramResult> {
     const limits = mergeLimits(this.limits, job.limits);
     const source = programSource(job);
-    const jobDir = await mkdtemp(join(tmpdir(), "kvgraft-sandbox-"));
+    const jobDir = await mkdtemp(join(this.workDir, "kvgraft-sandbox-"));
     try {
       const files = { program: join(jobDir, "main.py"), scratch: join(jobDir, "scratch") };
       await writeFile(files.program, source, { mode: 0o644 });

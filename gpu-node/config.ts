@@ -1,0 +1,28 @@
+/**
+ * GPU-node configuration, validated once at start with zod. This is the only module of the GPU
+ * node that reads the environment.
+ */
+import { z } from "zod";
+
+const envSchema = z.object({
+  /** `lastBuild` loads the CUDA build installed on the GPU machine; `cpu` (default) the CPU build. */
+  KV_LLAMA: z.enum(["cpu", "lastBuild", "auto"]).default("cpu"),
+  /** llama.cpp threads; defaults to the available parallelism. */
+  KV_THREADS: z.coerce.number().int().positive().optional(),
+  /** Shared secret for signed edge-to-GPU requests. */
+  KVGRAFT_GPU_SECRET: z.string().min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters").optional(),
+  /** A real GGUF model; without it the embedded default generates a tiny random-weight model. */
+  MODEL_PATH: z.string().min(1).optional(),
+});
+
+export type GpuEnv = z.infer<typeof envSchema>;
+
+/** Parses the environment; throws an Error listing every invalid variable. */
+export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success)
+    throw new Error(
+      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  return parsed.data;
+}

@@ -1,0 +1,188 @@
+/**
+ * The engine: one Llama per process, one model, one context with N sequence slots and a fixed
+ * numeric configuration. It owns these native resources and disposes them in reverse order.
+ */
+import { availableParallelism } from "node:os";
+import {
+  getLlama,
+  type Llama,
+  type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaModel,
+  type Token,
+} from "node-llama-cpp";
+import {
+  type ContextConfig,
+  DEFAULT_HASH_CACHE,
+  type EngineFingerprint,
+  engineFingerprint,
+  type ModelFingerprint,
+  modelFileSha256,
+} from "./fingerprint.js";
+
+/** Which llama.cpp binary to load: the CPU build, the last local build (CUDA on the GPU machine), or auto. */
+export type LlamaBinary = "cpu" | "lastBuild" | "auto";
+export type KvType = "f16" | "q8_0";
+
+/** Everything that shapes the engine; fixed for the life of the process. */
+export interface EngineOptions {
+  modelPath: string;
+  /** Sequence slots in the one context. */
+  slots: number;
+  /** Tokens per slot. */
+  contextSize: number;
+  batchSize?: number;
+  flashAttention?: boolean;
+  kvType?: KvType;
+  /** llama.cpp threads; defaults to the machine's available parallelism (its own default oversubscribes). */
+  threads?: number;
+  binary?: LlamaBinary;
+  /** Keep the full cache on sliding-window models; without it a saved state holds only the window. */
+  swaFullCache?: boolean;
+  /** Where model hashes are cached. */
+  hashCacheFile?: string;
+}
+
+let processLlama: Promise<Llama> | undefined;
+let processLlamaBinary: LlamaBinary | undefined;
+
+/** The one Llama of this process; asking for a different binary later is an error. */
+function llamaFor(binary: LlamaBinary, threads: number): Promise<Llama> {
+  if (processLlama && processLlamaBinary !== binary)
+    throw new Error(`this process already loaded the '${processLlamaBinary}' llama.cpp binary`);
+  processLlamaBinary = binary;
+  processLlama ??=
+    binary === "lastBuild"
+      ? getLlama("lastBuild", { maxThreads: threads })
+      : getLlama({ gpu: binary === "cpu" ? false : "auto", maxThreads: threads, progressLogs: false });
+  return processLlama;
+}
+
+/** A loaded model and context with numbered slots. */
+export class Engine {
+  private disposed = false;
+  private readonly vocabularySize: number;
+  private constructor(
+    readonly llama: Llama,
+    readonly model: LlamaModel,
+    readonly context: LlamaContext,
+    readonly slots: LlamaContextSequence[],
+    readonly modelFingerprint: ModelFingerprint,
+    readonly engineFingerprint: EngineFingerprint,
+    readonly options: Required<Omit<EngineOptions, "hashCacheFile">>,
+  ) {
+    const tokenizer = model.fileInfo.metadata.tokenizer as unknown as
+      | { ggml?: { tokens?: unknown[] } }
+      | undefined;
+    this.vocabularySize = tokenizer?.ggml?.tokens?.length ?? 0;
+    if (this.vocabularySize === 0) throw new Error("the model file has no tokenizer vocabulary");
+  }
+
+  /** Loads the model and creates the context; disposes what it made if any step fails. */
+  static async open(options: EngineOptions): Promise<Engine> {
+    const threads = options.threads ?? availableParallelism();
+    const resolved = {
+      modelPath: options.modelPath,
+      slots: options.slots,
+      contextSize: options.contextSize,
+      batchSize: options.batchSize ?? Math.min(512, options.contextSize),
+      flashAttention: options.flashAttention ?? true,
+      kvType: options.kvType ?? "f16",
+      threads,
+      binary: options.binary ?? "cpu",
+      swaFullCache: options.swaFullCache ?? true,
+    } satisfies Required<Omit<EngineOptions, "hashCacheFile">>;
+    const [llama, fileHash] = await Promise.all([
+      llamaFor(resolved.binary, threads),
+      modelFileSha256(options.modelPath, options.hashCacheFile ?? DEFAULT_HASH_CACHE),
+    ]);
+    const model = await llama.loadModel({
+      modelPath: options.modelPath,
+      gpuLayers: resolved.binary === "cpu" ? 0 : "max",
+    });
+    let context: LlamaContext | undefined;
+    try {
+      const ggmlKv = resolved.kvType === "q8_0" ? "Q8_0" : "F16";
+      context = await model.createContext({
+        sequences: resolved.slots,
+        contextSize: resolved.contextSize,
+        batchSize: resolved.batchSize,
+        flashAttention: resolved.flashAttention,
+        threads: { ideal: threads, min: threads },
+        swaFullCache: resolved.swaFullCache,
+        experimentalKvCacheKeyType: ggmlKv,
+        experimentalKvCacheValueType: ggmlKv,
+      });
+      const slots = Array.from({ length: resolved.slots }, () => (context as LlamaContext).getSequence());
+      const contextConfig: ContextConfig = {
+        kvKeyType: ggmlKv,
+        kvValueType: ggmlKv,
+        flashAttention: context.flashAttention === true,
+        swaFullCache: resolved.swaFullCache,
+        batchSize: context.batchSize,
+      };
+      const insights = model.fileInfo.metadata.general;
+      return new Engine(
+        llama,
+        model,
+        context,
+        slots,
+        {
+          sha256: fileHash.sha256,
+          sizeBytes: fileHash.size,
+          architecture: String(insights.architecture),
+          name: String(insights.name ?? ""),
+        },
+        await engineFingerprint(llama, contextConfig),
+        resolved,
+      );
+    } catch (err) {
+      await context?.dispose();
+      await model.dispose();
+      throw err;
+    }
+  }
+
+  /** Tokens in the model's vocabulary (the length of every probability vector). */
+  get vocabSize(): number {
+    return this.vocabularySize;
+  }
+
+  /** Sliding-window size of the model, or null when it has none. */
+  get slidingWindow(): number | null {
+    return this.model.fileInsights.swaSize ?? null;
+  }
+
+  /**
+   * Whether a slot's state can be cut back to a prefix by erasing its tail (the hot tier). A
+   * sliding-window model without the full cache has overwritten cells outside the window, so
+   * truncation there would silently recompute; callers restore from the block file instead.
+   */
+  get canTruncate(): boolean {
+    return this.options.swaFullCache || this.slidingWindow === null;
+  }
+
+  /** Tokenizes text as the model does, with the BOS token when the model adds one. */
+  tokenize(text: string): Token[] {
+    const tokens = this.model.tokenize(text);
+    const bos = this.model.tokens.bos;
+    return bos !== null && this.model.tokens.shouldPrependBosToken && tokens[0] !== bos
+      ? [bos, ...tokens]
+      : tokens;
+  }
+
+  /** The slot with this index. */
+  slot(index: number): LlamaContextSequence {
+    const seq = this.slots[index];
+    if (!seq) throw new Error(`slot ${index} does not exist (the engine has ${this.slots.length})`);
+    return seq;
+  }
+
+  /** Disposes context, model and (when last) the Llama; safe to call twice. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await this.context.dispose();
+    await this.model.dispose();
+  }
+}
