@@ -66,13 +66,19 @@ export class Isolation {
     return new Isolation(mode, tool, python, isRoot, canDropUid);
   }
 
+  /**
+   * Whether jobs get a process count of their own, so RLIMIT_NPROC stops a fork bomb: a fresh uid,
+   * or (not root) a user namespace of their own. Without one a fork bomb is bounded only by the wall clock.
+   */
+  get limitsProcesses(): boolean {
+    return this.canDropUid || (!this.isRoot && this.mode !== "rlimits");
+  }
+
   /** The command line for one job. */
   plan(files: JobFiles, limits: SandboxLimits): LaunchPlan {
     const uid = this.canDropUid ? UID_BASE + Math.floor(Math.random() * UID_SPAN) : null;
-    // Without a fresh uid, a non-root job still gets a private process count inside its own user namespace.
-    const privateUid = uid !== null || (!this.isRoot && this.mode !== "rlimits");
     const config: LauncherConfig = {
-      rlimits: rlimitsFor(limits, privateUid),
+      rlimits: rlimitsFor(limits, this.limitsProcesses),
       uid,
       program: this.mode === "bwrap" ? SANDBOX_PROGRAM : files.program,
     };

@@ -54,8 +54,8 @@ report = {
 os.write(${REPORT_FD}, json.dumps(report).encode())
 `;
 
-/** The rlimits for a job; RLIMIT_NPROC only when the job has a uid of its own (it counts per uid). */
-export function rlimitsFor(limits: SandboxLimits, privateUid: boolean): LauncherConfig["rlimits"] {
+/** The rlimits for a job; RLIMIT_NPROC only when the job has a process count of its own (it counts per uid). */
+export function rlimitsFor(limits: SandboxLimits, limitProcesses: boolean): LauncherConfig["rlimits"] {
   const rlimits: LauncherConfig["rlimits"] = [
     // The soft limit sends SIGXCPU; the hard one a second later SIGKILLs a program that ignores it.
     ["RLIMIT_CPU", limits.cpuSeconds, limits.cpuSeconds + 1],
@@ -64,7 +64,7 @@ export function rlimitsFor(limits: SandboxLimits, privateUid: boolean): Launcher
     ["RLIMIT_CORE", 0, 0],
     ["RLIMIT_NOFILE", 64, 64],
   ];
-  if (privateUid) rlimits.push(["RLIMIT_NPROC", limits.processes, limits.processes]);
+  if (limitProcesses) rlimits.push(["RLIMIT_NPROC", limits.processes, limits.processes]);
   return rlimits;
 }
 

@@ -33,6 +33,11 @@ export class SandboxPool {
     return this.sandbox.isolation;
   }
 
+  /** Whether RLIMIT_NPROC binds each job, for health endpoints. */
+  get limitsProcesses() {
+    return this.sandbox.limitsProcesses;
+  }
+
   /** Jobs running now and jobs waiting. */
   get load(): { running: number; queued: number } {
     return { running: this.running, queued: this.waiting.length };

@@ -16,7 +16,8 @@ export type { Verdict } from "./verdict.js";
  * One program to run. Parameters convention: the sandbox prepends the line `PARAMS = [...]` (the
  * JSON array of `params`, which is valid Python) to `source`. A program reads its problem's numbers
  * from `PARAMS` in their order of appearance in the problem text and prints the answer as its last
- * non-empty stdout line; with `expect`, that line must equal it (see `answersEqual`).
+ * non-empty stdout line; with `expect`, that line must equal it (see `answersEqual`). Because of
+ * that first line, a program cannot begin with `from __future__` imports.
  */
 export interface ProgramJob {
   source: string;
@@ -32,6 +33,7 @@ export interface ProgramResult {
   stderr: string;
   /** The program's exit status; null when a signal ended it or it never ran. */
   exitCode: number | null;
+  /** CPU time of the program and the children it waited for; 0 when it was killed before reporting. */
   cpuMs: number;
   wallMs: number;
   isolation: IsolationMode;
@@ -88,6 +90,11 @@ export class Sandbox {
   /** The isolation in force, for health endpoints. */
   get isolation(): IsolationMode {
     return this.isolationOf.mode;
+  }
+
+  /** Whether RLIMIT_NPROC binds each job (see `Isolation.limitsProcesses`), for health endpoints. */
+  get limitsProcesses(): boolean {
+    return this.isolationOf.limitsProcesses;
   }
 
   /** Runs one job in a fresh scratch directory, removed afterwards. Bad input is a 4xx DomainError. */
