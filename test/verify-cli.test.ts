@@ -11,7 +11,7 @@ describe("kvgraft verify", () => {
       "--trials",
       "5",
       "--tokens",
-      "256",
+      "400",
       "--shift",
       "8",
       "--json",
