@@ -1,0 +1,184 @@
+/**
+ * The edge-to-GPU-node protocol, defined once and used by both sides: request and response
+ * bodies as zod schemas, with the paths they travel on.
+ */
+import { z } from "zod";
+
+export const sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, "expected a lower-case hex SHA-256");
+
+/** Paths of the GPU node's API. */
+export const gpuPaths = {
+  health: "/health",
+  metrics: "/metrics",
+  blocks: "/v1/blocks",
+  block: (id: string) => `/v1/blocks/${id}`,
+  verifyBlock: (id: string) => `/v1/blocks/${id}/verify`,
+  prefetch: (id: string) => `/v1/blocks/${id}/prefetch`,
+  graft: "/v1/graft",
+  generate: "/v1/generate",
+  imports: "/v1/imports",
+  importChunk: (id: string, index: number) => `/v1/imports/${id}/chunks/${index}`,
+  importCommit: (id: string) => `/v1/imports/${id}/commit`,
+  sandboxRun: "/v1/sandbox/run",
+} as const;
+
+export const modelFingerprintSchema = z.object({
+  sha256: sha256Schema,
+  sizeBytes: z.number().int().nonnegative(),
+  architecture: z.string(),
+  name: z.string(),
+});
+
+export const engineFingerprintSchema = z.object({
+  nodeLlamaCpp: z.string(),
+  llamaCppRelease: z.string(),
+  backend: z.string(),
+  gpuName: z.string().nullable(),
+  computeCapability: z.string().nullable(),
+  context: z.object({
+    kvKeyType: z.string(),
+    kvValueType: z.string(),
+    flashAttention: z.boolean(),
+    swaFullCache: z.boolean(),
+    batchSize: z.number().int(),
+  }),
+  id: sha256Schema,
+});
+
+export const BLOCK_FORMAT_VERSION = 1;
+
+/** A block's manifest: what the state file holds and what it was made under. */
+export const blockManifestSchema = z.object({
+  formatVersion: z.literal(BLOCK_FORMAT_VERSION),
+  /** SHA-256 of the state file's bytes; also the block id and file name. */
+  sha256: sha256Schema,
+  sizeBytes: z.number().int().positive(),
+  tokenCount: z.number().int().positive(),
+  tokensSha256: sha256Schema,
+  textSha256: sha256Schema,
+  model: modelFingerprintSchema,
+  engine: engineFingerprintSchema,
+  /** One decode step after restore must reproduce this probability-vector hash. */
+  probe: z.object({ token: z.number().int().nonnegative(), sha256: sha256Schema }),
+  createdAt: z.string(),
+});
+export type BlockManifest = z.infer<typeof blockManifestSchema>;
+
+export const tierSchema = z.enum(["hot", "warm", "cold"]);
+export type Tier = z.infer<typeof tierSchema>;
+
+/** Limits on what one request may ask for. */
+export const LIMITS = {
+  depositTextChars: 400_000,
+  queryChars: 20_000,
+  maxTokens: 4096,
+  importChunkBytes: 8 * 2 ** 20,
+  programChars: 100_000,
+} as const;
+
+export const samplingSchema = z
+  .object({
+    /** 0 decodes greedily. */
+    temperature: z.number().min(0).max(2).default(0),
+    topK: z.number().int().min(1).max(1000).optional(),
+    topP: z.number().gt(0).max(1).optional(),
+    seed: z.number().int().nonnegative().optional(),
+  })
+  .strict();
+
+export const depositRequestSchema = z
+  .object({ text: z.string().min(1).max(LIMITS.depositTextChars) })
+  .strict();
+
+export const graftRequestSchema = z
+  .object({
+    blockId: sha256Schema,
+    query: z.string().min(1).max(LIMITS.queryChars),
+    maxTokens: z.number().int().min(1).max(LIMITS.maxTokens).default(64),
+    sampling: samplingSchema.optional(),
+    /** Load a block made under a different engine configuration, then check its probe hash. */
+    acceptEngineMismatch: z.literal(true).optional(),
+    stream: z.boolean().default(false),
+  })
+  .strict();
+export type GraftRequest = z.input<typeof graftRequestSchema>;
+
+export const generateRequestSchema = z
+  .object({
+    prompt: z.string().min(1).max(LIMITS.queryChars),
+    maxTokens: z.number().int().min(1).max(LIMITS.maxTokens).default(64),
+    sampling: samplingSchema.optional(),
+    stream: z.boolean().default(false),
+  })
+  .strict();
+export type GenerateRequest = z.input<typeof generateRequestSchema>;
+
+export const timingsSchema = z.object({
+  restoreMs: z.number(),
+  queryMs: z.number(),
+  decodeMs: z.number(),
+  totalMs: z.number(),
+});
+
+/** What a graft or a plain generation returns; every output is hashed. */
+export const generationResultSchema = z.object({
+  text: z.string(),
+  tokens: z.array(z.number().int()),
+  outputSha256: sha256Schema,
+  blockSha256: sha256Schema.nullable(),
+  tier: tierSchema.nullable(),
+  tokensIn: z.number().int(),
+  tokensOut: z.number().int(),
+  timings: timingsSchema,
+  finishReason: z.enum(["maxTokens", "eog", "aborted"]),
+});
+export type GenerationResult = z.infer<typeof generationResultSchema>;
+
+export const prefetchRequestSchema = z.object({ tier: z.enum(["hot", "warm"]).default("hot") }).strict();
+
+export const verifyBlockResultSchema = z.object({
+  blockSha256: sha256Schema,
+  ok: z.boolean(),
+  expectedProbeSha256: sha256Schema,
+  probeSha256: sha256Schema,
+  tier: tierSchema,
+  restoreMs: z.number(),
+});
+
+export const importStartSchema = z
+  .object({
+    manifest: blockManifestSchema,
+    sizeBytes: z.number().int().positive(),
+    chunkBytes: z.number().int().positive(),
+  })
+  .strict();
+
+export const sandboxRunRequestSchema = z
+  .object({
+    program: z.string().min(1).max(LIMITS.programChars),
+    params: z.array(z.number().finite()).max(64).default([]),
+    expect: z.string().max(1000).optional(),
+  })
+  .strict();
+
+export const healthSchema = z.object({
+  status: z.enum(["ok", "draining"]),
+  model: modelFingerprintSchema,
+  engine: engineFingerprintSchema,
+  slots: z.object({ total: z.number().int(), busy: z.number().int() }),
+  tiers: z.object({ hot: z.array(sha256Schema), warm: z.array(sha256Schema), coldCount: z.number().int() }),
+  queue: z.object({ depth: z.number().int(), capacity: z.number().int() }),
+  sandbox: z.object({ isolation: z.string() }).optional(),
+  uptimeS: z.number(),
+});
+export type Health = z.infer<typeof healthSchema>;
+
+/** The error body every service returns. */
+export const errorBodySchema = z.object({
+  error: z.object({
+    code: z.string(),
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+  requestId: z.string().optional(),
+});
