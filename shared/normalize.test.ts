@@ -54,6 +54,11 @@ describe("normalizeProblem", () => {
     expect(normalizeProblem("gcd(120,180)")).toBe("gcd(120, 180)");
     expect(normalizeProblem("the numbers 1,2,3")).toBe("the numbers 1, 2, 3");
     expect(normalizeProblem("values 1, 000")).toBe("values 1, 0");
+    expect(normalizeProblem("from (100,200) to [1,000]")).toBe("from (100, 200) to [1, 0]");
+  });
+
+  it("reads thousands separators in prose inside parentheses", () => {
+    expect(normalizeProblem("(1 cubic meter = 1,000 liters)")).toBe("(1 cubic meter=1000 liters)");
   });
 
   it("keeps meaningful parentheses and factorials", () => {

@@ -13,8 +13,8 @@
  *   `\left`, `\right`, spacing commands and `~` dropped; `\text{..}`-like wrappers unwrapped;
  *   `^\circ` -> ` degrees`; any other command loses its backslash (`\pi` -> `pi`).
  * - Lower case, `**` -> `^`, whitespace runs -> one space.
- * - Thousands separators `1,000,000` -> `1000000` outside brackets (inside brackets a comma
- *   separates arguments: `gcd(120,180)`), and `1\,000` / `1{,}000` in LaTeX.
+ * - Thousands separators `1,000,000` -> `1000000`, but not where commas separate items: in
+ *   `[..]`, `{..}`, a call `gcd(120,180)` or a tuple `(100,200)`; `1\,000` / `1{,}000` in LaTeX.
  * - Spacing: none around `+ * / ^ = < > ~`, none around a binary `-` (`a - b` -> `a-b`; `a -b`
  *   keeps its unary minus), none before `, ; : ? ! % ) ]` or a sentence `.`, none after `( [`,
  *   one after `,` and `;`, and `3 : 4` -> `3:4`.
@@ -384,28 +384,37 @@ function latexCommand(name: string, s: string, k: number, out: string): { text: 
   return { text: name, end: k };
 }
 
-/** Replaces `1,000,000` by `1000000` where the comma is not inside brackets. */
+/**
+ * Replaces `1,000,000` by `1000000`, except where the commas separate items: inside `[..]` or
+ * `{..}`, in a call `gcd(120,180)`, or in a tuple of bare numbers `(100,200)`. Prose in parentheses
+ * (`(1 cubic meter = 1,000 liters)`) keeps the thousands reading.
+ */
 function dropThousandsSeparators(s: string): string {
   const re = /(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d)/g;
   let out = "";
   let last = 0;
   for (const m of s.matchAll(re)) {
     const at = m.index;
-    if (bracketDepth(s, at) > 0) continue;
+    if (separatesItems(s, at)) continue;
     out += s.slice(last, at) + m[0].replaceAll(",", "");
     last = at + m[0].length;
   }
   return out + s.slice(last);
 }
 
-function bracketDepth(s: string, end: number): number {
-  let depth = 0;
-  for (let i = 0; i < end; i++) {
+/** Whether commas at `at` sit in a bracket that lists items (see dropThousandsSeparators). */
+function separatesItems(s: string, at: number): boolean {
+  const open: number[] = [];
+  for (let i = 0; i < at; i++) {
     const c = s[i];
-    if (c === "(" || c === "[" || c === "{") depth++;
-    else if ((c === ")" || c === "]" || c === "}") && depth > 0) depth--;
+    if (c === "(" || c === "[" || c === "{") open.push(i);
+    else if (c === ")" || c === "]" || c === "}") open.pop();
   }
-  return depth;
+  const start = open.at(-1);
+  if (start === undefined) return false;
+  if (s[start] !== "(" || /[a-z0-9)\]]/.test(s[start - 1] ?? "")) return true;
+  const close = s.indexOf(")", at);
+  return !/[a-z]/.test(s.slice(start + 1, close < 0 ? undefined : close));
 }
 
 function normalizeSpacing(s: string): string {
