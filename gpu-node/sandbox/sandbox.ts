@@ -59,7 +59,7 @@ const PROBE: ProgramJob = { source: "print(sum(PARAMS))", params: [40, 2], expec
 /** Runs Python programs as separate, isolated, resource-limited processes. */
 export class Sandbox {
   private constructor(
-    private readonly isolationOf: Isolation,
+    private readonly isolator: Isolation,
     private readonly limits: SandboxLimits,
     private readonly workDir: string,
   ) {}
@@ -89,12 +89,12 @@ export class Sandbox {
 
   /** The isolation in force, for health endpoints. */
   get isolation(): IsolationMode {
-    return this.isolationOf.mode;
+    return this.isolator.mode;
   }
 
   /** Whether RLIMIT_NPROC binds each job (see `Isolation.limitsProcesses`), for health endpoints. */
   get limitsProcesses(): boolean {
-    return this.isolationOf.limitsProcesses;
+    return this.isolator.limitsProcesses;
   }
 
   /** Runs one job in a fresh scratch directory, removed afterwards. Bad input is a 4xx DomainError. */
@@ -106,7 +106,7 @@ export class Sandbox {
       const files = { program: join(jobDir, "main.py"), scratch: join(jobDir, "scratch") };
       await writeFile(files.program, source, { mode: 0o644 });
       await mkdir(files.scratch, { mode: 0o700 });
-      const plan = this.isolationOf.plan(files, limits);
+      const plan = this.isolator.plan(files, limits);
       if (plan.uid !== null) {
         await chmod(jobDir, 0o711);
         await chown(files.scratch, plan.uid, plan.uid);
