@@ -1,0 +1,64 @@
+/** The block service's surface, shared by the HTTP layer, the CLI and the benchmarks. */
+import type { BlockManifest, GenerationResult, Tier } from "../../shared/protocol.js";
+
+/** Decoding options; temperature 0 decodes greedily. */
+export interface Sampling {
+  temperature: number;
+  topK?: number;
+  topP?: number;
+  seed?: number;
+}
+
+/** Options of one generation (graft or plain). */
+export interface GenerationOptions {
+  maxTokens: number;
+  sampling?: Sampling;
+  /** Aborting stops decoding; the result has finishReason "aborted". */
+  signal?: AbortSignal;
+  /** Called with each decoded token's text as it is produced (for streaming). */
+  onToken?: (token: number, text: string) => void;
+}
+
+/** Live counters of the tiers and slots, for health and metrics. */
+export interface TierSnapshot {
+  hot: string[];
+  warm: string[];
+  coldCount: number;
+  slots: { total: number; busy: number };
+  queue: { depth: number; capacity: number };
+  hits: Record<Tier, number>;
+  misses: number;
+  restoreMsSum: Record<Tier, number>;
+  bytesLoaded: Record<Tier, number>;
+  warmBytes: number;
+  warmBudgetBytes: number;
+}
+
+/** Result of re-checking a stored block: restore it and compare its probe hash. */
+export interface BlockCheck {
+  blockSha256: string;
+  ok: boolean;
+  expectedProbeSha256: string;
+  probeSha256: string;
+  tier: Tier;
+  restoreMs: number;
+}
+
+/** What the GPU node does with blocks; implemented by BlockService. */
+export interface Blocks {
+  deposit(text: string): Promise<BlockManifest>;
+  graft(
+    blockId: string,
+    query: string,
+    options: GenerationOptions & { acceptEngineMismatch?: true },
+  ): Promise<GenerationResult>;
+  generate(prompt: string, options: GenerationOptions): Promise<GenerationResult>;
+  prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier>;
+  verify(blockId: string): Promise<BlockCheck>;
+  list(): BlockManifest[];
+  get(blockId: string): BlockManifest;
+  delete(blockId: string): Promise<void>;
+  /** Adds a block file built elsewhere: hash-checked, fingerprint-checked, probe-verified. */
+  importFile(tempPath: string, manifest: BlockManifest): Promise<BlockManifest>;
+  snapshot(): TierSnapshot;
+}
