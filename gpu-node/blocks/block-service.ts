@@ -1,0 +1,452 @@
+/**
+ * Deposit and graft over the tiers: hot (resident in a slot: erase the tail, ~free), warm (a
+ * RAM copy of the file), cold (the file on disk, hash-checked). Every block is verified when it
+ * is made: restored into another slot, its probe must hash like the fresh prefill's.
+ */
+import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { badRequest, conflict, DomainError, unprocessable } from "../../shared/errors.js";
+import { sha256Hex, sha256OfTokens } from "../../shared/hash.js";
+import {
+  BLOCK_FORMAT_VERSION,
+  type BlockManifest,
+  type GenerationResult,
+  type Tier,
+} from "../../shared/protocol.js";
+import type { Engine } from "../engine/engine.js";
+import { evaluateProbe } from "../engine/probe.js";
+import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
+import { BlockStore, type StoreRecovery, sha256File } from "./block-store.js";
+import { type SlotLease, SlotPool } from "./slot-pool.js";
+import type { BlockCheck, Blocks, GenerationOptions, TierSnapshot } from "./types.js";
+import { WarmTier } from "./warm-tier.js";
+
+export interface BlockServiceOptions {
+  engine: Engine;
+  /** Block store root (blocks/, tmp/, quarantine/). */
+  dataDir: string;
+  /** RAM folder for the warm tier; defaults to a private folder on /dev/shm when present. */
+  warmDir?: string;
+  /** Warm-tier budget in bytes (0 disables it). */
+  warmBudgetBytes?: number;
+  /** Requests that may wait for a slot before a 429. */
+  maxWaiting?: number;
+}
+
+const ZERO_TIERS = (): Record<Tier, number> => ({ hot: 0, warm: 0, cold: 0 });
+
+/** First token id that is neither a special nor a byte token in the generated vocabularies. */
+const FIRST_ORDINARY_TOKEN = 259;
+
+/** The probe token of a block: derived from its tokens, so it is the same wherever it is made. */
+export function probeTokenFor(tokensSha256: string, vocabSize: number): Token {
+  const first = Math.min(FIRST_ORDINARY_TOKEN, vocabSize - 1);
+  return (first + (Number.parseInt(tokensSha256.slice(0, 8), 16) % (vocabSize - first))) as Token;
+}
+
+export class BlockService implements Blocks {
+  private readonly stats = {
+    hits: ZERO_TIERS(),
+    restoreMsSum: ZERO_TIERS(),
+    bytesLoaded: ZERO_TIERS(),
+    misses: 0,
+  };
+  private depositChain: Promise<unknown> = Promise.resolve();
+  private readonly depositsInFlight = new Map<string, Promise<BlockManifest>>();
+
+  private constructor(
+    readonly engine: Engine,
+    readonly store: BlockStore,
+    readonly warm: WarmTier,
+    readonly pool: SlotPool,
+    readonly recovery: StoreRecovery,
+  ) {}
+
+  /** Opens the store (recovering from crashes) and the tiers. */
+  static async open(options: BlockServiceOptions): Promise<BlockService> {
+    const { store, recovery } = await BlockStore.open(options.dataDir);
+    const shm = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    const warm = await WarmTier.open(
+      options.warmDir ?? join(shm, `kvgraft-warm-${process.pid}`),
+      options.warmBudgetBytes ?? 2 * 2 ** 30,
+    );
+    const pool = new SlotPool(options.engine.slots, options.maxWaiting ?? options.engine.slots.length * 4);
+    return new BlockService(options.engine, store, warm, pool, recovery);
+  }
+
+  list(): BlockManifest[] {
+    return this.store.list();
+  }
+
+  get(blockId: string): BlockManifest {
+    return this.store.get(blockId);
+  }
+
+  /** Deposits text as a block: prefill, save, verify in another slot, then store. */
+  deposit(text: string): Promise<BlockManifest> {
+    const tokens = this.engine.tokenize(text);
+    if (tokens.length + 1 > this.engine.options.contextSize)
+      throw badRequest(
+        "block_too_long",
+        `the text is ${tokens.length} tokens; a slot holds ${this.engine.options.contextSize - 1}`,
+      );
+    const key = text;
+    const pending = this.depositsInFlight.get(key);
+    if (pending) return pending;
+    // One deposit at a time: it holds two slots, and two deposits each holding one would deadlock.
+    const work = this.depositChain.then(() => this.depositNow(text, tokens));
+    this.depositChain = work.catch(() => undefined);
+    this.depositsInFlight.set(key, work);
+    return work.finally(() => this.depositsInFlight.delete(key));
+  }
+
+  private async depositNow(text: string, tokens: Token[]): Promise<BlockManifest> {
+    const tokensSha256 = await sha256OfTokens(tokens);
+    const probe = probeTokenFor(tokensSha256, this.engine.vocabSize);
+    const temp = this.store.tempPath("deposit");
+    const a = await this.pool.acquire(null);
+    let keep: string | null = null;
+    try {
+      const seqA = a.slot.sequence;
+      await seqA.clearHistory();
+      await seqA.evaluateWithoutGeneratingNewTokens(tokens);
+      await seqA.saveStateToFile(temp);
+      const fresh = await evaluateProbe(seqA, probe, this.engine.vocabSize);
+      await truncate(seqA, tokens.length);
+      const b = await this.pool.acquire(null);
+      try {
+        await loadSequenceState(b.slot.sequence, temp);
+        const grafted = await evaluateProbe(b.slot.sequence, probe, this.engine.vocabSize);
+        if (grafted.sha256 !== fresh.sha256)
+          throw unprocessable(
+            "block_unverified",
+            "the restored state did not reproduce the fresh prefill's probe hash",
+            {
+              fresh: fresh.sha256,
+              restored: grafted.sha256,
+            },
+          );
+      } finally {
+        await b.slot.sequence.clearHistory();
+        b.release(null);
+      }
+      const manifest = await this.store.commit(temp, {
+        formatVersion: BLOCK_FORMAT_VERSION,
+        tokenCount: tokens.length,
+        tokensSha256,
+        textSha256: await sha256Hex(text),
+        model: this.engine.modelFingerprint,
+        engine: this.engine.engineFingerprint,
+        probe: { token: probe, sha256: fresh.sha256 },
+        createdAt: new Date().toISOString(),
+      });
+      keep = this.engine.canTruncate ? manifest.sha256 : null;
+      return manifest;
+    } finally {
+      await rm(temp, { force: true });
+      if (!keep) await a.slot.sequence.clearHistory();
+      a.release(keep);
+    }
+  }
+
+  /** Restores a block at its own positions, evaluates the query and decodes. */
+  async graft(
+    blockId: string,
+    query: string,
+    options: GenerationOptions & { acceptEngineMismatch?: true },
+  ): Promise<GenerationResult> {
+    const started = performance.now();
+    const manifest = this.store.get(blockId);
+    assertSameOrigin(
+      this.engine,
+      { modelSha256: manifest.model.sha256, engineId: manifest.engine.id },
+      options.acceptEngineMismatch ? { acceptEngineMismatch: true } : undefined,
+    );
+    const queryTokens = this.engine.model.tokenize(query);
+    this.assertFits(manifest.tokenCount + queryTokens.length, options.maxTokens);
+    const lease = await this.pool.acquire(blockId, options.signal);
+    try {
+      const tier = await this.restore(
+        lease,
+        manifest,
+        manifest.engine.id !== this.engine.engineFingerprint.id,
+      );
+      const restoreMs = performance.now() - started;
+      const result = await this.decode(lease.slot.sequence, queryTokens, options);
+      lease.release(this.engine.canTruncate ? blockId : null);
+      return this.result(result, {
+        blockSha256: blockId,
+        tier,
+        tokensIn: queryTokens.length,
+        restoreMs,
+        started,
+      });
+    } catch (err) {
+      await lease.slot.sequence.clearHistory().catch(() => undefined);
+      lease.release(null);
+      throw err;
+    }
+  }
+
+  /** Plain generation from an empty slot (the solve path when no block applies). */
+  async generate(prompt: string, options: GenerationOptions): Promise<GenerationResult> {
+    const started = performance.now();
+    const tokens = this.engine.tokenize(prompt);
+    this.assertFits(tokens.length, options.maxTokens);
+    const lease = await this.pool.acquire(null, options.signal);
+    try {
+      await lease.slot.sequence.clearHistory();
+      const result = await this.decode(lease.slot.sequence, tokens, options);
+      await lease.slot.sequence.clearHistory();
+      lease.release(null);
+      return this.result(result, {
+        blockSha256: null,
+        tier: null,
+        tokensIn: tokens.length,
+        restoreMs: 0,
+        started,
+      });
+    } catch (err) {
+      await lease.slot.sequence.clearHistory().catch(() => undefined);
+      lease.release(null);
+      throw err;
+    }
+  }
+
+  /** Moves a block up a tier ahead of a request. */
+  async prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier> {
+    const manifest = this.store.get(blockId);
+    if (tier === "warm" || !this.engine.canTruncate) {
+      if (this.warm.path(blockId)) return "warm";
+      const path = await this.checkedPath(blockId);
+      return (await this.warm.add(blockId, path, manifest.sizeBytes)) ? "warm" : "cold";
+    }
+    assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
+    const lease = await this.pool.acquire(blockId);
+    try {
+      await this.restore(lease, manifest, false);
+      lease.release(blockId);
+      return "hot";
+    } catch (err) {
+      await lease.slot.sequence.clearHistory().catch(() => undefined);
+      lease.release(null);
+      throw err;
+    }
+  }
+
+  /** Re-checks a stored block: restore from disk (hash-checked) and compare the probe hash. */
+  async verify(blockId: string): Promise<BlockCheck> {
+    const manifest = this.store.get(blockId);
+    assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
+    const lease = await this.pool.acquire(null);
+    let keep: string | null = null;
+    try {
+      const started = performance.now();
+      await loadSequenceState(lease.slot.sequence, await this.checkedPath(blockId));
+      const restoreMs = performance.now() - started;
+      const probe = await evaluateProbe(
+        lease.slot.sequence,
+        manifest.probe.token as Token,
+        this.engine.vocabSize,
+      );
+      await truncate(lease.slot.sequence, manifest.tokenCount);
+      const ok = probe.sha256 === manifest.probe.sha256;
+      if (ok && this.engine.canTruncate) keep = blockId;
+      return {
+        blockSha256: blockId,
+        ok,
+        expectedProbeSha256: manifest.probe.sha256,
+        probeSha256: probe.sha256,
+        tier: "cold",
+        restoreMs,
+      };
+    } finally {
+      if (!keep) await lease.slot.sequence.clearHistory().catch(() => undefined);
+      lease.release(keep);
+    }
+  }
+
+  /** Adds a block file built elsewhere after checking its hash, fingerprints and probe. */
+  async importFile(tempPath: string, manifest: BlockManifest): Promise<BlockManifest> {
+    try {
+      assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
+      if (this.store.has(manifest.sha256)) return this.store.get(manifest.sha256);
+      const actual = await sha256File(tempPath);
+      if (actual !== manifest.sha256)
+        throw conflict("import_hash_mismatch", "the uploaded file's SHA-256 differs from its manifest", {
+          actual,
+        });
+      const lease = await this.pool.acquire(null);
+      try {
+        await loadSequenceState(lease.slot.sequence, tempPath);
+        const probe = await evaluateProbe(
+          lease.slot.sequence,
+          manifest.probe.token as Token,
+          this.engine.vocabSize,
+        );
+        if (probe.sha256 !== manifest.probe.sha256)
+          throw unprocessable("block_unverified", "the imported state did not reproduce its probe hash");
+      } finally {
+        await lease.slot.sequence.clearHistory();
+        lease.release(null);
+      }
+      const { sha256: _sha, sizeBytes: _size, ...rest } = manifest;
+      return await this.store.commit(tempPath, rest);
+    } finally {
+      await rm(tempPath, { force: true });
+    }
+  }
+
+  async delete(blockId: string): Promise<void> {
+    this.store.get(blockId);
+    this.pool.evict(blockId);
+    await this.warm.remove(blockId);
+    await this.store.delete(blockId);
+  }
+
+  snapshot(): TierSnapshot {
+    const hot = [...new Set(this.pool.hotBlocks())];
+    return {
+      hot,
+      warm: this.warm.blocks(),
+      coldCount: this.store.list().length,
+      slots: { total: this.pool.slots.length, busy: this.pool.busyCount },
+      queue: { depth: this.pool.queueDepth, capacity: this.pool.maxWaiting },
+      hits: { ...this.stats.hits },
+      misses: this.stats.misses,
+      restoreMsSum: { ...this.stats.restoreMsSum },
+      bytesLoaded: { ...this.stats.bytesLoaded },
+      warmBytes: this.warm.usedBytes,
+      warmBudgetBytes: this.warm.budgetBytes,
+    };
+  }
+
+  /** Removes the warm tier's RAM folder; the engine is disposed by its owner. */
+  async close(): Promise<void> {
+    await this.warm.close();
+  }
+
+  /** Puts the block at [0, n) in the leased slot from the best tier; returns the tier used. */
+  private async restore(lease: SlotLease, manifest: BlockManifest, checkProbe: boolean): Promise<Tier> {
+    const seq = lease.slot.sequence;
+    const started = performance.now();
+    let tier: Tier;
+    if (lease.hot) {
+      await truncate(seq, manifest.tokenCount);
+      tier = "hot";
+    } else {
+      this.stats.misses++;
+      const warmPath = this.warm.path(manifest.sha256);
+      tier = warmPath ? "warm" : "cold";
+      const path = warmPath ?? (await this.checkedPath(manifest.sha256));
+      await loadSequenceState(seq, path);
+      this.stats.bytesLoaded[tier] += manifest.sizeBytes;
+      if (tier === "cold") void this.warm.add(manifest.sha256, path, manifest.sizeBytes);
+    }
+    if (seq.nextTokenIndex !== manifest.tokenCount)
+      throw new Error(`restored ${seq.nextTokenIndex} tokens, the manifest says ${manifest.tokenCount}`);
+    if (checkProbe) {
+      const probe = await evaluateProbe(seq, manifest.probe.token as Token, this.engine.vocabSize);
+      await truncate(seq, manifest.tokenCount);
+      if (probe.sha256 !== manifest.probe.sha256)
+        throw conflict(
+          "probe_mismatch",
+          "the block loaded under a different engine does not reproduce its probe hash",
+        );
+    }
+    this.stats.hits[tier]++;
+    this.stats.restoreMsSum[tier] += performance.now() - started;
+    return tier;
+  }
+
+  private async checkedPath(sha: string): Promise<string> {
+    try {
+      return await this.store.checkedStatePath(sha);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === "block_corrupt") {
+        this.pool.evict(sha);
+        await this.warm.remove(sha);
+      }
+      throw err;
+    }
+  }
+
+  private assertFits(promptTokens: number, maxTokens: number): void {
+    if (promptTokens + maxTokens > this.engine.options.contextSize)
+      throw badRequest(
+        "context_overflow",
+        `${promptTokens} prompt tokens + ${maxTokens} new tokens exceed the slot's ${this.engine.options.contextSize}`,
+      );
+  }
+
+  private async decode(seq: LlamaContextSequence, input: Token[], options: GenerationOptions) {
+    const sampling = options.sampling ?? { temperature: 0 };
+    const tokens: Token[] = [];
+    let finishReason: GenerationResult["finishReason"] = "eog";
+    const t0 = performance.now();
+    let firstAt = t0;
+    if (options.signal?.aborted) return { tokens, queryMs: 0, decodeMs: 0, finishReason: "aborted" as const };
+    const generator = seq.evaluate(input, {
+      temperature: sampling.temperature,
+      ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),
+      ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
+      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+    });
+    for await (const token of generator) {
+      if (tokens.length === 0) firstAt = performance.now();
+      tokens.push(token);
+      options.onToken?.(token, this.engine.model.detokenize([token]));
+      if (tokens.length >= options.maxTokens) {
+        finishReason = "maxTokens";
+        break;
+      }
+      if (options.signal?.aborted) {
+        finishReason = "aborted";
+        break;
+      }
+    }
+    const end = performance.now();
+    return {
+      tokens,
+      queryMs: (tokens.length ? firstAt : end) - t0,
+      decodeMs: end - (tokens.length ? firstAt : end),
+      finishReason,
+    };
+  }
+
+  private async result(
+    decoded: Awaited<ReturnType<BlockService["decode"]>>,
+    meta: {
+      blockSha256: string | null;
+      tier: Tier | null;
+      tokensIn: number;
+      restoreMs: number;
+      started: number;
+    },
+  ): Promise<GenerationResult> {
+    return {
+      text: this.engine.model.detokenize(decoded.tokens),
+      tokens: decoded.tokens.map(Number),
+      outputSha256: await sha256OfTokens(decoded.tokens.map(Number)),
+      blockSha256: meta.blockSha256,
+      tier: meta.tier,
+      tokensIn: meta.tokensIn,
+      tokensOut: decoded.tokens.length,
+      timings: {
+        restoreMs: meta.restoreMs,
+        queryMs: decoded.queryMs,
+        decodeMs: decoded.decodeMs,
+        totalMs: performance.now() - meta.started,
+      },
+      finishReason: decoded.finishReason,
+    };
+  }
+}
+
+/** Erases everything after the first `n` tokens (the hot tier's graft: ~0.1 ms). */
+async function truncate(seq: LlamaContextSequence, n: number): Promise<void> {
+  if (seq.nextTokenIndex > n) await seq.eraseContextTokenRanges([{ start: n, end: seq.nextTokenIndex }]);
+}

@@ -1,0 +1,215 @@
+/**
+ * Content-addressed block files on disk. A block is `<sha256>.state` (the llama.cpp sequence
+ * state) plus `<sha256>.json` (its manifest), written atomically (temp file, fsync, rename,
+ * fsync of the directory), the manifest after the state. Every read is hash-checked first; a
+ * file whose bytes do not match its name is moved to `quarantine/`.
+ */
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { conflict, notFound } from "../../shared/errors.js";
+import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
+
+/** Streams a file through SHA-256. */
+export async function sha256File(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 24 })) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+async function fsyncPath(path: string): Promise<void> {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Writes a small file atomically: temp, fsync, rename, fsync the directory. */
+async function writeFileAtomic(dir: string, tmpDir: string, name: string, data: string): Promise<void> {
+  const temp = join(tmpDir, `${name}.${process.pid}.${Date.now()}.tmp`);
+  const handle = await open(temp, "w", 0o644);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, join(dir, name));
+  await fsyncPath(dir);
+}
+
+/** What start-up found and did. */
+export interface StoreRecovery {
+  sweptTempFiles: number;
+  quarantined: string[];
+  manifestsWithoutFiles: string[];
+}
+
+/** The on-disk block store. */
+export class BlockStore {
+  private readonly manifests = new Map<string, BlockManifest>();
+  readonly blocksDir: string;
+  readonly tmpDir: string;
+  readonly quarantineDir: string;
+
+  private constructor(readonly root: string) {
+    this.blocksDir = join(root, "blocks");
+    this.tmpDir = join(root, "tmp");
+    this.quarantineDir = join(root, "quarantine");
+  }
+
+  /**
+   * Opens (creating) the store and recovers from any crash: temp files are swept, a state file
+   * without a manifest (a deposit cut short) is quarantined, a manifest without its state file
+   * is reported and set aside.
+   */
+  static async open(root: string): Promise<{ store: BlockStore; recovery: StoreRecovery }> {
+    const store = new BlockStore(root);
+    await Promise.all(
+      [store.blocksDir, store.tmpDir, store.quarantineDir].map((d) => mkdir(d, { recursive: true })),
+    );
+    const recovery: StoreRecovery = { sweptTempFiles: 0, quarantined: [], manifestsWithoutFiles: [] };
+    for (const name of await readdir(store.tmpDir)) {
+      await rm(join(store.tmpDir, name), { recursive: true, force: true });
+      recovery.sweptTempFiles++;
+    }
+    const names = new Set(await readdir(store.blocksDir));
+    for (const name of names) {
+      const match = /^([0-9a-f]{64})\.(state|json)$/.exec(name);
+      if (!match) {
+        await store.quarantine(name, "unknown file");
+        recovery.quarantined.push(name);
+        continue;
+      }
+      const [, sha, kind] = match as unknown as [string, string, string];
+      if (kind === "state" && !names.has(`${sha}.json`)) {
+        await store.quarantine(name, "state without manifest");
+        recovery.quarantined.push(name);
+      } else if (kind === "json") {
+        if (!names.has(`${sha}.state`)) {
+          recovery.manifestsWithoutFiles.push(sha);
+          await store.quarantine(name, "manifest without state");
+          continue;
+        }
+        const parsed = blockManifestSchema.safeParse(
+          JSON.parse(await readFile(join(store.blocksDir, name), "utf8")),
+        );
+        if (!parsed.success || parsed.data.sha256 !== sha) {
+          await store.quarantine(name, "invalid manifest");
+          await store.quarantine(`${sha}.state`, "invalid manifest");
+          recovery.quarantined.push(name);
+          continue;
+        }
+        store.manifests.set(sha, parsed.data);
+      }
+    }
+    return { store, recovery };
+  }
+
+  /** A fresh path for a temp file inside the store (same filesystem as the blocks, for rename). */
+  tempPath(label: string): string {
+    return join(
+      this.tmpDir,
+      `${label}.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`,
+    );
+  }
+
+  /** All manifests, oldest first. */
+  list(): BlockManifest[] {
+    return [...this.manifests.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+  }
+
+  has(sha: string): boolean {
+    return this.manifests.has(sha);
+  }
+
+  /** The manifest of a block; 404 `block_not_found` when absent. */
+  get(sha: string): BlockManifest {
+    const m = this.manifests.get(sha);
+    if (!m) throw notFound("block_not_found", `no block ${sha}`);
+    return m;
+  }
+
+  statePath(sha: string): string {
+    return join(this.blocksDir, `${sha}.state`);
+  }
+
+  /**
+   * Moves a fully written temp state file into the store under its SHA-256 and writes the
+   * manifest after it. Idempotent: the same bytes give the same block.
+   */
+  async commit(
+    tempStatePath: string,
+    manifest: Omit<BlockManifest, "sha256" | "sizeBytes">,
+  ): Promise<BlockManifest> {
+    const sha = await sha256File(tempStatePath);
+    const existing = this.manifests.get(sha);
+    if (existing) {
+      await rm(tempStatePath, { force: true });
+      return existing;
+    }
+    await fsyncPath(tempStatePath);
+    const { size } = await stat(tempStatePath);
+    await rename(tempStatePath, this.statePath(sha));
+    await fsyncPath(this.blocksDir);
+    const full = blockManifestSchema.parse({ ...manifest, sha256: sha, sizeBytes: size });
+    await writeFileAtomic(this.blocksDir, this.tmpDir, `${sha}.json`, `${JSON.stringify(full, null, 2)}\n`);
+    this.manifests.set(sha, full);
+    return full;
+  }
+
+  /**
+   * Hash-checks the block's state file and returns its path; on a mismatch (flipped byte,
+   * truncation) the block is quarantined and a 409 `block_corrupt` is thrown.
+   */
+  async checkedStatePath(sha: string): Promise<string> {
+    this.get(sha);
+    const path = this.statePath(sha);
+    let actual: string;
+    try {
+      actual = await sha256File(path);
+    } catch {
+      actual = "missing";
+    }
+    if (actual !== sha) {
+      await this.quarantineBlock(sha);
+      throw conflict("block_corrupt", `block ${sha} failed its hash check and was quarantined`, { actual });
+    }
+    return path;
+  }
+
+  /** Moves a block's files to quarantine and forgets it. */
+  async quarantineBlock(sha: string): Promise<void> {
+    this.manifests.delete(sha);
+    await this.quarantine(`${sha}.json`, "quarantined block");
+    await this.quarantine(`${sha}.state`, "quarantined block");
+  }
+
+  /** Deletes a block (manifest first, so a crash never leaves a listed block without its file). */
+  async delete(sha: string): Promise<void> {
+    this.get(sha);
+    this.manifests.delete(sha);
+    await rm(join(this.blocksDir, `${sha}.json`), { force: true });
+    await rm(this.statePath(sha), { force: true });
+    await fsyncPath(this.blocksDir);
+  }
+
+  /** Bytes used by block state files. */
+  diskUsage(): number {
+    let total = 0;
+    for (const m of this.manifests.values()) total += m.sizeBytes;
+    return total;
+  }
+
+  private async quarantine(name: string, _reason: string): Promise<void> {
+    const from = join(this.blocksDir, name);
+    await rename(from, join(this.quarantineDir, `${name}.${Date.now()}`)).catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== "ENOENT") throw err;
+      },
+    );
+  }
+}

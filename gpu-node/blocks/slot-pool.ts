@@ -1,0 +1,149 @@
+/**
+ * The context's sequence slots as the hot tier. Each slot may hold one block resident at
+ * positions [0, n): a graft on it only erases the slot's tail. Requests for a hot block are
+ * pinned to its slot and queue behind it, unless someone already waits there and another slot
+ * is free, in which case a second copy is loaded. Slots are reused least-recently-used first.
+ * Waiting is bounded; a full queue is a 429.
+ */
+import type { LlamaContextSequence } from "node-llama-cpp";
+import { tooManyRequests } from "../../shared/errors.js";
+
+/** One sequence slot and what it holds. */
+export interface Slot {
+  readonly index: number;
+  readonly sequence: LlamaContextSequence;
+  /** Block resident at positions [0, tokenCount), or null. */
+  block: string | null;
+  busy: boolean;
+  lastUsed: number;
+}
+
+/** An exclusive hold on a slot; `hot` tells whether it already holds the wanted block. */
+export interface SlotLease {
+  slot: Slot;
+  hot: boolean;
+  /** Releases the slot, recording which block (if any) it now holds at [0, n). */
+  release(residentBlock: string | null): void;
+}
+
+interface Waiter {
+  block: string | null;
+  resolve: (lease: SlotLease) => void;
+  reject: (err: unknown) => void;
+}
+
+export class SlotPool {
+  readonly slots: Slot[];
+  private readonly waiters: Waiter[] = [];
+  private clock = 0;
+
+  constructor(
+    sequences: LlamaContextSequence[],
+    readonly maxWaiting: number,
+    /** Requests that may queue for a busy hot slot before a second copy is loaded elsewhere. */
+    readonly pinQueue = 1,
+  ) {
+    this.slots = sequences.map((sequence, index) => ({
+      index,
+      sequence,
+      block: null,
+      busy: false,
+      lastUsed: 0,
+    }));
+  }
+
+  get queueDepth(): number {
+    return this.waiters.length;
+  }
+
+  get busyCount(): number {
+    return this.slots.filter((s) => s.busy).length;
+  }
+
+  /** Blocks resident in slots. */
+  hotBlocks(): string[] {
+    return this.slots.flatMap((s) => (s.block ? [s.block] : []));
+  }
+
+  /** Acquires a slot for `block` (or for plain work when null), waiting when all are busy. */
+  acquire(block: string | null, signal?: AbortSignal): Promise<SlotLease> {
+    const lease = this.tryAcquire(
+      block,
+      this.waiters.filter((w) => w.block !== null && w.block === block).length,
+    );
+    if (lease) return Promise.resolve(lease);
+    if (this.waiters.length >= this.maxWaiting)
+      return Promise.reject(tooManyRequests("queue_full", "all slots are busy and the queue is full", 1));
+    return new Promise<SlotLease>((resolve, reject) => {
+      const waiter: Waiter = { block, resolve, reject };
+      this.waiters.push(waiter);
+      signal?.addEventListener(
+        "abort",
+        () => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) {
+            this.waiters.splice(i, 1);
+            reject(signal.reason);
+          }
+        },
+        { once: true },
+      );
+    });
+  }
+
+  /** Forgets a block in every idle slot that holds it (after deletion or quarantine). */
+  evict(block: string): void {
+    for (const s of this.slots) if (s.block === block && !s.busy) s.block = null;
+  }
+
+  /**
+   * `waitingAhead` counts requests for the same block queued before this one: while it is below
+   * `pinQueue` the request waits for the busy holder rather than loading a second copy.
+   */
+  private tryAcquire(block: string | null, waitingAhead: number): SlotLease | null {
+    const holders = block ? this.slots.filter((s) => s.block === block) : [];
+    const idleHolder = holders.find((s) => !s.busy);
+    if (idleHolder) return this.lease(idleHolder, true);
+    if (holders.length > 0 && waitingAhead < this.pinQueue) return null;
+    const free = this.slots.filter((s) => !s.busy);
+    if (free.length === 0) return null;
+    // Least valuable slot first: empty, then least recently used.
+    free.sort((a, b) => Number(a.block !== null) - Number(b.block !== null) || a.lastUsed - b.lastUsed);
+    return this.lease(free[0] as Slot, false);
+  }
+
+  private lease(slot: Slot, hot: boolean): SlotLease {
+    slot.busy = true;
+    slot.lastUsed = ++this.clock;
+    if (!hot) slot.block = null;
+    let released = false;
+    return {
+      slot,
+      hot,
+      release: (residentBlock) => {
+        if (released) return;
+        released = true;
+        slot.block = residentBlock;
+        slot.busy = false;
+        slot.lastUsed = ++this.clock;
+        this.drain();
+      },
+    };
+  }
+
+  private drain(): void {
+    const ahead = new Map<string, number>();
+    for (let i = 0; i < this.waiters.length; ) {
+      const w = this.waiters[i] as Waiter;
+      const waitingAhead = w.block === null ? 0 : (ahead.get(w.block) ?? 0);
+      const lease = this.tryAcquire(w.block, waitingAhead);
+      if (!lease && w.block !== null) ahead.set(w.block, waitingAhead + 1);
+      if (!lease) {
+        i++;
+        continue;
+      }
+      this.waiters.splice(i, 1);
+      w.resolve(lease);
+    }
+  }
+}

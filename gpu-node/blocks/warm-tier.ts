@@ -1,0 +1,101 @@
+/**
+ * The warm tier: copies of block files in RAM (a private folder on tmpfs, /dev/shm by default)
+ * up to a byte budget, least-recently-used out first. A copy is hash-checked while it is made,
+ * and the folder is private to this process (mode 0700) and emptied at start.
+ */
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+
+export class WarmTier {
+  private readonly entries = new Map<string, { bytes: number; lastUsed: number }>();
+  private used = 0;
+  private clock = 0;
+  private readonly inFlight = new Map<string, Promise<boolean>>();
+
+  private constructor(
+    readonly dir: string,
+    readonly budgetBytes: number,
+  ) {}
+
+  /** Creates (emptying) the folder. A budget of 0 disables the tier. */
+  static async open(dir: string, budgetBytes: number): Promise<WarmTier> {
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    return new WarmTier(dir, budgetBytes);
+  }
+
+  get usedBytes(): number {
+    return this.used;
+  }
+
+  blocks(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  /** Path of the RAM copy when present (and marks it used), else null. */
+  path(sha: string): string | null {
+    const e = this.entries.get(sha);
+    if (!e) return null;
+    e.lastUsed = ++this.clock;
+    return join(this.dir, `${sha}.state`);
+  }
+
+  /**
+   * Copies a block file in, evicting least-recently-used copies to fit. Returns false when the
+   * block alone exceeds the budget or the copy's hash differs from `sha`.
+   */
+  add(sha: string, sourcePath: string, bytes: number): Promise<boolean> {
+    if (this.entries.has(sha)) return Promise.resolve(true);
+    if (bytes > this.budgetBytes) return Promise.resolve(false);
+    const pending = this.inFlight.get(sha);
+    if (pending) return pending;
+    const work = this.copy(sha, sourcePath, bytes).finally(() => this.inFlight.delete(sha));
+    this.inFlight.set(sha, work);
+    return work;
+  }
+
+  private async copy(sha: string, sourcePath: string, bytes: number): Promise<boolean> {
+    await this.makeRoom(bytes);
+    const target = join(this.dir, `${sha}.state`);
+    const temp = `${target}.tmp`;
+    const hash = createHash("sha256");
+    const source = createReadStream(sourcePath, { highWaterMark: 1 << 24 });
+    source.on("data", (chunk) => hash.update(chunk as Buffer));
+    try {
+      await pipeline(source, createWriteStream(temp, { mode: 0o600 }));
+      if (hash.digest("hex") !== sha) throw new Error("hash mismatch");
+      await rename(temp, target);
+    } catch {
+      await rm(temp, { force: true });
+      return false;
+    }
+    this.entries.set(sha, { bytes, lastUsed: ++this.clock });
+    this.used += bytes;
+    return true;
+  }
+
+  /** Drops a copy (after deletion or quarantine of the block). */
+  async remove(sha: string): Promise<void> {
+    const e = this.entries.get(sha);
+    if (!e) return;
+    this.entries.delete(sha);
+    this.used -= e.bytes;
+    await rm(join(this.dir, `${sha}.state`), { force: true });
+  }
+
+  private async makeRoom(bytes: number): Promise<void> {
+    const byAge = [...this.entries.entries()].sort((a, b) => a[1].lastUsed - b[1].lastUsed);
+    for (const [sha] of byAge) {
+      if (this.used + bytes <= this.budgetBytes) break;
+      await this.remove(sha);
+    }
+  }
+
+  /** Removes the folder. */
+  async close(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
