@@ -1,0 +1,209 @@
+/**
+ * `bench graft`: recompute (prefill + 1 token) versus hot graft (erase the slot's tail back to
+ * the block), warm restore (state file in RAM) and cold restore (file on disk, hash-checked
+ * first, page cache dropped where permitted), each followed by the same one-token probe whose
+ * probability hash must be equal on every path. Medians over runs after a warm-up, one process.
+ */
+
+import { existsSync } from "node:fs";
+import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Token } from "node-llama-cpp";
+import { BlockStore } from "../blocks/block-store.js";
+import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
+import { evaluateProbe } from "../engine/probe.js";
+import { loadSequenceState } from "../engine/state.js";
+import { Xoshiro128 } from "../synth/random.js";
+import { quantile, randomTokens } from "../verify.js";
+
+export interface GraftBenchOptions {
+  modelPath: string;
+  lengths: number[];
+  kvTypes: KvType[];
+  runs: number;
+  engine: Pick<EngineOptions, "binary" | "threads" | "flashAttention" | "batchSize">;
+  dataDir?: string;
+  log: (line: string) => void;
+}
+
+export interface GraftBenchRow {
+  length: number;
+  kv: KvType;
+  recomputeMs: number;
+  hotMs: number;
+  warmMs: number;
+  coldMs: number;
+  coldHashMs: number;
+  coldCacheDropped: boolean;
+  stateBytes: number;
+  restoreGBps: number;
+  hotSpeedup: number;
+  warmSpeedup: number;
+  coldSpeedup: number;
+  hashesEqual: boolean;
+  peakVramBytes: number | null;
+}
+
+const median = (xs: number[]) => quantile(xs, 0.5);
+
+/** Drops the page cache so the next read comes from disk; false where not permitted. */
+async function dropPageCache(): Promise<boolean> {
+  try {
+    await writeFile("/proc/sys/vm/drop_caches", "3\n");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs the benchmark and returns one row per (length, KV type). */
+export async function benchGraft(
+  o: GraftBenchOptions,
+): Promise<{ rows: GraftBenchRow[]; model: unknown; engine: unknown }> {
+  const rows: GraftBenchRow[] = [];
+  let fingerprints: { model: unknown; engine: unknown } = { model: null, engine: null };
+  const dataDir = o.dataDir ?? (await mkdtemp(join(tmpdir(), "kvgraft-bench-")));
+  const ramDir = await mkdtemp(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "kvgraft-bench-ram-"));
+  try {
+    for (const kv of o.kvTypes) {
+      const engine = await Engine.open({
+        ...o.engine,
+        modelPath: o.modelPath,
+        slots: 2,
+        contextSize: Math.max(...o.lengths) + 8,
+        kvType: kv,
+      });
+      fingerprints = { model: engine.modelFingerprint, engine: engine.engineFingerprint };
+      const { store } = await BlockStore.open(join(dataDir, kv));
+      let peakVram = 0;
+      const sampleVram = async () => {
+        if (engine.llama.gpu === false) return;
+        const v = await engine.llama.getVramState();
+        peakVram = Math.max(peakVram, v.used);
+      };
+      try {
+        const [a, b] = [engine.slot(0), engine.slot(1)];
+        const rng = new Xoshiro128(`bench-${kv}`);
+        // Warm-up: the first evaluation of a process pays kernel loading.
+        await a.evaluateWithoutGeneratingNewTokens(
+          randomTokens(rng, Math.min(256, Math.min(...o.lengths)), engine.vocabSize),
+        );
+        await a.clearHistory();
+        for (const length of o.lengths) {
+          const tokens = randomTokens(rng, length, engine.vocabSize);
+          const [probe] = randomTokens(rng, 1, engine.vocabSize) as [Token];
+          const times = {
+            recompute: [] as number[],
+            hot: [] as number[],
+            warm: [] as number[],
+            cold: [] as number[],
+            hash: [] as number[],
+          };
+          const hashes = new Set<string>();
+          let stateBytes = 0;
+          let dropped = false;
+          let sha = "";
+          for (let run = 0; run <= o.runs; run++) {
+            const timed = run > 0; // run 0 warms this length up
+            await a.clearHistory();
+            let t = performance.now();
+            await a.evaluateWithoutGeneratingNewTokens(tokens);
+            const fresh = await evaluateProbe(a, probe, engine.vocabSize);
+            if (timed) times.recompute.push(performance.now() - t);
+            hashes.add(fresh.sha256);
+            await sampleVram();
+            await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
+            if (run === 0) {
+              const temp = store.tempPath("bench");
+              await a.saveStateToFile(temp);
+              const manifest = await store.commit(temp, {
+                formatVersion: 1,
+                tokenCount: length,
+                tokensSha256: "0".repeat(64),
+                textSha256: "0".repeat(64),
+                model: engine.modelFingerprint,
+                engine: engine.engineFingerprint,
+                probe: { token: probe, sha256: fresh.sha256 },
+                createdAt: new Date().toISOString(),
+              });
+              sha = manifest.sha256;
+              stateBytes = manifest.sizeBytes;
+              await copyFile(store.statePath(sha), join(ramDir, `${sha}.state`));
+            }
+            // Hot: the block is resident in slot A; erase the probe and evaluate it again.
+            t = performance.now();
+            await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
+            const hot = await evaluateProbe(a, probe, engine.vocabSize);
+            if (timed) times.hot.push(performance.now() - t);
+            hashes.add(hot.sha256);
+            // Warm: load the RAM copy into slot B.
+            t = performance.now();
+            await loadSequenceState(b, join(ramDir, `${sha}.state`));
+            const warm = await evaluateProbe(b, probe, engine.vocabSize);
+            if (timed) times.warm.push(performance.now() - t);
+            hashes.add(warm.sha256);
+            // Cold: hash-check the disk file, then load it, with the page cache dropped first.
+            dropped = await dropPageCache();
+            t = performance.now();
+            const path = await store.checkedStatePath(sha);
+            const hashed = performance.now();
+            await loadSequenceState(b, path);
+            const cold = await evaluateProbe(b, probe, engine.vocabSize);
+            if (timed) {
+              times.cold.push(performance.now() - t);
+              times.hash.push(hashed - t);
+            }
+            hashes.add(cold.sha256);
+            await sampleVram();
+            await b.clearHistory();
+          }
+          const row: GraftBenchRow = {
+            length,
+            kv,
+            recomputeMs: median(times.recompute),
+            hotMs: median(times.hot),
+            warmMs: median(times.warm),
+            coldMs: median(times.cold),
+            coldHashMs: median(times.hash),
+            coldCacheDropped: dropped,
+            stateBytes,
+            restoreGBps: stateBytes / 1e9 / (median(times.warm) / 1000),
+            hotSpeedup: median(times.recompute) / median(times.hot),
+            warmSpeedup: median(times.recompute) / median(times.warm),
+            coldSpeedup: median(times.recompute) / median(times.cold),
+            hashesEqual: hashes.size === 1,
+            peakVramBytes: engine.llama.gpu === false ? null : peakVram,
+          };
+          rows.push(row);
+          o.log(
+            `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +
+              `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
+              `hashes ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
+          );
+          await store.delete(sha);
+          await rm(join(ramDir, `${sha}.state`), { force: true });
+        }
+      } finally {
+        await engine.dispose();
+      }
+    }
+  } finally {
+    await rm(ramDir, { recursive: true, force: true });
+    if (!o.dataDir) await rm(dataDir, { recursive: true, force: true });
+  }
+  return { rows, ...fingerprints };
+}
+
+/** The rows as a Markdown table. */
+export function graftBenchTable(rows: GraftBenchRow[]): string {
+  const head =
+    "| length | KV | recompute ms | hot ms | warm ms | cold ms (hash ms) | hot x | warm x | cold x | state MB | restore GB/s | hashes equal |\n" +
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+  const lines = rows.map(
+    (r) =>
+      `| ${r.length} | ${r.kv} | ${r.recomputeMs.toFixed(1)} | ${r.hotMs.toFixed(2)} | ${r.warmMs.toFixed(1)} | ${r.coldMs.toFixed(1)} (${r.coldHashMs.toFixed(1)}) | ` +
+      `${r.hotSpeedup.toFixed(1)} | ${r.warmSpeedup.toFixed(2)} | ${r.coldSpeedup.toFixed(2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.hashesEqual ? "yes" : "NO"} |`,
+  );
+  return [head, ...lines].join("\n");
+}
