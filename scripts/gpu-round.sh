@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One GPU benchmark round on the device machine (see ../shared/gpu/README.md for the setup calls).
+# Runs from /opt/kv/app with the CUDA build; writes JSON results and logs to $OUT (or ./out).
+#   bash scripts/gpu-round.sh verify      # 1b preset: kvgraft verify --trials 10 --tokens 5977
+#   bash scripts/gpu-round.sh graft f16   # 12b preset: kvgraft bench graft, f16 KV
+#   bash scripts/gpu-round.sh graft q8_0  # 12b preset: kvgraft bench graft, q8_0 KV
+set -euo pipefail
+out=${OUT:-$PWD/out}
+mkdir -p "$out" /root/models
+export KV_LLAMA=lastBuild
+node=${NODE:-/opt/kv/bin/node}
+cli="$node dist/cli/main.js"
+model() { # preset -> path (generated once per machine)
+  local path=/root/models/$1.gguf
+  [[ -f $path ]] || $cli synth-model --preset "$1" --seed 0 --out "$path" >&2
+  echo "$path"
+}
+case "${1:-}" in
+  verify)
+    $cli verify --model "$(model 1b)" --trials 10 --tokens 5977 --shift 16 --json 2>"$out/verify-1b.log" | tee "$out/verify-1b.txt"
+    tail -n 1 "$out/verify-1b.txt" > "$out/verify-1b.json" ;;
+  graft)
+    kv=${2:-f16}
+    $cli bench graft --model "$(model 12b)" --lengths 748,5977,11994 --kv "$kv" --runs 5 --json 2>"$out/graft-12b-$kv.log" | tee "$out/graft-12b-$kv.txt"
+    tail -n 1 "$out/graft-12b-$kv.txt" > "$out/graft-12b-$kv.json" ;;
+  *) echo "usage: gpu-round.sh verify | graft f16|q8_0" >&2; exit 2 ;;
+esac
+nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$out/gpu.txt" || true
