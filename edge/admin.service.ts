@@ -1,0 +1,230 @@
+/**
+ * Admin operations behind /admin: depositing verified solutions (flow 2 of docs/DESIGN), deleting
+ * blocks, registering imported blocks, and issuing upload grants. Plain functions over the deps.
+ */
+import { and, desc, eq } from "drizzle-orm";
+import { DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";
+import { sha256Hex } from "../shared/hash.js";
+import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
+import { type BlockManifest, gpuPaths, LIMITS } from "../shared/protocol.js";
+import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
+import { blocks, problems } from "./db/schema.js";
+import type { GpuClient, SandboxRunResult } from "./gpu.js";
+import type { Deps } from "./http.js";
+import {
+  addSolution,
+  type Block,
+  type BlockInput,
+  findVerifiedByFingerprint,
+  type Problem,
+  registerBlock,
+  registerProblem,
+  type Solution,
+  setBlockState,
+} from "./library.service.js";
+import type { AdminSolutionRequest } from "./schemas.js";
+import { createUploadGrant } from "./upload-grant.js";
+
+/** What a deposit returns; `created: false` means the problem already had a verified solution. */
+export interface DepositOutcome {
+  created: boolean;
+  problem: Problem;
+  solution: Solution;
+  block: Block | null;
+}
+
+/** Whether a program reads the problem's numbers (so it can be re-run on new ones: transfer). */
+export function isParametric(program: string): boolean {
+  return /\bPARAMS\b/.test(program);
+}
+
+/**
+ * Checks a program by running it in the GPU node's sandbox on the problem's own numbers: it must
+ * print `answer` as its last line. Rejects with 422 `program_mismatch` (another answer),
+ * `program_timeout` (wall-clock or CPU limit) or `program_error` (crash, memory or output limit);
+ * when the sandbox cannot be reached or the node has none, 503 `sandbox_unavailable`: a solution
+ * is never accepted unchecked.
+ */
+export async function checkProgram(
+  gpu: GpuClient,
+  input: { program: string; params: number[]; answer: string },
+): Promise<SandboxRunResult> {
+  let run: SandboxRunResult;
+  try {
+    run = await gpu.runProgram({ program: input.program, params: input.params, expect: input.answer });
+  } catch (err) {
+    if (err instanceof DomainError && (err.status >= 500 || err.status === 404))
+      throw new DomainError(
+        503,
+        "sandbox_unavailable",
+        "The program cannot be checked now (the GPU node's sandbox is unavailable); nothing was stored.",
+        { cause: err.code },
+        err.retryAfterS ?? 5,
+      );
+    throw err;
+  }
+  const details = {
+    verdict: run.verdict,
+    expected: input.answer,
+    got: run.answer,
+    ...(run.stderr ? { stderr: run.stderr.slice(-2000) } : {}),
+  };
+  switch (run.verdict) {
+    case "ok":
+      return run;
+    case "wrong_answer":
+      throw unprocessable("program_mismatch", "The program's output differs from the given answer.", details);
+    case "timeout":
+      throw unprocessable("program_timeout", "The program ran past the sandbox's time limit.", details);
+    default:
+      throw unprocessable("program_error", "The program failed in the sandbox.", details);
+  }
+}
+
+/**
+ * Adds a verified solution: normalize, check the program, deposit the block text on the GPU node,
+ * then register problem, ready block and solution. Idempotent on the problem's fingerprint: a
+ * problem that already has a verified solution is returned as it is (`created: false`). The GPU
+ * work comes before any write, so a failed check or deposit leaves the library unchanged.
+ */
+export async function depositSolution(deps: Deps, input: AdminSolutionRequest): Promise<DepositOutcome> {
+  const normalizedText = normalizeProblem(input.problem);
+  const fingerprint = await sha256Hex(normalizedText);
+  const existing = await findVerifiedByFingerprint(deps.db, fingerprint);
+  if (existing)
+    return {
+      created: false,
+      problem: existing.problem,
+      solution: existing.solution,
+      block: await readyBlockOf(deps, existing.problem.id),
+    };
+
+  const { template, params } = problemTemplate(normalizedText);
+  const run = await checkProgram(deps.gpu, { program: input.program, params, answer: input.answer });
+  const text = renderBlockText(input);
+  const manifest = await deps.gpu.deposit(text);
+  const textSha256 = await sha256Hex(text);
+  if (manifest.textSha256 !== textSha256)
+    throw new DomainError(502, "gpu_bad_response", "The GPU node's block manifest is for another text.", {
+      expected: textSha256,
+      got: manifest.textSha256,
+    });
+
+  const { problem } = await registerProblem(deps.db, { normalizedText, fingerprint, template, params });
+  const block = await registerBlock(deps.db, blockInput(manifest, problem.id, deps.config.gpu.nodeId));
+  const solution = await addSolution(deps.db, {
+    problemId: problem.id,
+    worked: input.solution,
+    program: input.program,
+    answer: input.answer,
+    parametric: isParametric(input.program),
+    verified: true,
+    verification: {
+      method: "sandbox",
+      verdict: run.verdict,
+      expected: input.answer,
+      got: run.answer,
+      params,
+      isolation: run.isolation ?? null,
+      wallMs: run.wallMs ?? null,
+      blockSha256: manifest.sha256,
+      blockTextVersion: BLOCK_TEXT_VERSION,
+      checkedAt: new Date(deps.clock.now()).toISOString(),
+    },
+  });
+  return { created: true, problem, solution, block };
+}
+
+/** The block row for a manifest; fingerprints are the model file's SHA-256 and the engine id. */
+export function blockInput(manifest: BlockManifest, problemId: string, nodeId: string): BlockInput {
+  return {
+    sha256: manifest.sha256,
+    problemId,
+    manifest: {
+      ...manifest,
+      modelFingerprint: manifest.model.sha256,
+      engineFingerprint: manifest.engine.id,
+    },
+    state: "ready",
+    nodeId,
+  };
+}
+
+/**
+ * Deletes a block: from the GPU node (already gone there is fine), then marks it quarantined in
+ * the library so routing never picks it again. 404 `block_not_found` for an unknown block.
+ */
+export async function deleteBlock(deps: Deps, sha256: string): Promise<Block> {
+  const [row] = await deps.db.select().from(blocks).where(eq(blocks.sha256, sha256));
+  if (!row) throw notFound("block_not_found", "No block with this SHA-256.");
+  try {
+    await deps.gpu.deleteBlock(sha256);
+  } catch (err) {
+    if (!(err instanceof DomainError && err.status === 404)) throw err;
+  }
+  return setBlockState(deps.db, sha256, "quarantined");
+}
+
+/** Registers a block imported straight into the GPU node (after an upload grant), as ready. */
+export async function registerImportedBlock(
+  deps: Deps,
+  input: { problemId: string; sha256: string },
+): Promise<Block> {
+  await requireProblem(deps, input.problemId);
+  const manifest = await deps.gpu.getBlock(input.sha256);
+  if (manifest.sha256 !== input.sha256)
+    throw new DomainError(502, "gpu_bad_response", "The GPU node returned the manifest of another block.");
+  return registerBlock(deps.db, blockInput(manifest, input.problemId, deps.config.gpu.nodeId));
+}
+
+/**
+ * A short-lived grant to import one block file straight into the GPU node (see upload-grant.ts
+ * for the token and how the node checks it). The response documents the steps.
+ */
+export async function issueUploadGrant(
+  deps: Deps,
+  input: { problemId: string; sha256: string; sizeBytes: number },
+  keyId: string,
+) {
+  const { publicUrl, secret } = deps.config.gpu;
+  if (!publicUrl || !secret) throw unavailable("gpu_unavailable", "No GPU node is configured on this edge.");
+  await requireProblem(deps, input.problemId);
+  const exp = Math.floor(deps.clock.now() / 1000) + deps.config.uploads.grantTtlS;
+  const jti = [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const grant = await createUploadGrant(secret, { v: 1, jti, exp, keyId, ...input });
+  const endpoints = {
+    start: `POST ${publicUrl}${gpuPaths.imports}`,
+    chunk: `PUT ${publicUrl}${gpuPaths.imports}/{importId}/chunks/{index}`,
+    commit: `POST ${publicUrl}${gpuPaths.imports}/{importId}/commit`,
+    register: "POST /admin/blocks",
+  };
+  return {
+    grant,
+    expiresAt: new Date(exp * 1000).toISOString(),
+    nodeUrl: publicUrl,
+    chunkBytes: LIMITS.importChunkBytes,
+    endpoints,
+    steps: [
+      `Send 'Authorization: KvgraftUpload <grant>' on every request to the GPU node below; the grant is good for this one block until ${new Date(exp * 1000).toISOString()}.`,
+      `${endpoints.start} with JSON {"manifest": <the block's manifest>, "sizeBytes": ${input.sizeBytes}, "chunkBytes": <at most ${LIMITS.importChunkBytes}>}; manifest.sha256 must be ${input.sha256}. The answer holds the importId.`,
+      `${endpoints.chunk} for index 0, 1, ... with the raw bytes of each chunk (application/octet-stream).`,
+      `${endpoints.commit}: the node hash-checks the file, checks its fingerprints and verifies the probe.`,
+      `${endpoints.register} on this edge with {"problemId": "${input.problemId}", "sha256": "${input.sha256}"} to make the block routable.`,
+    ],
+  };
+}
+
+async function requireProblem(deps: Deps, id: string): Promise<void> {
+  const [row] = await deps.db.select({ id: problems.id }).from(problems).where(eq(problems.id, id));
+  if (!row) throw notFound("problem_not_found", "No problem with this id.");
+}
+
+async function readyBlockOf(deps: Deps, problemId: string): Promise<Block | null> {
+  const [row] = await deps.db
+    .select()
+    .from(blocks)
+    .where(and(eq(blocks.problemId, problemId), eq(blocks.state, "ready")))
+    .orderBy(desc(blocks.createdAt))
+    .limit(1);
+  return row ?? null;
+}

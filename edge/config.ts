@@ -1,0 +1,147 @@
+/**
+ * Edge configuration, validated once at start with zod. This is the only edge module that reads
+ * the environment (Node) or the Worker's bindings: the entries hand it `process.env` or the
+ * Worker `env` object, and everything else takes the parsed `EdgeConfig`.
+ */
+import { z } from "zod";
+import { LIMITS } from "../shared/protocol.js";
+import type { WorkersRateLimitBinding } from "./rate-limit.js";
+
+const optionalString = z.string().min(1).optional();
+const int = (min: number, max: number, fallback: number) =>
+  z.coerce.number().int().min(min).max(max).default(fallback);
+
+const envSchema = z
+  .object({
+    /** libSQL database: `file:path.db` (Node), `libsql://...` or `https://...` (Node and Workers). */
+    LIBSQL_URL: z.string().min(1, "LIBSQL_URL is required"),
+    LIBSQL_AUTH_TOKEN: optionalString,
+    /** Base URL the edge calls the GPU node on (a tunnel hostname in production, loopback locally). */
+    KVGRAFT_GPU_URL: z.url().optional(),
+    /** Base URL clients use to reach the GPU node's import endpoints (upload grants); default the above. */
+    KVGRAFT_GPU_PUBLIC_URL: z.url().optional(),
+    /** Shared secret for signed edge-to-GPU requests and upload grants. */
+    KVGRAFT_GPU_SECRET: z.string().min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters").optional(),
+    /** An admin key to install at start (`kvg_<8>_<32+>`); without it one is generated once. */
+    KVGRAFT_ADMIN_KEY: optionalString,
+    /** Timeout of one GPU call (graft, generate, deposit, sandbox run). */
+    KVGRAFT_GPU_TIMEOUT_MS: int(100, 600_000, 120_000),
+    /** Timeout of the GPU node's health check (the edge's /health waits at most this long). */
+    KVGRAFT_GPU_HEALTH_TIMEOUT_MS: int(50, 60_000, 2_000),
+    /** Requests per API key and period. */
+    KVGRAFT_RATE_LIMIT: int(1, 1_000_000, 120),
+    /** The rate-limit period; the Workers binding supports 10 or 60. */
+    KVGRAFT_RATE_PERIOD_S: int(1, 3600, 60),
+    /** Largest request body on the public API, in bytes. */
+    KVGRAFT_MAX_BODY_BYTES: int(256, 16 * 2 ** 20, 64 * 1024),
+    /** Largest request body on the admin API, in bytes. */
+    KVGRAFT_ADMIN_MAX_BODY_BYTES: int(1024, 64 * 2 ** 20, 2 * 2 ** 20),
+    /** Most tokens one solve may generate on the GPU node (requests asking for more are capped). */
+    KVGRAFT_SOLVE_MAX_TOKENS: int(1, LIMITS.maxTokens, 256),
+    /** Lifetime of an upload grant. */
+    KVGRAFT_UPLOAD_GRANT_TTL_S: int(30, 86_400, 900),
+    /** Id the configured GPU node is recorded under in the block table. */
+    KVGRAFT_GPU_NODE_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .default("default"),
+  })
+  .superRefine((env, ctx) => {
+    if (env.KVGRAFT_GPU_URL && !env.KVGRAFT_GPU_SECRET)
+      ctx.addIssue({
+        code: "custom",
+        path: ["KVGRAFT_GPU_SECRET"],
+        message: "KVGRAFT_GPU_SECRET is required when KVGRAFT_GPU_URL is set",
+      });
+  });
+
+/** The edge's validated configuration. */
+export interface EdgeConfig {
+  db: { url: string; authToken?: string };
+  gpu: {
+    /** Null: no GPU node configured (the edge answers from the library only). */
+    url: string | null;
+    publicUrl: string | null;
+    secret: string | null;
+    nodeId: string;
+    timeoutMs: number;
+    healthTimeoutMs: number;
+  };
+  adminKey?: string;
+  rateLimit: { limit: number; periodS: number };
+  limits: { publicBodyBytes: number; adminBodyBytes: number; solveMaxTokens: number };
+  uploads: { grantTtlS: number };
+}
+
+/** Thrown when the configuration is invalid; lists every bad variable. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/**
+ * Parses the environment (Node: `process.env`; Workers: the `env` object, whose non-string
+ * bindings are ignored here). Empty strings count as unset.
+ */
+export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
+  const strings: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (typeof v === "string" && v !== "") strings[k] = v;
+  const parsed = envSchema.safeParse(strings);
+  if (!parsed.success)
+    throw new ConfigError(
+      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  const e = parsed.data;
+  const trim = (url: string) => url.replace(/\/+$/, "");
+  return {
+    db: { url: e.LIBSQL_URL, ...(e.LIBSQL_AUTH_TOKEN ? { authToken: e.LIBSQL_AUTH_TOKEN } : {}) },
+    gpu: {
+      url: e.KVGRAFT_GPU_URL ? trim(e.KVGRAFT_GPU_URL) : null,
+      publicUrl: trim(e.KVGRAFT_GPU_PUBLIC_URL ?? e.KVGRAFT_GPU_URL ?? "") || null,
+      secret: e.KVGRAFT_GPU_SECRET ?? null,
+      nodeId: e.KVGRAFT_GPU_NODE_ID,
+      timeoutMs: e.KVGRAFT_GPU_TIMEOUT_MS,
+      healthTimeoutMs: e.KVGRAFT_GPU_HEALTH_TIMEOUT_MS,
+    },
+    ...(e.KVGRAFT_ADMIN_KEY ? { adminKey: e.KVGRAFT_ADMIN_KEY } : {}),
+    rateLimit: { limit: e.KVGRAFT_RATE_LIMIT, periodS: e.KVGRAFT_RATE_PERIOD_S },
+    limits: {
+      publicBodyBytes: e.KVGRAFT_MAX_BODY_BYTES,
+      adminBodyBytes: e.KVGRAFT_ADMIN_MAX_BODY_BYTES,
+      solveMaxTokens: e.KVGRAFT_SOLVE_MAX_TOKENS,
+    },
+    uploads: { grantTtlS: e.KVGRAFT_UPLOAD_GRANT_TTL_S },
+  };
+}
+
+/** Name of the Workers rate-limiting binding (see wrangler.toml). */
+export const RATE_LIMIT_BINDING = "RATE_LIMITER";
+
+/** The Workers rate-limiting binding, or null when the Worker has none. */
+export function rateLimitBinding(env: Record<string, unknown>): WorkersRateLimitBinding | null {
+  const binding = env[RATE_LIMIT_BINDING];
+  if (binding && typeof (binding as { limit?: unknown }).limit === "function")
+    return binding as WorkersRateLimitBinding;
+  return null;
+}
+
+/** The process environment where there is one (Node); empty in runtimes without it. */
+export function processEnv(): Record<string, string | undefined> {
+  return (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {};
+}
+
+const listenSchema = z.object({
+  EDGE_PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  PORT: z.coerce.number().int().min(0).max(65_535).optional(),
+  EDGE_HOST: z.string().min(1).default("127.0.0.1"),
+});
+
+/** Where the Node entry listens: `EDGE_PORT`, else `PORT`, else 8787; `EDGE_HOST` (default loopback). */
+export function readListenConfig(env: Record<string, string | undefined>): { port: number; host: string } {
+  const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = listenSchema.safeParse(strings);
+  if (!parsed.success)
+    throw new ConfigError(
+      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  return { port: parsed.data.EDGE_PORT ?? parsed.data.PORT ?? 8787, host: parsed.data.EDGE_HOST };
+}

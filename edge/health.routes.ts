@@ -1,0 +1,63 @@
+/** `GET /health`: the edge, its database and the GPU node. */
+import { sql } from "drizzle-orm";
+import { Hono } from "hono";
+import type { z } from "zod";
+import type { AppEnv, Deps } from "./http.js";
+import type { healthResponseSchema } from "./schemas.js";
+
+type HealthResponse = z.infer<typeof healthResponseSchema>;
+
+/**
+ * Checks the database (`SELECT 1`) and the GPU node (its /health, short timeout) in parallel.
+ * `ok`: both answer; `degraded`: the database answers but the GPU node does not (or none is
+ * configured; library answers still work), HTTP 200; `down`: the database does not, HTTP 503.
+ */
+export async function checkHealth(deps: Deps): Promise<HealthResponse> {
+  const timed = async <T>(fn: () => Promise<T>) => {
+    const t0 = deps.clock.monotonicMs();
+    try {
+      const value = await fn();
+      return { ok: true as const, value, ms: round(deps.clock.monotonicMs() - t0) };
+    } catch (err) {
+      const error = err instanceof Error ? ((err as { code?: string }).code ?? err.message) : String(err);
+      return { ok: false as const, error, ms: round(deps.clock.monotonicMs() - t0) };
+    }
+  };
+  const [db, gpu] = await Promise.all([
+    timed(() => deps.db.run(sql`select 1`)),
+    deps.gpu.configured ? timed(() => deps.gpu.health()) : null,
+  ]);
+  const gpuPart: HealthResponse["gpu"] =
+    gpu === null
+      ? { status: "not_configured", ms: null }
+      : gpu.ok
+        ? {
+            status: gpu.value.status === "ok" ? "ok" : "draining",
+            ms: gpu.ms,
+            model: gpu.value.model.name,
+            slots: gpu.value.slots,
+          }
+        : { status: "down", ms: gpu.ms, error: gpu.error };
+  const status = !db.ok ? "down" : gpuPart.status === "ok" ? "ok" : "degraded";
+  return {
+    status,
+    edge: {
+      status: "ok",
+      runtime: deps.runtime,
+      uptimeS: Math.round((deps.clock.now() - deps.startedAt) / 1000),
+    },
+    db: db.ok ? { status: "ok", ms: db.ms } : { status: "down", ms: db.ms, error: db.error },
+    gpu: gpuPart,
+  };
+}
+
+export function healthRoutes(deps: Deps): Hono<AppEnv> {
+  return new Hono<AppEnv>().get("/health", async (c) => {
+    const health = await checkHealth(deps);
+    return c.json(health, health.status === "down" ? 503 : 200);
+  });
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

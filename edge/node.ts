@@ -1,0 +1,177 @@
+/**
+ * The edge as a Node process: a libSQL database (a `file:` database by default), migrations
+ * applied at start, an admin key ensured, the local rate limiter, the signed GPU client, and the
+ * Hono app on @hono/node-server. `serveEdge(argv)` is `kvgraft serve edge`.
+ */
+import { mkdirSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { serve } from "@hono/node-server";
+import type { Hono } from "hono";
+import { parseFlags, printJson, UsageError } from "../cli/args.js";
+import { createApp } from "./app.js";
+import { type EdgeConfig, processEnv, readEdgeConfig, readListenConfig } from "./config.js";
+import { type Database, migrateDatabase, openDatabase } from "./db/client.js";
+import { createFetchGpuClient, type GpuClient } from "./gpu.js";
+import { type AppEnv, consoleLogger, type Logger } from "./http.js";
+import { ensureAdminKey } from "./keys.service.js";
+import { createLocalRateLimiter } from "./rate-limit.js";
+
+/** The library database the Node entry uses when LIBSQL_URL and --db are unset. */
+export const DEFAULT_DB_URL = "file:.data/kvgraft.db";
+
+export interface EdgeServerOptions {
+  /** Environment to configure from (default the process environment). */
+  env?: Record<string, string | undefined>;
+  /** Variables that win over `env` (command-line flags map to these). */
+  overrides?: Record<string, string | undefined>;
+  /** Listening port (0: any free port) and host; default from EDGE_PORT/PORT/EDGE_HOST. */
+  port?: number;
+  host?: string;
+  logger?: Logger;
+  /** Replaces the signed fetch client (the embedded default passes the same client it uses). */
+  gpu?: GpuClient;
+}
+
+/** A running edge. */
+export interface EdgeServer {
+  url: string;
+  port: number;
+  app: Hono<AppEnv>;
+  db: Database;
+  config: EdgeConfig;
+  gpu: GpuClient;
+  /** The plaintext of an admin key generated at this start (shown once), else null. */
+  generatedAdminKey: string | null;
+  adminKeyId: string;
+  /** Stops accepting connections, ends open ones and closes the database. */
+  close(): Promise<void>;
+}
+
+/** Opens the database, migrates, ensures an admin key and starts listening. */
+export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<EdgeServer> {
+  const env = { LIBSQL_URL: DEFAULT_DB_URL, ...(options.env ?? processEnv()) };
+  for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) env[k] = v;
+  const config = readEdgeConfig(env);
+  const listen = readListenConfig(env);
+  const logger = options.logger ?? consoleLogger;
+
+  if (config.db.url.startsWith("file:")) {
+    const path = config.db.url.startsWith("file://") ? fileURLToPath(config.db.url) : config.db.url.slice(5);
+    mkdirSync(dirname(path), { recursive: true });
+  }
+  const database = await openDatabase(config.db);
+  let server: Server | undefined;
+  try {
+    await migrateDatabase(database.db);
+    const admin = await ensureAdminKey(database.db, config.adminKey);
+    const gpu =
+      options.gpu ??
+      createFetchGpuClient({
+        baseUrl: config.gpu.url,
+        secret: config.gpu.secret,
+        timeoutMs: config.gpu.timeoutMs,
+        healthTimeoutMs: config.gpu.healthTimeoutMs,
+      });
+    const app = createApp({
+      db: database.db,
+      gpu,
+      rateLimiter: createLocalRateLimiter({ limit: config.rateLimit.limit, windowS: config.rateLimit.periodS }),
+      config,
+      logger,
+      runtime: "node",
+    });
+    const host = options.host ?? listen.host;
+    const started = await new Promise<Server>((resolve, reject) => {
+      const s = serve({ fetch: app.fetch, port: options.port ?? listen.port, hostname: host }, () =>
+        resolve(s as Server),
+      ) as Server;
+      s.once("error", reject);
+    });
+    server = started;
+    const port = (started.address() as AddressInfo).port;
+    const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    let closing: Promise<void> | null = null;
+    return {
+      url,
+      port,
+      app,
+      db: database.db,
+      config,
+      gpu,
+      generatedAdminKey: admin.key,
+      adminKeyId: admin.id,
+      close() {
+        closing ??= new Promise<void>((resolve) => {
+          started.close(() => resolve());
+          started.closeIdleConnections();
+          setTimeout(() => started.closeAllConnections(), 2_000).unref();
+        }).finally(() => database.close());
+        return closing;
+      },
+    };
+  } catch (err) {
+    server?.close();
+    database.close();
+    throw err;
+  }
+}
+
+const HELP = `usage: kvgraft serve edge [--port N] [--host H] [--gpu-url URL] [--db file:PATH|libsql://...] [--json]
+
+Runs the edge (HTTP API) as a Node process. Configuration comes from the environment
+(LIBSQL_URL, LIBSQL_AUTH_TOKEN, KVGRAFT_GPU_URL, KVGRAFT_GPU_SECRET, KVGRAFT_ADMIN_KEY, EDGE_PORT/PORT,
+KVGRAFT_RATE_LIMIT, ...); flags win. Default database: ${DEFAULT_DB_URL}; default port 8787.
+With --json, prints one JSON line {url, adminKey} when ready (adminKey: a key generated now, else null).
+Stops cleanly on SIGINT/SIGTERM.`;
+
+/** `kvgraft serve edge`: runs until SIGINT/SIGTERM; returns the exit code. */
+export async function serveEdge(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    port: { type: "string" },
+    host: { type: "string" },
+    "gpu-url": { type: "string" },
+    db: { type: "string" },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  });
+  if (flags.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  let port: number | undefined;
+  if (flags.port !== undefined) {
+    port = Number(flags.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65_535)
+      throw new UsageError(`--port must be an integer 0..65535, got ${flags.port}`);
+  }
+  const edge = await startEdgeServer({
+    ...(port !== undefined ? { port } : {}),
+    ...(flags.host ? { host: flags.host } : {}),
+    overrides: { LIBSQL_URL: flags.db, KVGRAFT_GPU_URL: flags["gpu-url"] },
+  });
+  if (flags.json) printJson({ url: edge.url, adminKey: edge.generatedAdminKey });
+  else {
+    process.stdout.write(`kvgraft edge listening on ${edge.url} (database ${edge.config.db.url})\n`);
+    if (edge.generatedAdminKey)
+      process.stdout.write(`admin key (shown once, store it now): ${edge.generatedAdminKey}\n`);
+  }
+  await waitForStopSignal();
+  await edge.close();
+  return 0;
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+export function waitForStopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      resolve(signal);
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+}

@@ -1,0 +1,241 @@
+/**
+ * The edge's public and admin API as zod schemas: routes validate with them and /openapi.json is
+ * generated from them (z.toJSONSchema), so the document cannot drift from what is enforced.
+ */
+import { z } from "zod";
+import { apiKeyRoles, blockStates } from "./db/schema.js";
+import { blockManifestSchema, errorBodySchema, LIMITS, sha256Schema } from "../shared/protocol.js";
+
+const problemText = z.string().trim().min(1).max(LIMITS.queryChars);
+
+// ---- public API ----------------------------------------------------------------------------
+
+export const solveModes = ["auto", "library", "verified"] as const;
+
+export const solveRequestSchema = z
+  .object({
+    problem: problemText.describe("The problem, in any formatting (LaTeX, Unicode, plain)."),
+    maxTokens: z
+      .number()
+      .int()
+      .min(1)
+      .max(LIMITS.maxTokens)
+      .optional()
+      .describe("Most tokens the model may generate; capped by the edge's KVGRAFT_SOLVE_MAX_TOKENS."),
+    mode: z
+      .enum(solveModes)
+      .default("auto")
+      .describe(
+        "auto: library, then transfer/graft, then the plain model. library: never the plain model " +
+          "(source none when no library entry fits). verified: only a verified library answer, no GPU call.",
+      ),
+  })
+  .strict();
+export type SolveRequest = z.output<typeof solveRequestSchema>;
+
+export const solveSources = ["library", "transfer", "graft", "model", "none"] as const;
+export const routeReasons = [
+  "fingerprint",
+  "template_transfer",
+  "template_graft",
+  "no_template_match",
+  "mode_library_only",
+  "mode_verified_only",
+] as const;
+
+export const solveResponseSchema = z.object({
+  answer: z.string().nullable().describe("The answer (last non-empty line of generated text); null for none."),
+  text: z.string().nullable().describe("The full generated or program output; null for library/none."),
+  source: z.enum(solveSources),
+  verified: z.boolean().describe("True only for answers whose program was checked by execution."),
+  confidence: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe("1 for verified library answers; null where the edge has no calibrated estimate."),
+  route: z.object({
+    blockId: sha256Schema.nullable(),
+    problemId: z.string().nullable(),
+    score: z.number().nullable().describe("1 for an exact fingerprint or template match."),
+    reason: z.enum(routeReasons),
+  }),
+  cost: z.object({
+    gpuTokensIn: z.number().int(),
+    gpuTokensOut: z.number().int(),
+    gpuMs: z.number(),
+    edgeMs: z.number(),
+  }),
+  hashes: z.object({
+    problemFingerprint: sha256Schema,
+    answerSha256: sha256Schema.nullable(),
+    outputSha256: sha256Schema.nullable().describe("SHA-256 of the GPU node's output tokens."),
+    blockSha256: sha256Schema.nullable(),
+  }),
+  queued: z.boolean().describe("Whether the problem was queued for the flywheel (unverified answer)."),
+  queryId: z.string(),
+  requestId: z.string(),
+});
+export type SolveResponse = z.infer<typeof solveResponseSchema>;
+
+const isoDate = z.string().describe("ISO 8601 time");
+
+export const problemSchema = z.object({
+  id: z.string(),
+  normalizedText: z.string(),
+  fingerprint: sha256Schema,
+  template: z.string(),
+  params: z.array(z.number()),
+  createdAt: isoDate,
+});
+export const solutionSchema = z.object({
+  id: z.string(),
+  problemId: z.string(),
+  worked: z.string(),
+  program: z.string().nullable(),
+  answer: z.string(),
+  parametric: z.boolean(),
+  verified: z.boolean(),
+  verification: z.record(z.string(), z.unknown()),
+  createdAt: isoDate,
+});
+export const blockSchema = z.object({
+  sha256: sha256Schema,
+  problemId: z.string(),
+  tokenCount: z.number().int(),
+  tokensSha256: sha256Schema,
+  textSha256: sha256Schema,
+  modelFingerprint: z.string(),
+  engineFingerprint: z.string(),
+  manifest: z.record(z.string(), z.unknown()),
+  state: z.enum(blockStates),
+  nodeId: z.string().nullable(),
+  createdAt: isoDate,
+});
+export const libraryItemSchema = z.object({
+  problem: problemSchema,
+  solutions: z.array(solutionSchema),
+  blocks: z.array(blockSchema),
+});
+export const libraryQuerySchema = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(100).default(20),
+    cursor: z.string().max(100).optional(),
+  })
+  .strict();
+export const libraryPageSchema = z.object({
+  items: z.array(libraryItemSchema),
+  nextCursor: z.string().nullable(),
+});
+
+// ---- admin API -----------------------------------------------------------------------------
+
+export const adminSolutionRequestSchema = z
+  .object({
+    problem: problemText,
+    solution: z.string().trim().min(1).max(100_000).describe("The worked solution, in prose."),
+    program: z
+      .string()
+      .min(1)
+      .max(LIMITS.programChars)
+      .describe("Python that prints the answer as its last line; `PARAMS` holds the problem's numbers."),
+    answer: z.string().trim().min(1).max(1000),
+  })
+  .strict();
+export type AdminSolutionRequest = z.output<typeof adminSolutionRequestSchema>;
+
+export const adminSolutionResponseSchema = z.object({
+  created: z.boolean().describe("False when the problem already had a verified solution (idempotent)."),
+  problem: problemSchema,
+  solution: solutionSchema,
+  block: blockSchema.nullable(),
+});
+
+export const adminBlockRegisterSchema = z
+  .object({
+    problemId: z.string().min(1).max(100),
+    sha256: sha256Schema.describe("The imported block; the edge reads its manifest from the GPU node."),
+  })
+  .strict();
+
+export const keyCreateSchema = z
+  .object({ role: z.enum(apiKeyRoles), label: z.string().trim().min(1).max(200) })
+  .strict();
+export const keyCreatedSchema = z.object({
+  id: z.string(),
+  key: z.string().describe("The plaintext key: shown once, never stored."),
+  prefix: z.string(),
+  role: z.enum(apiKeyRoles),
+  label: z.string(),
+});
+export const keyInfoSchema = z.object({
+  id: z.string(),
+  prefix: z.string(),
+  role: z.enum(apiKeyRoles),
+  label: z.string(),
+  createdAt: isoDate,
+  revokedAt: isoDate.nullable(),
+});
+
+const fingerprintValue = z.union([z.string().min(1), z.record(z.string(), z.unknown())]);
+export const nodeRegisterSchema = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/)
+      .describe("Stable node id."),
+    url: z.url(),
+    modelFingerprint: fingerprintValue,
+    engineFingerprint: fingerprintValue,
+    capacity: z.record(z.string(), z.unknown()).default({}),
+    health: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export const nodeSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  modelFingerprint: z.string(),
+  engineFingerprint: z.string(),
+  capacity: z.record(z.string(), z.unknown()),
+  health: z.record(z.string(), z.unknown()),
+  status: z.enum(["up", "down"]),
+  lastHeartbeatAt: isoDate,
+  missedHeartbeats: z.number().int(),
+  createdAt: isoDate,
+});
+
+export const uploadRequestSchema = z
+  .object({
+    problemId: z.string().min(1).max(100).describe("The registered problem the block belongs to."),
+    sha256: sha256Schema.describe("SHA-256 of the block state file to upload."),
+    sizeBytes: z.number().int().positive().max(2 ** 42),
+  })
+  .strict();
+export const uploadGrantSchema = z.object({
+  grant: z.string().describe("Token for the GPU node; send it as `Authorization: KvgraftUpload <grant>`."),
+  expiresAt: z.string(),
+  nodeUrl: z.string(),
+  chunkBytes: z.number().int(),
+  endpoints: z.object({
+    start: z.string(),
+    chunk: z.string(),
+    commit: z.string(),
+    register: z.string(),
+  }),
+  steps: z.array(z.string()),
+});
+
+export const healthResponseSchema = z.object({
+  status: z.enum(["ok", "degraded", "down"]),
+  edge: z.object({ status: z.enum(["ok", "down"]), runtime: z.string(), uptimeS: z.number() }),
+  db: z.object({ status: z.enum(["ok", "down"]), ms: z.number(), error: z.string().optional() }),
+  gpu: z.object({
+    status: z.enum(["ok", "down", "not_configured", "draining"]),
+    ms: z.number().nullable(),
+    error: z.string().optional(),
+    model: z.string().optional(),
+    slots: z.object({ total: z.number(), busy: z.number() }).optional(),
+  }),
+});
+
+export { blockManifestSchema, errorBodySchema };

@@ -1,0 +1,203 @@
+/**
+ * Answering one problem (flow 1 of docs/DESIGN): normalize; an exact fingerprint with a verified
+ * solution answers from the library with no GPU call; otherwise route on the problem's template:
+ * a parametric verified program of the same template is re-run on the new numbers in the GPU
+ * node's sandbox (`transfer`), else that problem's ready block is grafted and the model answers
+ * after it (`graft`); with no template match the model answers alone (`model`), or nothing does
+ * (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
+ * flywheel.
+ */
+import { and, desc, eq } from "drizzle-orm";
+import { extractAnswer } from "../shared/answers.js";
+import { sha256Hex } from "../shared/hash.js";
+import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
+import type { GenerationResult } from "../shared/protocol.js";
+import { blocks } from "./db/schema.js";
+import type { Deps } from "./http.js";
+import {
+  enqueueFlywheel,
+  findByTemplate,
+  findVerifiedByFingerprint,
+  logQuery,
+  type TemplateMatch,
+} from "./library.service.js";
+import type { SolveRequest, SolveResponse } from "./schemas.js";
+
+/** Who asked, for the log and the response. */
+export interface SolveContext {
+  keyId: string | null;
+  requestId: string;
+  /** Monotonic start of the request (Clock.monotonicMs). */
+  startedMs: number;
+}
+
+type Outcome = Omit<SolveResponse, "cost" | "hashes" | "queued" | "queryId" | "requestId"> & {
+  gpu: { tokensIn: number; tokensOut: number; ms: number };
+  outputSha256: string | null;
+};
+
+const NO_GPU = { tokensIn: 0, tokensOut: 0, ms: 0 };
+
+/** Solves one problem; see the module comment for the order of the paths. */
+export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): Promise<SolveResponse> {
+  const normalized = normalizeProblem(req.problem);
+  const fingerprint = await sha256Hex(normalized);
+  const maxTokens = Math.min(req.maxTokens ?? deps.config.limits.solveMaxTokens, deps.config.limits.solveMaxTokens);
+
+  const outcome = await route(deps, req, normalized, fingerprint, maxTokens);
+
+  const edgeMs = round(deps.clock.monotonicMs() - ctx.startedMs - outcome.gpu.ms);
+  const cost = {
+    gpuTokensIn: outcome.gpu.tokensIn,
+    gpuTokensOut: outcome.gpu.tokensOut,
+    gpuMs: round(outcome.gpu.ms),
+    edgeMs: Math.max(0, edgeMs),
+  };
+  const queued = !outcome.verified && outcome.source !== "library";
+  const [queryId] = await Promise.all([
+    logQuery(deps.db, {
+      keyId: ctx.keyId,
+      fingerprint,
+      route: outcome.route,
+      source: outcome.source,
+      cost,
+      confidence: outcome.confidence,
+      verified: outcome.verified,
+    }),
+    queued ? enqueueFlywheel(deps.db, { problem: req.problem, fingerprint }) : null,
+  ]);
+  return {
+    answer: outcome.answer,
+    text: outcome.text,
+    source: outcome.source,
+    verified: outcome.verified,
+    confidence: outcome.confidence,
+    route: outcome.route,
+    cost,
+    hashes: {
+      problemFingerprint: fingerprint,
+      answerSha256: outcome.answer === null ? null : await sha256Hex(outcome.answer),
+      outputSha256: outcome.outputSha256,
+      blockSha256: outcome.route.blockId,
+    },
+    queued,
+    queryId,
+    requestId: ctx.requestId,
+  };
+}
+
+async function route(
+  deps: Deps,
+  req: SolveRequest,
+  normalized: string,
+  fingerprint: string,
+  maxTokens: number,
+): Promise<Outcome> {
+  // 1. Fast path: the exact problem has a verified answer. Nothing below this line runs.
+  const hit = await findVerifiedByFingerprint(deps.db, fingerprint);
+  if (hit) {
+    const [block] = await deps.db
+      .select({ sha256: blocks.sha256 })
+      .from(blocks)
+      .where(and(eq(blocks.problemId, hit.problem.id), eq(blocks.state, "ready")))
+      .orderBy(desc(blocks.createdAt))
+      .limit(1);
+    return {
+      answer: hit.answer,
+      text: null,
+      source: "library",
+      verified: true,
+      confidence: 1,
+      route: { blockId: block?.sha256 ?? null, problemId: hit.problem.id, score: 1, reason: "fingerprint" },
+      gpu: NO_GPU,
+      outputSha256: null,
+    };
+  }
+  if (req.mode === "verified") return none("mode_verified_only");
+
+  // 2. Same template, new numbers.
+  const { template, params } = problemTemplate(normalized);
+  const matches = await findByTemplate(deps.db, template);
+  const transfer = pickTransfer(matches);
+  if (transfer?.solution?.program) {
+    const started = deps.clock.monotonicMs();
+    const run = await deps.gpu.runProgram({ program: transfer.solution.program, params });
+    const ms = deps.clock.monotonicMs() - started;
+    if (run.verdict === "ok" && run.answer !== null)
+      return {
+        answer: run.answer,
+        text: run.stdout ?? run.answer,
+        source: "transfer",
+        verified: false,
+        confidence: null,
+        route: {
+          blockId: transfer.blocks.at(-1)?.sha256 ?? null,
+          problemId: transfer.problem.id,
+          score: 1,
+          reason: "template_transfer",
+        },
+        gpu: { tokensIn: 0, tokensOut: 0, ms },
+        outputSha256: null,
+      };
+    // The program failed on these numbers: fall through to grafting its block.
+  }
+  const withBlock = [...matches].reverse().find((m) => m.blocks.length > 0);
+  const block = withBlock?.blocks.at(-1);
+  if (withBlock && block) {
+    const started = deps.clock.monotonicMs();
+    const result = await deps.gpu.graft({ blockId: block.sha256, query: req.problem, maxTokens });
+    return generated(result, deps.clock.monotonicMs() - started, "graft", {
+      blockId: block.sha256,
+      problemId: withBlock.problem.id,
+      score: 1,
+      reason: "template_graft",
+    });
+  }
+
+  // 3. Nothing in the library fits.
+  if (req.mode === "library") return none("mode_library_only");
+  const started = deps.clock.monotonicMs();
+  const result = await deps.gpu.generate({ prompt: req.problem, maxTokens });
+  return generated(result, deps.clock.monotonicMs() - started, "model", { blockId: null, problemId: null, score: null, reason: "no_template_match" });
+}
+
+/** The newest problem of the template with a verified parametric program, if any. */
+function pickTransfer(matches: TemplateMatch[]): TemplateMatch | undefined {
+  return [...matches].reverse().find((m) => m.solution?.parametric && m.solution.program);
+}
+
+function none(reason: "mode_verified_only" | "mode_library_only"): Outcome {
+  return {
+    answer: null,
+    text: null,
+    source: "none",
+    verified: false,
+    confidence: null,
+    route: { blockId: null, problemId: null, score: null, reason },
+    gpu: NO_GPU,
+    outputSha256: null,
+  };
+}
+
+/** A generation's outcome; `ms` is the round trip the edge waited for (the GPU's share of the time). */
+function generated(
+  result: GenerationResult,
+  ms: number,
+  source: "graft" | "model",
+  r: Outcome["route"],
+): Outcome {
+  return {
+    answer: extractAnswer(result.text),
+    text: result.text,
+    source,
+    verified: false,
+    confidence: null,
+    route: r,
+    gpu: { tokensIn: result.tokensIn, tokensOut: result.tokensOut, ms },
+    outputSha256: result.outputSha256,
+  };
+}
+
+function round(ms: number): number {
+  return Math.round(ms * 1000) / 1000;
+}
