@@ -25,6 +25,9 @@ import {
 import type { AdminSolutionRequest } from "./schemas.js";
 import { createUploadGrant } from "./upload-grant.js";
 
+/** What the admin operations need (the embedded default calls them in-process with these). */
+export type AdminDeps = Pick<Deps, "db" | "gpu" | "config" | "clock">;
+
 /** What a deposit returns; `created: false` means the problem already had a verified solution. */
 export interface DepositOutcome {
   created: boolean;
@@ -87,7 +90,7 @@ export async function checkProgram(
  * problem that already has a verified solution is returned as it is (`created: false`). The GPU
  * work comes before any write, so a failed check or deposit leaves the library unchanged.
  */
-export async function depositSolution(deps: Deps, input: AdminSolutionRequest): Promise<DepositOutcome> {
+export async function depositSolution(deps: AdminDeps, input: AdminSolutionRequest): Promise<DepositOutcome> {
   const normalizedText = normalizeProblem(input.problem);
   const fingerprint = await sha256Hex(normalizedText);
   const existing = await findVerifiedByFingerprint(deps.db, fingerprint);
@@ -154,7 +157,7 @@ export function blockInput(manifest: BlockManifest, problemId: string, nodeId: s
  * Deletes a block: from the GPU node (already gone there is fine), then marks it quarantined in
  * the library so routing never picks it again. 404 `block_not_found` for an unknown block.
  */
-export async function deleteBlock(deps: Deps, sha256: string): Promise<Block> {
+export async function deleteBlock(deps: AdminDeps, sha256: string): Promise<Block> {
   const [row] = await deps.db.select().from(blocks).where(eq(blocks.sha256, sha256));
   if (!row) throw notFound("block_not_found", "No block with this SHA-256.");
   try {
@@ -167,7 +170,7 @@ export async function deleteBlock(deps: Deps, sha256: string): Promise<Block> {
 
 /** Registers a block imported straight into the GPU node (after an upload grant), as ready. */
 export async function registerImportedBlock(
-  deps: Deps,
+  deps: AdminDeps,
   input: { problemId: string; sha256: string },
 ): Promise<Block> {
   await requireProblem(deps, input.problemId);
@@ -182,7 +185,7 @@ export async function registerImportedBlock(
  * for the token and how the node checks it). The response documents the steps.
  */
 export async function issueUploadGrant(
-  deps: Deps,
+  deps: AdminDeps,
   input: { problemId: string; sha256: string; sizeBytes: number },
   keyId: string,
 ) {
@@ -190,7 +193,9 @@ export async function issueUploadGrant(
   if (!publicUrl || !secret) throw unavailable("gpu_unavailable", "No GPU node is configured on this edge.");
   await requireProblem(deps, input.problemId);
   const exp = Math.floor(deps.clock.now() / 1000) + deps.config.uploads.grantTtlS;
-  const jti = [...crypto.getRandomValues(new Uint8Array(16))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const jti = [...crypto.getRandomValues(new Uint8Array(16))]
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
   const grant = await createUploadGrant(secret, { v: 1, jti, exp, keyId, ...input });
   const endpoints = {
     start: `POST ${publicUrl}${gpuPaths.imports}`,
@@ -214,12 +219,12 @@ export async function issueUploadGrant(
   };
 }
 
-async function requireProblem(deps: Deps, id: string): Promise<void> {
+async function requireProblem(deps: AdminDeps, id: string): Promise<void> {
   const [row] = await deps.db.select({ id: problems.id }).from(problems).where(eq(problems.id, id));
   if (!row) throw notFound("problem_not_found", "No problem with this id.");
 }
 
-async function readyBlockOf(deps: Deps, problemId: string): Promise<Block | null> {
+async function readyBlockOf(deps: AdminDeps, problemId: string): Promise<Block | null> {
   const [row] = await deps.db
     .select()
     .from(blocks)

@@ -60,7 +60,10 @@ export function createApp(input: AppDeps): Hono<AppEnv> {
 
   app.notFound((c) =>
     c.json(
-      errorBody(notFound("route_not_found", `No route for ${c.req.method} ${c.req.path}.`), c.get("requestId")),
+      errorBody(
+        notFound("route_not_found", `No route for ${c.req.method} ${c.req.path}.`),
+        c.get("requestId"),
+      ),
       404,
     ),
   );

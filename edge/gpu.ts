@@ -128,13 +128,25 @@ export function createFetchGpuClient(options: FetchGpuClientOptions): GpuClient 
         generationResultSchema,
       ),
     generate: (req) =>
-      call("POST", gpuPaths.generate, { prompt: req.prompt, maxTokens: req.maxTokens }, generationResultSchema),
+      call(
+        "POST",
+        gpuPaths.generate,
+        { prompt: req.prompt, maxTokens: req.maxTokens },
+        generationResultSchema,
+      ),
     runProgram: (req) =>
       call(
         "POST",
         gpuPaths.sandboxRun,
-        { program: req.program, params: req.params, ...(req.expect !== undefined ? { expect: req.expect } : {}) },
-        z.union([sandboxRunResultSchema, z.object({ result: sandboxRunResultSchema }).transform((v) => v.result)]),
+        {
+          program: req.program,
+          params: req.params,
+          ...(req.expect !== undefined ? { expect: req.expect } : {}),
+        },
+        z.union([
+          sandboxRunResultSchema,
+          z.object({ result: sandboxRunResultSchema }).transform((v) => v.result),
+        ]),
       ),
     getBlock: (id) => call("GET", gpuPaths.block(id), undefined, manifestOrWrapped),
     deleteBlock: (id) => call("DELETE", gpuPaths.block(id), undefined, null),

@@ -85,15 +85,20 @@ export function errorHandler(logger: Logger): ErrorHandler<AppEnv> {
   return (err, c) => {
     const requestId = c.get("requestId");
     if (err instanceof DomainError) {
-      if (err.retryAfterS !== undefined) c.header("Retry-After", String(Math.max(1, Math.ceil(err.retryAfterS))));
+      if (err.retryAfterS !== undefined)
+        c.header("Retry-After", String(Math.max(1, Math.ceil(err.retryAfterS))));
       if (err.status === 401) c.header("WWW-Authenticate", 'Bearer realm="kvgraft"');
-      if (err.status >= 500) logger.error("upstream failure", { requestId, code: err.code, message: err.message });
+      if (err.status >= 500)
+        logger.error("upstream failure", { requestId, code: err.code, message: err.message });
       return c.json(errorBody(err, requestId), err.status);
     }
     if (err instanceof ZodError) {
       const issues = err.issues.slice(0, 20).map((i) => ({ path: i.path.join("."), message: i.message }));
       return c.json(
-        errorBody(new DomainError(400, "invalid_request", "The request failed validation.", { issues }), requestId),
+        errorBody(
+          new DomainError(400, "invalid_request", "The request failed validation.", { issues }),
+          requestId,
+        ),
         400,
       );
     }
@@ -111,7 +116,10 @@ export function errorHandler(logger: Logger): ErrorHandler<AppEnv> {
       error: err instanceof Error ? (err.stack ?? err.message) : String(err),
     });
     return c.json(
-      { error: { code: "internal_error", message: "Internal server error." }, ...(requestId ? { requestId } : {}) },
+      {
+        error: { code: "internal_error", message: "Internal server error." },
+        ...(requestId ? { requestId } : {}),
+      },
       500,
     );
   };

@@ -52,7 +52,10 @@ export interface EdgeServer {
 
 /** Opens the database, migrates, ensures an admin key and starts listening. */
 export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<EdgeServer> {
-  const env = { LIBSQL_URL: DEFAULT_DB_URL, ...(options.env ?? processEnv()) };
+  const env: Record<string, string | undefined> = {
+    LIBSQL_URL: DEFAULT_DB_URL,
+    ...(options.env ?? processEnv()),
+  };
   for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) env[k] = v;
   const config = readEdgeConfig(env);
   const listen = readListenConfig(env);
@@ -78,7 +81,10 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     const app = createApp({
       db: database.db,
       gpu,
-      rateLimiter: createLocalRateLimiter({ limit: config.rateLimit.limit, windowS: config.rateLimit.periodS }),
+      rateLimiter: createLocalRateLimiter({
+        limit: config.rateLimit.limit,
+        windowS: config.rateLimit.periodS,
+      }),
       config,
       logger,
       runtime: "node",

@@ -104,7 +104,12 @@ export function openApiDocument(): Record<string, unknown> {
           tag: "service",
           auth: false,
           ok: s.healthResponseSchema,
-          more: { "503": { description: "The database is unreachable.", content: { "application/json": { schema: json(s.healthResponseSchema) } } } },
+          more: {
+            "503": {
+              description: "The database is unreachable.",
+              content: { "application/json": { schema: json(s.healthResponseSchema) } },
+            },
+          },
         }),
       },
       "/openapi.json": {
@@ -125,8 +130,17 @@ export function openApiDocument(): Record<string, unknown> {
           tag: "public",
           ok: s.libraryPageSchema,
           params: [
-            { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 100, default: 20 } },
-            { name: "cursor", in: "query", schema: { type: "string" }, description: "nextCursor of the previous page" },
+            {
+              name: "limit",
+              in: "query",
+              schema: { type: "integer", minimum: 1, maximum: 100, default: 20 },
+            },
+            {
+              name: "cursor",
+              in: "query",
+              schema: { type: "string" },
+              description: "nextCursor of the previous page",
+            },
           ],
         }),
       },
@@ -147,7 +161,10 @@ export function openApiDocument(): Record<string, unknown> {
           ok: s.adminSolutionResponseSchema,
           okStatus: "201",
           more: {
-            "200": { description: "Already present (idempotent on the problem fingerprint)", content: { "application/json": { schema: json(s.adminSolutionResponseSchema) } } },
+            "200": {
+              description: "Already present (idempotent on the problem fingerprint)",
+              content: { "application/json": { schema: json(s.adminSolutionResponseSchema) } },
+            },
             "422": errorResponse("`program_mismatch`, `program_error` or `program_timeout`."),
             "503": errorResponse("`sandbox_unavailable` or `gpu_unavailable`: nothing was stored."),
             "502": gpuErrors["502"],
@@ -175,7 +192,11 @@ export function openApiDocument(): Record<string, unknown> {
         }),
       },
       "/admin/keys": {
-        get: op({ summary: "List API keys (never their secrets)", tag: "admin", ok: z.object({ keys: z.array(s.keyInfoSchema) }) }),
+        get: op({
+          summary: "List API keys (never their secrets)",
+          tag: "admin",
+          ok: z.object({ keys: z.array(s.keyInfoSchema) }),
+        }),
         post: op({
           summary: "Create an API key; the plaintext is in this response only",
           tag: "admin",
@@ -194,7 +215,11 @@ export function openApiDocument(): Record<string, unknown> {
         }),
       },
       "/admin/nodes": {
-        get: op({ summary: "List registered GPU nodes", tag: "admin", ok: z.object({ nodes: z.array(s.nodeSchema) }) }),
+        get: op({
+          summary: "List registered GPU nodes",
+          tag: "admin",
+          ok: z.object({ nodes: z.array(s.nodeSchema) }),
+        }),
         post: op({
           summary: "Register a GPU node (or record its heartbeat)",
           tag: "admin",
@@ -210,7 +235,10 @@ export function openApiDocument(): Record<string, unknown> {
           body: s.uploadRequestSchema,
           ok: s.uploadGrantSchema,
           okStatus: "201",
-          more: { "404": errorResponse("`problem_not_found`."), "503": errorResponse("`gpu_unavailable`: no GPU node configured.") },
+          more: {
+            "404": errorResponse("`problem_not_found`."),
+            "503": errorResponse("`gpu_unavailable`: no GPU node configured."),
+          },
         }),
       },
     },
@@ -218,6 +246,6 @@ export function openApiDocument(): Record<string, unknown> {
 }
 
 export function openApiRoutes(): Hono<AppEnv> {
-  let doc: Record<string, unknown> | null = null;
-  return new Hono<AppEnv>().get("/openapi.json", (c) => c.json((doc ??= openApiDocument()), 200));
+  const doc = openApiDocument();
+  return new Hono<AppEnv>().get("/openapi.json", (c) => c.json(doc, 200));
 }

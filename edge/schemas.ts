@@ -3,8 +3,8 @@
  * generated from them (z.toJSONSchema), so the document cannot drift from what is enforced.
  */
 import { z } from "zod";
-import { apiKeyRoles, blockStates } from "./db/schema.js";
 import { blockManifestSchema, errorBodySchema, LIMITS, sha256Schema } from "../shared/protocol.js";
+import { apiKeyRoles, blockStates } from "./db/schema.js";
 
 const problemText = z.string().trim().min(1).max(LIMITS.queryChars);
 
@@ -44,7 +44,10 @@ export const routeReasons = [
 ] as const;
 
 export const solveResponseSchema = z.object({
-  answer: z.string().nullable().describe("The answer (last non-empty line of generated text); null for none."),
+  answer: z
+    .string()
+    .nullable()
+    .describe("The answer (last non-empty line of generated text); null for none."),
   text: z.string().nullable().describe("The full generated or program output; null for library/none."),
   source: z.enum(solveSources),
   verified: z.boolean().describe("True only for answers whose program was checked by execution."),
@@ -208,7 +211,11 @@ export const uploadRequestSchema = z
   .object({
     problemId: z.string().min(1).max(100).describe("The registered problem the block belongs to."),
     sha256: sha256Schema.describe("SHA-256 of the block state file to upload."),
-    sizeBytes: z.number().int().positive().max(2 ** 42),
+    sizeBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 42),
   })
   .strict();
 export const uploadGrantSchema = z.object({

@@ -42,7 +42,10 @@ const NO_GPU = { tokensIn: 0, tokensOut: 0, ms: 0 };
 export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): Promise<SolveResponse> {
   const normalized = normalizeProblem(req.problem);
   const fingerprint = await sha256Hex(normalized);
-  const maxTokens = Math.min(req.maxTokens ?? deps.config.limits.solveMaxTokens, deps.config.limits.solveMaxTokens);
+  const maxTokens = Math.min(
+    req.maxTokens ?? deps.config.limits.solveMaxTokens,
+    deps.config.limits.solveMaxTokens,
+  );
 
   const outcome = await route(deps, req, normalized, fingerprint, maxTokens);
 
@@ -158,7 +161,12 @@ async function route(
   if (req.mode === "library") return none("mode_library_only");
   const started = deps.clock.monotonicMs();
   const result = await deps.gpu.generate({ prompt: req.problem, maxTokens });
-  return generated(result, deps.clock.monotonicMs() - started, "model", { blockId: null, problemId: null, score: null, reason: "no_template_match" });
+  return generated(result, deps.clock.monotonicMs() - started, "model", {
+    blockId: null,
+    problemId: null,
+    score: null,
+    reason: "no_template_match",
+  });
 }
 
 /** The newest problem of the template with a verified parametric program, if any. */

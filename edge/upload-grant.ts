@@ -76,7 +76,13 @@ export async function verifyUploadGrant(
 ): Promise<{ ok: true; claims: UploadGrantClaims } | { ok: false; code: string }> {
   const parts = token.split(".");
   const [prefix, payload, given] = parts;
-  if (parts.length !== 3 || prefix !== UPLOAD_GRANT_PREFIX || !payload || !given || !/^[0-9a-f]{64}$/.test(given))
+  if (
+    parts.length !== 3 ||
+    prefix !== UPLOAD_GRANT_PREFIX ||
+    !payload ||
+    !given ||
+    !/^[0-9a-f]{64}$/.test(given)
+  )
     return { ok: false, code: "grant_malformed" };
   const expected = await mac(secret, payload);
   let diff = 0;

@@ -7,7 +7,7 @@
 import { createClient } from "@libsql/client/web";
 import type { Hono } from "hono";
 import { createApp } from "./app.js";
-import { ConfigError, readEdgeConfig, rateLimitBinding } from "./config.js";
+import { ConfigError, rateLimitBinding, readEdgeConfig } from "./config.js";
 import { databaseFromClient } from "./db/database.js";
 import { createFetchGpuClient } from "./gpu.js";
 import { type AppEnv, consoleLogger } from "./http.js";

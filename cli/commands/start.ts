@@ -1,0 +1,305 @@
+/**
+ * `kvgraft start` (`npm start`): the embedded default on one machine. Generates a tiny
+ * random-weight model into the data dir (or uses MODEL_PATH), starts the GPU node as a child
+ * process (`kvgraft serve gpu`, through the same node + tsx/dist entry as this process), starts
+ * the edge on Node with a libSQL file in the data dir, deposits the starter library on first
+ * start, and prints the URLs, the admin key and curl commands that work as printed.
+ * Ctrl-C / SIGTERM stops both.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { depositSolution } from "../../edge/admin.service.js";
+import { systemClock } from "../../edge/http.js";
+import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/node.js";
+import { adminSolutionRequestSchema } from "../../edge/schemas.js";
+import { resolveSpec } from "../../gpu-node/synth/presets.js";
+import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
+import { DomainError } from "../../shared/errors.js";
+import { intFlag, parseFlags, printJson } from "../args.js";
+
+const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
+
+Runs the embedded default on this machine: a GPU node (child process) and the edge (this process).
+  --data-dir DIR   model, blocks, database and admin key (default .data, or KVGRAFT_DATA_DIR)
+  --json           print one JSON line {edgeUrl, gpuUrl, adminKey, ...} when ready
+Environment: MODEL_PATH (a real GGUF; default a generated tiny random-weight model),
+  PORT or EDGE_PORT (edge, default 8787), GPU_PORT (default 8788), KVGRAFT_GPU_SECRET (generated
+  if unset), KVGRAFT_ADMIN_KEY (otherwise one is generated on first start and kept in DIR/admin.key).
+Stops both services on Ctrl-C / SIGTERM.`;
+
+const TINY_PRESET = "tiny-llama";
+const TINY_SEED = "0";
+const GPU_READY_TIMEOUT_MS = 300_000;
+const GPU_STOP_TIMEOUT_MS = 10_000;
+
+const starterEntrySchema = adminSolutionRequestSchema.extend({ id: z.string() });
+
+/** The package root: the nearest folder above this module that holds package.json. */
+function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "edge"))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error("package root not found above cli/commands");
+    dir = parent;
+  }
+}
+
+/** Quotes a string for a POSIX shell. */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+export default async function start(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    "data-dir": { type: "string" },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  });
+  if (flags.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const env = process.env;
+  const json = flags.json;
+  const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
+  const dataDir = resolve(flags["data-dir"] ?? env.KVGRAFT_DATA_DIR ?? ".data");
+  mkdirSync(dataDir, { recursive: true });
+  const gpuPort = intFlag(env.GPU_PORT, "GPU_PORT", 8788, 0);
+
+  // 1. The model.
+  const randomWeights = !env.MODEL_PATH;
+  const modelPath = env.MODEL_PATH
+    ? resolve(env.MODEL_PATH)
+    : join(dataDir, `${TINY_PRESET}-seed${TINY_SEED}.gguf`);
+  if (!existsSync(modelPath)) {
+    if (!randomWeights) throw new Error(`MODEL_PATH ${modelPath} does not exist`);
+    say(`generating a tiny random-weight test model at ${modelPath} ...`);
+    writeSyntheticModel(modelPath, resolveSpec(TINY_PRESET, {}), TINY_SEED);
+  }
+
+  // 2. The GPU node, as a child process through the same entry as this one.
+  const secret = env.KVGRAFT_GPU_SECRET ?? randomBytes(32).toString("hex");
+  const entry = process.argv[1];
+  if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
+  say(`starting the GPU node on port ${gpuPort} ...`);
+  const child = spawn(
+    process.execPath,
+    [
+      ...process.execArgv,
+      entry,
+      "serve",
+      "gpu",
+      "--model",
+      modelPath,
+      "--port",
+      String(gpuPort),
+      "--data-dir",
+      join(dataDir, "gpu"),
+      "--json",
+    ],
+    { env: { ...env, KVGRAFT_GPU_SECRET: secret }, stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let edge: EdgeServer | null = null;
+  try {
+    const gpuUrl = await waitForGpuReady(child);
+
+    // 3. The edge, in this process.
+    edge = await startEdgeServer({
+      env: {
+        ...env,
+        LIBSQL_URL: env.LIBSQL_URL ?? `file:${join(dataDir, "kvgraft.db")}`,
+        KVGRAFT_GPU_URL: gpuUrl,
+        KVGRAFT_GPU_SECRET: secret,
+      },
+    });
+    const keyFile = join(dataDir, "admin.key");
+    if (edge.generatedAdminKey) writeFileSync(keyFile, `${edge.generatedAdminKey}\n`, { mode: 0o600 });
+
+    // 4. The starter library (already present entries are skipped: deposits are idempotent).
+    const starter = await depositStarterLibrary(edge, say);
+
+    // 5. What to do next.
+    const keyShell = edge.generatedAdminKey
+      ? edge.generatedAdminKey
+      : env.KVGRAFT_ADMIN_KEY
+        ? "$KVGRAFT_ADMIN_KEY"
+        : existsSync(keyFile)
+          ? `$(cat ${shellQuote(relative(process.cwd(), keyFile) || keyFile)})`
+          : "$KVGRAFT_ADMIN_KEY";
+    const summary = {
+      edgeUrl: edge.url,
+      gpuUrl,
+      adminKey: edge.generatedAdminKey,
+      dataDir,
+      model: modelPath,
+      randomWeights,
+      starter,
+    };
+    if (json) printJson(summary);
+    else printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem);
+
+    // 6. Run until a stop signal or the GPU node dies.
+    const exited = new Promise<number>((res) => child.once("exit", (code) => res(code ?? 1)));
+    const outcome = await Promise.race([
+      waitForStopSignal().then((signal) => ({ signal })),
+      exited.then((code) => ({ code })),
+    ]);
+    if ("code" in outcome) {
+      say(`the GPU node exited (code ${outcome.code}); stopping the edge`);
+      await edge.close();
+      return 1;
+    }
+    say(`${outcome.signal}: stopping the edge and the GPU node ...`);
+    await edge.close();
+    await stopChild(child);
+    say("stopped");
+    return 0;
+  } catch (err) {
+    await edge?.close();
+    await stopChild(child);
+    throw err;
+  }
+}
+
+/** Reads the child's stdout until its JSON ready line `{url, ...}`; its other output is passed on. */
+function waitForGpuReady(child: ChildProcess): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    let ready = false;
+    const timer = setTimeout(
+      () => reject(new Error(`the GPU node was not ready within ${GPU_READY_TIMEOUT_MS / 1000} s`)),
+      GPU_READY_TIMEOUT_MS,
+    );
+    lines.on("line", (line) => {
+      if (!ready && line.startsWith("{")) {
+        try {
+          const parsed = JSON.parse(line) as { url?: unknown };
+          if (typeof parsed.url === "string") {
+            ready = true;
+            clearTimeout(timer);
+            resolvePromise(parsed.url.replace(/\/+$/, ""));
+            return;
+          }
+        } catch {
+          // not the ready line
+        }
+      }
+      process.stderr.write(`[gpu] ${line}\n`);
+    });
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (!ready)
+        reject(new Error(`the GPU node exited before it was ready (code ${code}, signal ${signal})`));
+    });
+  });
+}
+
+/** SIGTERM, then SIGKILL if it has not exited in time. */
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((res) => child.once("exit", () => res()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), GPU_STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+interface StarterOutcome {
+  total: number;
+  deposited: number;
+  present: number;
+  failed: { id: string; code: string; message: string }[];
+  firstProblem: string | null;
+}
+
+/** Deposits every starter entry through the same code as POST /admin/solutions. */
+async function depositStarterLibrary(edge: EdgeServer, say: (line: string) => void): Promise<StarterOutcome> {
+  const file = join(packageRoot(), "edge", "starter-library.jsonl");
+  const outcome: StarterOutcome = { total: 0, deposited: 0, present: 0, failed: [], firstProblem: null };
+  if (!existsSync(file)) {
+    say(`starter library ${file} not found; skipping`);
+    return outcome;
+  }
+  const entries = readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => starterEntrySchema.parse(JSON.parse(l)));
+  outcome.total = entries.length;
+  outcome.firstProblem = entries[0]?.problem ?? null;
+  const deps = { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock };
+  for (const [i, { id, ...entry }] of entries.entries()) {
+    try {
+      const r = await depositSolution(deps, entry);
+      if (r.created) outcome.deposited++;
+      else outcome.present++;
+      say(
+        `starter library ${i + 1}/${entries.length}: ${id} ${r.created ? "deposited and verified" : "already present"}`,
+      );
+    } catch (err) {
+      const code = err instanceof DomainError ? err.code : "error";
+      const message = err instanceof Error ? err.message : String(err);
+      outcome.failed.push({ id, code, message });
+      say(`starter library ${i + 1}/${entries.length}: ${id} FAILED (${code}: ${message})`);
+    }
+  }
+  return outcome;
+}
+
+function printBanner(
+  edge: EdgeServer,
+  gpuUrl: string,
+  keyShell: string,
+  keyFile: string,
+  randomWeights: boolean,
+  modelPath: string,
+  firstProblem: string | null,
+): void {
+  const auth = `-H "Authorization: Bearer ${keyShell}"`;
+  const jsonHeader = `-H "Content-Type: application/json"`;
+  const solveBody = JSON.stringify({
+    problem:
+      firstProblem ??
+      "Sam buys 12 apples at $0.75 each and pays with a $20 bill. How much change does he get, in dollars?",
+  });
+  const uploadBody = JSON.stringify({
+    problem: "A box holds 17 rows of 23 marbles. How many marbles are in the box?",
+    solution: "There are 17 rows of 23 marbles, so 17 × 23 = 391 marbles.",
+    program: "rows, per_row = PARAMS\nprint(rows * per_row)\n",
+    answer: "391",
+  });
+  const lines = [
+    "",
+    "kvgraft is running",
+    `  edge      ${edge.url}   (API; OpenAPI at ${edge.url}/openapi.json, health at ${edge.url}/health)`,
+    `  GPU node  ${gpuUrl}   (signed requests only)`,
+    `  database  ${edge.config.db.url}`,
+    randomWeights
+      ? `  model     ${modelPath}\n            NOTE: a tiny RANDOM-WEIGHT TEST MODEL: it produces gibberish. Library answers are real;\n            model answers are not. Set MODEL_PATH=/path/to/model.gguf for a real model.`
+      : `  model     ${modelPath}`,
+    edge.generatedAdminKey
+      ? `  admin key ${edge.generatedAdminKey}\n            (shown once; also saved to ${keyFile}, readable only by you)`
+      : `  admin key ${keyShell.startsWith("$(") ? `in ${keyFile}` : "from KVGRAFT_ADMIN_KEY"}`,
+    "",
+    "Try it:",
+    "  # a verified answer from the library (fast path: no GPU call)",
+    `  curl -s ${edge.url}/v1/solve ${auth} ${jsonHeader} -d ${shellQuote(solveBody)}`,
+    "  # the library",
+    `  curl -s "${edge.url}/v1/library?limit=5" ${auth}`,
+    "  # add a verified solution (its program runs in the sandbox first)",
+    `  curl -s ${edge.url}/admin/solutions ${auth} ${jsonHeader} -d ${shellQuote(uploadBody)}`,
+    "",
+    "Ctrl-C stops both services.",
+    "",
+  ];
+  process.stdout.write(lines.join("\n"));
+}
