@@ -26,7 +26,7 @@ const envSchema = z
     KVGRAFT_ADMIN_KEY: optionalString,
     /** Timeout of one GPU call (graft, generate, deposit, sandbox run). */
     KVGRAFT_GPU_TIMEOUT_MS: int(100, 600_000, 120_000),
-    /** Timeout of the GPU node's health check (the edge's /health waits at most this long). */
+    /** Timeout of the health checks of the GPU node and the database (/health waits at most this long). */
     KVGRAFT_GPU_HEALTH_TIMEOUT_MS: int(50, 60_000, 2_000),
     /** Requests per API key and period. */
     KVGRAFT_RATE_LIMIT: int(1, 1_000_000, 120),

@@ -8,7 +8,8 @@ import type { healthResponseSchema } from "./schemas.js";
 type HealthResponse = z.infer<typeof healthResponseSchema>;
 
 /**
- * Checks the database (`SELECT 1`) and the GPU node (its /health, short timeout) in parallel.
+ * Checks the database (`SELECT 1`) and the GPU node (its /health) in parallel, each bounded by
+ * KVGRAFT_GPU_HEALTH_TIMEOUT_MS.
  * `ok`: both answer; `degraded`: the database answers but the GPU node does not (or none is
  * configured; library answers still work), HTTP 200; `down`: the database does not, HTTP 503.
  */
@@ -19,12 +20,11 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
       const value = await fn();
       return { ok: true as const, value, ms: round(deps.clock.monotonicMs() - t0) };
     } catch (err) {
-      const error = err instanceof Error ? ((err as { code?: string }).code ?? err.message) : String(err);
-      return { ok: false as const, error, ms: round(deps.clock.monotonicMs() - t0) };
+      return { ok: false as const, error: describe(err), ms: round(deps.clock.monotonicMs() - t0) };
     }
   };
   const [db, gpu] = await Promise.all([
-    timed(() => deps.db.run(sql`select 1`)),
+    timed(() => withTimeout(deps.db.run(sql`select 1`), deps.config.gpu.healthTimeoutMs, "db_timeout")),
     deps.gpu.configured ? timed(() => deps.gpu.health()) : null,
   ]);
   const gpuPart: HealthResponse["gpu"] =
@@ -56,6 +56,24 @@ export function healthRoutes(deps: Deps): Hono<AppEnv> {
     const health = await checkHealth(deps);
     return c.json(health, health.status === "down" ? 503 : 200);
   });
+}
+
+/** A one-line reason: an error's code, else its cause's message (drizzle wraps driver errors). */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string") return code;
+  const cause = err.cause instanceof Error ? err.cause.message : err.message;
+  return cause.split("\n")[0]?.slice(0, 200) ?? "error";
+}
+
+/** Rejects with an Error whose code is `code` when `promise` takes longer than `ms`. */
+function withTimeout<T>(promise: Promise<T>, ms: number, code: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${ms} ms`), { code })), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 function round(ms: number): number {

@@ -103,8 +103,14 @@ export default async function start(argv: string[]): Promise<number> {
       join(dataDir, "gpu"),
       "--json",
     ],
-    { env: { ...env, KVGRAFT_GPU_SECRET: secret }, stdio: ["ignore", "pipe", "inherit"] },
+    // Its own process group: a terminal's Ctrl-C reaches only this process, which then sends the
+    // child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
+    { env: { ...env, KVGRAFT_GPU_SECRET: secret }, stdio: ["ignore", "pipe", "inherit"], detached: true },
   );
+  const killOnExit = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+  };
+  process.once("exit", killOnExit);
   let edge: EdgeServer | null = null;
   try {
     const gpuUrl = await waitForGpuReady(child);
