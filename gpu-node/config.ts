@@ -13,6 +13,10 @@ const envSchema = z.object({
   KVGRAFT_GPU_SECRET: z.string().min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters").optional(),
   /** A real GGUF model; without it the embedded default generates a tiny random-weight model. */
   MODEL_PATH: z.string().min(1).optional(),
+  /** Cloudflare Access application audience (AUD tag); with the team domain, requests need an Access JWT. */
+  KVGRAFT_ACCESS_AUD: z.string().min(1).optional(),
+  /** Cloudflare Access team domain, e.g. https://team.cloudflareaccess.com (issuer and key host). */
+  KVGRAFT_ACCESS_TEAM_DOMAIN: z.url().optional(),
 });
 
 export type GpuEnv = z.infer<typeof envSchema>;

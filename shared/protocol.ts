@@ -19,6 +19,8 @@ export const gpuPaths = {
   imports: "/v1/imports",
   importChunk: (id: string, index: number) => `/v1/imports/${id}/chunks/${index}`,
   importCommit: (id: string) => `/v1/imports/${id}/commit`,
+  /** DELETE aborts an import and removes what it uploaded. */
+  importSession: (id: string) => `/v1/imports/${id}`,
   sandboxRun: "/v1/sandbox/run",
 } as const;
 
@@ -182,3 +184,44 @@ export const errorBodySchema = z.object({
   }),
   requestId: z.string().optional(),
 });
+
+/** Header carrying a request's time budget in milliseconds (model work only). */
+export const DEADLINE_HEADER = "x-kvgraft-deadline-ms";
+/** Header carrying the SHA-256 of one uploaded import chunk. */
+export const CHUNK_SHA256_HEADER = "x-kvgraft-chunk-sha256";
+
+export const blockListSchema = z.object({ blocks: z.array(blockManifestSchema) });
+
+export const prefetchResultSchema = z.object({ blockSha256: sha256Schema, tier: tierSchema });
+
+export const importStartResultSchema = z.object({
+  importId: z.string().regex(/^[0-9a-f]{32}$/),
+  chunkBytes: z.number().int().positive(),
+  chunkCount: z.number().int().positive(),
+  /** The session is dropped (and its upload removed) after this long without a chunk. */
+  idleTimeoutS: z.number().int().positive(),
+});
+
+export const importChunkResultSchema = z.object({
+  index: z.number().int().nonnegative(),
+  received: z.number().int().nonnegative(),
+  chunkCount: z.number().int().positive(),
+});
+
+export const sandboxRunResultSchema = z.object({
+  verdict: z.enum(["ok", "wrong_answer", "timeout", "memory", "output_limit", "error"]),
+  stdout: z.string(),
+  stderr: z.string(),
+  exitCode: z.number().int().nullable(),
+  cpuMs: z.number(),
+  wallMs: z.number(),
+  isolation: z.string(),
+  answer: z.string().nullable(),
+});
+
+/** Server-sent events of a streamed graft or generation: `token`s, then one `summary` or `error`. */
+export const streamTokenEventSchema = z.object({ token: z.number().int(), text: z.string() });
+export type StreamEvent =
+  | { event: "token"; data: z.infer<typeof streamTokenEventSchema> }
+  | { event: "summary"; data: GenerationResult }
+  | { event: "error"; data: z.infer<typeof errorBodySchema> };

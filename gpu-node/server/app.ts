@@ -1,0 +1,589 @@
+/**
+ * The GPU node's HTTP API as a Hono app: `/health` is open, everything else is signed by the edge.
+ * Routes are thin (validate, call the block service, return); model work passes an admission
+ * queue, carries a deadline, and stops when its client goes away. Errors map to HTTP in one place.
+ */
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { matchedRoutes } from "hono/route";
+import { ZodError, z } from "zod";
+import { badRequest, DomainError, errorBody, tooLarge, unavailable } from "../../shared/errors.js";
+import {
+  type BlockManifest,
+  CHUNK_SHA256_HEADER,
+  DEADLINE_HEADER,
+  depositRequestSchema,
+  type GenerationResult,
+  generateRequestSchema,
+  graftRequestSchema,
+  type Health,
+  importStartSchema,
+  LIMITS,
+  prefetchRequestSchema,
+  sandboxRunRequestSchema,
+  sha256Schema,
+} from "../../shared/protocol.js";
+import { NonceCache } from "../../shared/signing.js";
+import type { Blocks, GenerationOptions } from "../blocks/types.js";
+import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
+import { type AccessConfig, accessAuth, signatureAuth } from "./auth.js";
+import { ImportSessions, importIdSchema } from "./imports.js";
+import { Counter, Gauge, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
+import { AdmissionQueue } from "./queue.js";
+import { sseResponse } from "./sse.js";
+
+/** Tunable limits of the HTTP layer; every field has a default. */
+export interface ServerLimits {
+  /** Model jobs running at once; default the block service's slot count. */
+  concurrency: number;
+  /** Model jobs allowed to wait; one more is a 429. Default twice the concurrency. */
+  maxWaiting: number;
+  /** Largest JSON request body. Import chunks have their own limit (LIMITS.importChunkBytes). */
+  bodyBytes: number;
+  /** Deadline of model work when the request names none. */
+  defaultDeadlineMs: number;
+  /** Longest deadline a request may ask for. */
+  maxDeadlineMs: number;
+  maxImports: number;
+  maxImportBytes: number;
+  importIdleTimeoutMs: number;
+  /** Retry-After of a full queue or a draining node. */
+  retryAfterS: number;
+}
+
+/** The sandbox as the server needs it (a SandboxPool fits). */
+export interface SandboxRunner {
+  readonly isolation: string;
+  runProgram(job: ProgramJob): Promise<ProgramResult>;
+}
+
+export interface GpuAppOptions {
+  blocks: Blocks;
+  /** Shared secret of the edge's request signatures. */
+  secret: string;
+  /** Identity of the loaded model and engine, for health and import checks. */
+  fingerprints: { model: Health["model"]; engine: Health["engine"] };
+  /** Data directory of the node; import uploads go to `<dataDir>/imports`. */
+  dataDir: string;
+  limits?: Partial<ServerLimits>;
+  sandbox?: SandboxRunner;
+  /** When set, every signed route also needs a valid Cloudflare Access JWT. */
+  access?: AccessConfig;
+  /** GPU memory, when the backend reports it. */
+  vram?: () => Promise<{ usedBytes: number; totalBytes: number } | null>;
+  maxSkewS?: number;
+  /** Where unexpected errors are reported; default stderr. */
+  log?: (line: string) => void;
+}
+
+/** The app plus the handles its runtime entry needs to drain and stop it. */
+export interface GpuApp {
+  app: Hono<Env>;
+  queue: AdmissionQueue;
+  readonly draining: boolean;
+  /** Requests in progress (streams included), health and metrics excluded. */
+  readonly inFlight: number;
+  /** Refuse new work from now on (503 `draining`); health reports `draining`. */
+  drain(): void;
+  /** Resolves true once nothing is in flight, false if `timeoutMs` passes first. */
+  waitIdle(timeoutMs: number): Promise<boolean>;
+  /** Stops running generations (they end with finishReason "aborted"). */
+  abortAll(): void;
+  /** Drops open imports and their files. */
+  close(): Promise<void>;
+}
+
+type Env = { Variables: { requestId: string; clientSignal: AbortSignal } };
+
+const CHUNK_ROUTE = /^\/v1\/imports\/[^/]+\/chunks\/[^/]+$/;
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+const blockIdParam = (c: Context) =>
+  sha256Schema.safeParse(c.req.param("id")).data ??
+  (() => {
+    throw badRequest("invalid_block_id", "block ids are lower-case hex SHA-256");
+  })();
+
+/** Parses a JSON body; an empty body is `{}` so that all-default requests need none. */
+async function readJson(c: Context): Promise<unknown> {
+  const text = await c.req.text();
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw badRequest("invalid_json", "the request body is not valid JSON");
+  }
+}
+
+/** Builds the GPU node's app. */
+export function createGpuApp(options: GpuAppOptions): GpuApp {
+  const { blocks } = options;
+  const concurrency = options.limits?.concurrency ?? blocks.snapshot().slots.total;
+  const limits: ServerLimits = {
+    concurrency,
+    maxWaiting: 2 * concurrency,
+    bodyBytes: 4 * 2 ** 20,
+    defaultDeadlineMs: 120_000,
+    maxDeadlineMs: 600_000,
+    maxImports: 4,
+    maxImportBytes: 64 * 2 ** 30,
+    importIdleTimeoutMs: 10 * 60_000,
+    retryAfterS: 1,
+    ...options.limits,
+  };
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const queue = new AdmissionQueue(limits.concurrency, limits.maxWaiting, limits.retryAfterS);
+  const imports = new ImportSessions(
+    `${options.dataDir}/imports`,
+    {
+      maxSessions: limits.maxImports,
+      maxBytes: limits.maxImportBytes,
+      idleTimeoutMs: limits.importIdleTimeoutMs,
+    },
+    { ...options.fingerprints, hasBlock: (sha) => blocks.list().some((m) => m.sha256 === sha) },
+  );
+  const started = Date.now();
+  let draining = false;
+  let inFlight = 0;
+  const shutdown = new AbortController();
+
+  // --- metrics ---
+  const registry = new Registry();
+  const requests = registry.register(
+    new Counter("kvgraft_http_requests_total", "HTTP requests by route, method and status."),
+  );
+  const latency = registry.register(
+    new Histogram(
+      "kvgraft_http_request_duration_seconds",
+      "Time to the response head by route.",
+      LATENCY_BUCKETS,
+    ),
+  );
+  const tokensIn = registry.register(
+    new Counter("kvgraft_tokens_in_total", "Prompt/query tokens evaluated."),
+  );
+  const tokensOut = registry.register(new Counter("kvgraft_tokens_out_total", "Tokens generated."));
+  const generations = registry.register(
+    new Counter("kvgraft_generations_total", "Grafts and generations by kind and finish reason."),
+  );
+  const snap = () => blocks.snapshot();
+  const tiers = ["hot", "warm", "cold"] as const;
+  registry.register(
+    new Gauge(
+      "kvgraft_tier_hits_total",
+      "Block restores served by tier.",
+      () => tiers.map((tier) => ({ labels: { tier }, value: snap().hits[tier] })),
+      "counter",
+    ),
+  );
+  registry.register(
+    new Gauge(
+      "kvgraft_tier_misses_total",
+      "Restores that missed the hot tier.",
+      () => [{ value: snap().misses }],
+      "counter",
+    ),
+  );
+  registry.register(
+    new Gauge(
+      "kvgraft_restore_seconds_total",
+      "Time spent restoring blocks, by tier.",
+      () => tiers.map((tier) => ({ labels: { tier }, value: snap().restoreMsSum[tier] / 1000 })),
+      "counter",
+    ),
+  );
+  registry.register(
+    new Gauge(
+      "kvgraft_restore_bytes_total",
+      "Bytes of block state loaded, by tier.",
+      () => tiers.map((tier) => ({ labels: { tier }, value: snap().bytesLoaded[tier] })),
+      "counter",
+    ),
+  );
+  registry.register(
+    new Gauge("kvgraft_blocks", "Blocks by tier (cold = all stored blocks).", () => {
+      const s = snap();
+      return [
+        { labels: { tier: "hot" }, value: s.hot.length },
+        { labels: { tier: "warm" }, value: s.warm.length },
+        { labels: { tier: "cold" }, value: s.coldCount },
+      ];
+    }),
+  );
+  registry.register(
+    new Gauge("kvgraft_warm_tier_bytes", "RAM used by the warm tier.", () => [{ value: snap().warmBytes }]),
+  );
+  registry.register(
+    new Gauge("kvgraft_slots_busy", "Engine slots in use.", () => [{ value: snap().slots.busy }]),
+  );
+  registry.register(
+    new Gauge("kvgraft_queue_depth", "Model jobs running or waiting for admission.", () => [
+      { value: queue.depth },
+    ]),
+  );
+  registry.register(
+    new Gauge("kvgraft_queue_capacity", "Depth at which model jobs are refused.", () => [
+      { value: queue.capacity },
+    ]),
+  );
+  registry.register(
+    new Gauge(
+      "kvgraft_queue_rejected_total",
+      "Model jobs refused with queue_full.",
+      () => [{ value: queue.stats.rejected }],
+      "counter",
+    ),
+  );
+  registry.register(
+    new Gauge("kvgraft_requests_in_flight", "Requests in progress.", () => [{ value: inFlight }]),
+  );
+  registry.register(
+    new Gauge("kvgraft_imports_open", "Open import sessions.", () => [{ value: imports.count }]),
+  );
+  registry.register(new Gauge("kvgraft_draining", "1 while draining.", () => [{ value: draining ? 1 : 0 }]));
+  let vramSample: { usedBytes: number; totalBytes: number } | null = null;
+  registry.register(
+    new Gauge("kvgraft_vram_bytes", "GPU memory (when the backend reports it).", () =>
+      vramSample
+        ? [
+            { labels: { kind: "used" }, value: vramSample.usedBytes },
+            { labels: { kind: "total" }, value: vramSample.totalBytes },
+          ]
+        : [],
+    ),
+  );
+
+  // --- model work: admission, deadline, cancellation ---
+  interface Work {
+    signal: AbortSignal;
+    deadline: AbortSignal;
+    release: () => void;
+  }
+
+  const deadlineExceeded = () =>
+    new DomainError(504, "deadline_exceeded", "the request's deadline passed before any output");
+  const shuttingDown = () => unavailable("shutting_down", "the node is shutting down", limits.retryAfterS);
+
+  function deadlineMs(c: Context): number {
+    const raw = c.req.header(DEADLINE_HEADER);
+    if (raw === undefined) return limits.defaultDeadlineMs;
+    const ms = Number(raw);
+    if (!/^\d{1,9}$/.test(raw) || ms < 1 || ms > limits.maxDeadlineMs)
+      throw badRequest(
+        "invalid_deadline",
+        `${DEADLINE_HEADER} must be an integer in [1, ${limits.maxDeadlineMs}]`,
+      );
+    return ms;
+  }
+
+  /** Maps an abort to the error its cause deserves; other errors pass through. */
+  function abortError(err: unknown, work: Pick<Work, "deadline">): unknown {
+    if (err instanceof DomainError) return err;
+    if (work.deadline.aborted) return deadlineExceeded();
+    if (shutdown.signal.aborted) return shuttingDown();
+    return err;
+  }
+
+  async function admit(c: Context<Env>): Promise<Work> {
+    if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
+    const deadline = AbortSignal.timeout(deadlineMs(c));
+    const signal = AbortSignal.any([deadline, c.var.clientSignal, shutdown.signal]);
+    try {
+      return { signal, deadline, release: await queue.acquire(signal) };
+    } catch (err) {
+      throw abortError(err, { deadline });
+    }
+  }
+
+  /** Runs model work that takes no signal of its own: the deadline bounds only its wait. */
+  async function queued<T>(c: Context<Env>, run: () => Promise<T>): Promise<T> {
+    const work = await admit(c);
+    try {
+      return await run();
+    } finally {
+      work.release();
+    }
+  }
+
+  function recordGeneration(kind: string, result: GenerationResult): void {
+    tokensIn.inc({ kind }, result.tokensIn);
+    tokensOut.inc({ kind }, result.tokensOut);
+    generations.inc({ kind, finish_reason: result.finishReason });
+  }
+
+  /** A graft or generation, as JSON or as server-sent events. */
+  async function generation(
+    c: Context<Env>,
+    kind: "graft" | "generate",
+    stream: boolean,
+    run: (options: Pick<GenerationOptions, "signal" | "onToken">) => Promise<GenerationResult>,
+  ): Promise<Response> {
+    const work = await admit(c);
+    /** The result, unless it was cut off before producing anything. */
+    const finish = (result: GenerationResult): GenerationResult => {
+      recordGeneration(kind, result);
+      if (result.finishReason === "aborted" && result.tokensOut === 0) {
+        const err = abortError(new Error("aborted"), work);
+        if (err instanceof DomainError) throw err;
+      }
+      return result;
+    };
+    if (!stream) {
+      try {
+        return c.json(finish(await run({ signal: work.signal })));
+      } catch (err) {
+        throw abortError(err, work);
+      } finally {
+        work.release();
+      }
+    }
+    const cancel = new AbortController();
+    const signal = AbortSignal.any([work.signal, cancel.signal]);
+    return sseResponse(
+      async (send) => {
+        try {
+          const result = await run({
+            signal,
+            onToken: (token, text) => send({ event: "token", data: { token, text } }),
+          });
+          send({ event: "summary", data: finish(result) });
+        } catch (err) {
+          const mapped = abortError(err, work);
+          send({ event: "error", data: errorResponse(mapped, c.var.requestId).body });
+        } finally {
+          work.release();
+        }
+      },
+      () => cancel.abort(new Error("client closed the stream")),
+    );
+  }
+
+  // --- errors ---
+  function errorResponse(err: unknown, requestId: string) {
+    if (err instanceof DomainError)
+      return { status: err.status, body: errorBody(err, requestId), retryAfterS: err.retryAfterS };
+    if (err instanceof ZodError) {
+      const issues = err.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
+      const domain = badRequest("invalid_request", "the request failed validation", { issues });
+      return { status: 400 as const, body: errorBody(domain, requestId), retryAfterS: undefined };
+    }
+    log(
+      JSON.stringify({
+        level: "error",
+        requestId,
+        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+      }),
+    );
+    const body = { error: { code: "internal_error", message: "internal error" }, requestId };
+    return { status: 500 as const, body, retryAfterS: undefined };
+  }
+
+  // --- app ---
+  const app = new Hono<Env>();
+
+  app.onError((err, c) => {
+    const { status, body, retryAfterS } = errorResponse(err, c.var.requestId);
+    if (retryAfterS !== undefined) c.header("Retry-After", String(retryAfterS));
+    return c.json(body, status);
+  });
+  app.notFound((c) =>
+    c.json({ error: { code: "not_found", message: "no such route" }, requestId: c.var.requestId }, 404),
+  );
+
+  // Outermost: request id, client signal, in-flight count, request metrics.
+  app.use("*", async (c, next) => {
+    const given = c.req.header("x-request-id");
+    c.set("requestId", given && REQUEST_ID.test(given) ? given : crypto.randomUUID());
+    c.set("clientSignal", c.req.raw.signal);
+    c.header("x-request-id", c.var.requestId);
+    const t0 = performance.now();
+    const counted = c.req.path !== "/health" && c.req.path !== "/metrics";
+    if (counted) inFlight++;
+    try {
+      await next();
+    } finally {
+      const route = matchedRoutes(c).findLast((r) => r.method !== "ALL")?.path ?? "unmatched";
+      requests.inc({ route, method: c.req.method, status: String(c.res.status) });
+      latency.observe({ route }, (performance.now() - t0) / 1000);
+      const streaming = c.res.headers.get("content-type")?.startsWith("text/event-stream") && c.res.body;
+      // A stream stays in flight until its body ends or its client goes away.
+      if (counted && streaming) c.res = countWhileStreaming(c.res);
+      else if (counted) inFlight--;
+    }
+  });
+
+  function countWhileStreaming(res: Response): Response {
+    let done = false;
+    const end = () => {
+      if (!done) inFlight--;
+      done = true;
+    };
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        const { done: finished, value } = await reader.read();
+        if (finished) {
+          end();
+          controller.close();
+        } else controller.enqueue(value);
+      },
+      async cancel(reason) {
+        end();
+        await reader.cancel(reason);
+      },
+    });
+    return new Response(body, res);
+  }
+
+  const tooBig = (what: string, max: number) => () => {
+    throw tooLarge("body_too_large", `${what} is over ${max} bytes`);
+  };
+  const jsonLimit = bodyLimit({
+    maxSize: limits.bodyBytes,
+    onError: tooBig("the request body", limits.bodyBytes),
+  });
+  const chunkLimit = bodyLimit({
+    maxSize: LIMITS.importChunkBytes,
+    onError: tooBig("an import chunk", LIMITS.importChunkBytes),
+  });
+  app.use("*", (c, next) =>
+    (c.req.method === "PUT" && CHUNK_ROUTE.test(c.req.path) ? chunkLimit : jsonLimit)(c, next),
+  );
+
+  app.get("/health", (c) => {
+    const s = blocks.snapshot();
+    const health: Health = {
+      status: draining ? "draining" : "ok",
+      model: options.fingerprints.model,
+      engine: options.fingerprints.engine,
+      slots: s.slots,
+      tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount },
+      queue: { depth: queue.depth, capacity: queue.capacity },
+      ...(options.sandbox ? { sandbox: { isolation: options.sandbox.isolation } } : {}),
+      uptimeS: Math.round((Date.now() - started) / 1000),
+    };
+    // 503 while draining tells load balancers to stop sending; the body says why.
+    return c.json(health, draining ? 503 : 200);
+  });
+
+  // Everything but /health (unknown paths too) needs Access (when configured) and a signature.
+  const open = (c: Context) => c.req.path === "/health";
+  const access = options.access ? accessAuth(options.access) : undefined;
+  if (access) app.use("*", (c, next) => (open(c) ? next() : access(c, next)));
+  const signature = signatureAuth({
+    secret: options.secret,
+    nonces: new NonceCache(),
+    ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),
+  });
+  app.use("*", (c, next) => (open(c) ? next() : signature(c, next)));
+
+  app.get("/metrics", async (c) => {
+    vramSample = options.vram ? await options.vram().catch(() => null) : null;
+    return c.body(registry.render(), 200, { "content-type": PROMETHEUS_CONTENT_TYPE });
+  });
+
+  app.post("/v1/blocks", async (c) => {
+    const { text } = depositRequestSchema.parse(await readJson(c));
+    return c.json(await queued(c, () => blocks.deposit(text)), 201);
+  });
+  app.get("/v1/blocks", (c) => c.json({ blocks: blocks.list() }));
+  app.get("/v1/blocks/:id", (c) => c.json(blocks.get(blockIdParam(c))));
+  app.delete("/v1/blocks/:id", async (c) => {
+    await blocks.delete(blockIdParam(c));
+    return c.body(null, 204);
+  });
+  app.post("/v1/blocks/:id/verify", async (c) => {
+    const id = blockIdParam(c);
+    return c.json(await queued(c, () => blocks.verify(id)));
+  });
+  app.post("/v1/blocks/:id/prefetch", async (c) => {
+    const id = blockIdParam(c);
+    const { tier } = prefetchRequestSchema.parse(await readJson(c));
+    return c.json({ blockSha256: id, tier: await queued(c, () => blocks.prefetch(id, tier)) });
+  });
+
+  app.post("/v1/graft", async (c) => {
+    const req = graftRequestSchema.parse(await readJson(c));
+    return generation(c, "graft", req.stream, (o) =>
+      blocks.graft(req.blockId, req.query, {
+        maxTokens: req.maxTokens,
+        ...(req.sampling ? { sampling: req.sampling } : {}),
+        ...(req.acceptEngineMismatch ? { acceptEngineMismatch: true } : {}),
+        ...o,
+      }),
+    );
+  });
+  app.post("/v1/generate", async (c) => {
+    const req = generateRequestSchema.parse(await readJson(c));
+    return generation(c, "generate", req.stream, (o) =>
+      blocks.generate(req.prompt, {
+        maxTokens: req.maxTokens,
+        ...(req.sampling ? { sampling: req.sampling } : {}),
+        ...o,
+      }),
+    );
+  });
+
+  app.post("/v1/imports", async (c) => {
+    if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
+    return c.json(await imports.start(importStartSchema.parse(await readJson(c))), 201);
+  });
+  app.put("/v1/imports/:id/chunks/:index", async (c) => {
+    const id = importIdSchema.parse(c.req.param("id"));
+    const index = z.coerce.number().int().nonnegative().parse(c.req.param("index"));
+    const bytes = new Uint8Array(await c.req.arrayBuffer());
+    return c.json(await imports.putChunk(id, index, bytes, c.req.header(CHUNK_SHA256_HEADER)));
+  });
+  app.post("/v1/imports/:id/commit", async (c) => {
+    const id = importIdSchema.parse(c.req.param("id"));
+    imports.assertComplete(id);
+    const manifest: BlockManifest = await queued(c, () =>
+      imports.commit(id, (path, m) => blocks.importFile(path, m)),
+    );
+    return c.json(manifest, 201);
+  });
+  app.delete("/v1/imports/:id", async (c) => {
+    await imports.abort(importIdSchema.parse(c.req.param("id")));
+    return c.body(null, 204);
+  });
+
+  app.post("/v1/sandbox/run", async (c) => {
+    const req = sandboxRunRequestSchema.parse(await readJson(c));
+    if (!options.sandbox) throw unavailable("sandbox_unavailable", "this node has no sandbox");
+    if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
+    const r = await options.sandbox.runProgram({
+      source: req.program,
+      params: req.params,
+      ...(req.expect !== undefined ? { expect: req.expect } : {}),
+    });
+    const { verdict, stdout, stderr, exitCode, cpuMs, wallMs, isolation, answer } = r;
+    return c.json({ verdict, stdout, stderr, exitCode, cpuMs, wallMs, isolation, answer });
+  });
+
+  return {
+    app,
+    queue,
+    get draining() {
+      return draining;
+    },
+    get inFlight() {
+      return inFlight;
+    },
+    drain() {
+      draining = true;
+    },
+    async waitIdle(timeoutMs) {
+      const until = Date.now() + timeoutMs;
+      while (inFlight > 0 || queue.depth > 0) {
+        if (Date.now() >= until) return false;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      return true;
+    },
+    abortAll() {
+      shutdown.abort(new Error("the node is shutting down"));
+    },
+    close: () => imports.close(),
+  };
+}

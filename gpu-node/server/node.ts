@@ -1,0 +1,133 @@
+/**
+ * The GPU node's Node.js entry: opens the engine, the block service (which re-indexes the store)
+ * and the sandbox, serves the app on @hono/node-server, and drains cleanly on request.
+ */
+import type { AddressInfo } from "node:net";
+import { createAdaptorServer } from "@hono/node-server";
+import { z } from "zod";
+import { BlockService } from "../blocks/block-service.js";
+import { Engine } from "../engine/engine.js";
+import { SandboxPool } from "../sandbox/pool.js";
+import { createGpuApp, type GpuApp } from "./app.js";
+
+/** Everything `serve gpu` needs, validated once at start. */
+export const gpuNodeConfigSchema = z
+  .object({
+    modelPath: z.string().min(1),
+    host: z.string().min(1).default("127.0.0.1"),
+    port: z.number().int().min(0).max(65535).default(8788),
+    dataDir: z.string().min(1),
+    /** Deposits verify in a second slot, so a node needs at least two. */
+    slots: z.number().int().min(2).max(256).default(2),
+    contextSize: z.number().int().min(64).default(4096),
+    kvType: z.enum(["f16", "q8_0"]).default("f16"),
+    binary: z.enum(["cpu", "lastBuild", "auto"]).default("cpu"),
+    threads: z.number().int().positive().optional(),
+    secret: z
+      .string({ error: "KVGRAFT_GPU_SECRET is required" })
+      .min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters"),
+    access: z.object({ audience: z.string().min(1), teamDomain: z.url() }).optional(),
+    /** Model jobs that may wait for a slot; default twice the slots. */
+    maxWaiting: z.number().int().nonnegative().optional(),
+    /** How long a drain waits for in-flight requests before aborting them. */
+    drainTimeoutMs: z.number().int().nonnegative().default(30_000),
+    sandbox: z.boolean().default(true),
+  })
+  .strict();
+export type GpuNodeConfig = z.input<typeof gpuNodeConfigSchema>;
+
+/** A running node. */
+export interface RunningGpuNode {
+  url: string;
+  engine: Engine;
+  blocks: BlockService;
+  service: GpuApp;
+  /** Drains (new work 503, in-flight work finishes or is aborted at the timeout), then closes everything. */
+  stop(): Promise<void>;
+}
+
+/** Opens everything and listens; on failure, whatever was opened is closed again. */
+export async function startGpuNode(
+  input: GpuNodeConfig,
+  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<RunningGpuNode> {
+  const config = gpuNodeConfigSchema.parse(input);
+  const engine = await Engine.open({
+    modelPath: config.modelPath,
+    slots: config.slots,
+    contextSize: config.contextSize,
+    kvType: config.kvType,
+    binary: config.binary,
+    ...(config.threads ? { threads: config.threads } : {}),
+  });
+  let blocks: BlockService | undefined;
+  try {
+    blocks = await BlockService.open({ engine, dataDir: config.dataDir });
+    const sandbox = config.sandbox
+      ? await SandboxPool.create().catch((err: Error) => {
+          log(`sandbox unavailable, /v1/sandbox/run will answer 503: ${err.message}`);
+          return undefined;
+        })
+      : undefined;
+    const service = createGpuApp({
+      blocks,
+      secret: config.secret,
+      fingerprints: { model: engine.modelFingerprint, engine: engine.engineFingerprint },
+      dataDir: config.dataDir,
+      limits: config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {},
+      log,
+      ...(sandbox ? { sandbox } : {}),
+      ...(config.access ? { access: config.access } : {}),
+      ...(engine.llama.gpu
+        ? {
+            vram: async () => {
+              const v = await engine.llama.getVramState();
+              return { usedBytes: v.used, totalBytes: v.total };
+            },
+          }
+        : {}),
+    });
+    const server = createAdaptorServer({ fetch: service.app.fetch });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const address = server.address() as AddressInfo;
+    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+    const openBlocks = blocks;
+    let stopping: Promise<void> | undefined;
+    return {
+      url: `http://${host}:${address.port}`,
+      engine,
+      blocks: openBlocks,
+      service,
+      stop: () => {
+        stopping ??= (async () => {
+          service.drain();
+          if (!(await service.waitIdle(config.drainTimeoutMs))) {
+            log(
+              `drain: ${service.inFlight} requests still running after ${config.drainTimeoutMs} ms; aborting them`,
+            );
+            service.abortAll();
+            await service.waitIdle(5_000);
+          }
+          await new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            if ("closeAllConnections" in server) server.closeAllConnections();
+          });
+          await service.close();
+          await openBlocks.close();
+          await engine.dispose();
+        })();
+        return stopping;
+      },
+    };
+  } catch (err) {
+    await blocks?.close().catch(() => undefined);
+    await engine.dispose();
+    throw err;
+  }
+}
