@@ -14,7 +14,7 @@ import { parseFlags, printJson, UsageError } from "../cli/args.js";
 import { createApp } from "./app.js";
 import { type EdgeConfig, processEnv, readEdgeConfig, readListenConfig } from "./config.js";
 import { type Database, migrateDatabase, openDatabase } from "./db/client.js";
-import { createFetchGpuClient, type GpuClient } from "./gpu.js";
+import { createEdgeGpuClient, type GpuClient } from "./gpu.js";
 import { type AppEnv, consoleLogger, type Logger } from "./http.js";
 import { ensureAdminKey } from "./keys.service.js";
 import { createLocalRateLimiter } from "./rate-limit.js";
@@ -72,7 +72,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     const admin = await ensureAdminKey(database.db, config.adminKey);
     const gpu =
       options.gpu ??
-      createFetchGpuClient({
+      createEdgeGpuClient({
         baseUrl: config.gpu.url,
         secret: config.gpu.secret,
         timeoutMs: config.gpu.timeoutMs,

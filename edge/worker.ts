@@ -9,7 +9,7 @@ import type { Hono } from "hono";
 import { createApp } from "./app.js";
 import { ConfigError, rateLimitBinding, readEdgeConfig } from "./config.js";
 import { databaseFromClient } from "./db/database.js";
-import { createFetchGpuClient } from "./gpu.js";
+import { createEdgeGpuClient } from "./gpu.js";
 import { type AppEnv, consoleLogger } from "./http.js";
 import { ensureAdminKey } from "./keys.service.js";
 import { createLocalRateLimiter, workersRateLimiter } from "./rate-limit.js";
@@ -33,7 +33,7 @@ function build(env: Record<string, unknown>): Built {
   const rateLimiter = binding
     ? workersRateLimiter(binding, config.rateLimit.periodS)
     : createLocalRateLimiter({ limit: config.rateLimit.limit, windowS: config.rateLimit.periodS });
-  const gpu = createFetchGpuClient({
+  const gpu = createEdgeGpuClient({
     baseUrl: config.gpu.url,
     secret: config.gpu.secret,
     timeoutMs: config.gpu.timeoutMs,
