@@ -4,6 +4,7 @@
 #   bash scripts/gpu-round.sh verify      # 1b preset: kvgraft verify --trials 10 --tokens 5977
 #   bash scripts/gpu-round.sh graft f16   # 12b preset: kvgraft bench graft, f16 KV
 #   bash scripts/gpu-round.sh graft q8_0  # 12b preset: kvgraft bench graft, q8_0 KV
+#   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
 set -euo pipefail
 out=${OUT:-$PWD/out}
 mkdir -p "$out" /root/models
@@ -23,6 +24,9 @@ case "${1:-}" in
     kv=${2:-f16}
     $cli bench graft --model "$(model 12b)" --lengths 748,5977,11994 --kv "$kv" --runs 5 --json 2>"$out/graft-12b-$kv.log" | tee "$out/graft-12b-$kv.txt"
     tail -n 1 "$out/graft-12b-$kv.txt" > "$out/graft-12b-$kv.json" ;;
-  *) echo "usage: gpu-round.sh verify | graft f16|q8_0" >&2; exit 2 ;;
+  http)
+    $cli bench http --model "$(model 1b)" --runs 20 --json 2>"$out/http-1b.log" | tee "$out/http-1b.txt"
+    tail -n 1 "$out/http-1b.txt" > "$out/http-1b.json" ;;
+  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | http" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$out/gpu.txt" || true
