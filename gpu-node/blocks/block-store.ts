@@ -94,8 +94,11 @@ export class BlockStore {
           await store.quarantine(name, "manifest without state");
           continue;
         }
+        // A manifest that is not even JSON (torn, damaged) is invalid too, not fatal to start-up.
         const parsed = blockManifestSchema.safeParse(
-          JSON.parse(await readFile(join(store.blocksDir, name), "utf8")),
+          await readFile(join(store.blocksDir, name), "utf8")
+            .then(JSON.parse)
+            .catch(() => undefined),
         );
         if (!parsed.success || parsed.data.sha256 !== sha) {
           await store.quarantine(name, "invalid manifest");
