@@ -10,6 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import fc from "fast-check";
+import { Hono } from "hono";
+import { Jwt } from "hono/utils/jwt";
+import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { Engine } from "../gpu-node/engine/engine.js";
@@ -382,19 +385,12 @@ describe("blocks over HTTP", () => {
 });
 
 describe("deadlines, cancellation and backpressure", () => {
-  it("turns a deadline that passes before any output into 504", async () => {
-    const err = await client.generate({ prompt: "Once upon a time", maxTokens: 400 }, { deadlineMs: 1 }).then(
-      (r) => r,
-      (e: unknown) => e,
-    );
-    if (err instanceof GpuError) {
-      expect(err.status).toBe(504);
-      expect(err.code).toBe("deadline_exceeded");
-    } else {
-      // The first tokens beat the timer: the result is cut short, not failed.
-      expect((err as { finishReason: string }).finishReason).toBe("aborted");
-    }
-    await until(() => gpu.queue.depth === 0, 5000);
+  it("cuts a generation short at its deadline", async () => {
+    const result = await client.generate({ prompt: "Once upon a time", maxTokens: 400 }, { deadlineMs: 100 });
+    // Decoding checks the deadline after each token, so the first one always comes out.
+    expect(result.finishReason).toBe("aborted");
+    expect(result.tokensOut).toBeGreaterThan(0);
+    expect(result.tokensOut).toBeLessThan(400);
   });
 
   it("stops a generation whose client disconnects", async () => {
@@ -446,6 +442,13 @@ describe("deadlines, cancellation and backpressure", () => {
         )
         .catch((e: unknown) => e);
       await first;
+      // A deadline that passes in the queue: 504, and the job never runs.
+      const late = await c
+        .generate({ prompt: "too slow", maxTokens: 2 }, { deadlineMs: 150 })
+        .catch((e: unknown) => e);
+      expect((late as GpuError).status).toBe(504);
+      expect((late as GpuError).code).toBe("deadline_exceeded");
+      expect(small.queue.depth).toBe(1);
       const waiting = c.generate({ prompt: "I wait", maxTokens: 2 });
       await until(() => small.queue.depth === 2, 5000);
       const refused = await c.generate({ prompt: "no room", maxTokens: 2 }).catch((e: unknown) => e);
@@ -567,5 +570,100 @@ describe("sandbox and metrics", () => {
     expect(metricValue(text, "kvgraft_queue_depth")).toBe(0);
     expect(metricValue(text, "kvgraft_queue_capacity")).toBe(6);
     expect(metricValue(text, "kvgraft_queue_rejected_total")).toBe(0);
+  });
+});
+
+describe("Cloudflare Access", () => {
+  const AUD = "kvgraft-test-aud";
+  let jwks: { url: string; close: () => Promise<void> };
+  let access: GpuApp;
+  let accessServer: { url: string; close: () => Promise<void> };
+  let privateKey: HonoJsonWebKey;
+  let impostorKey: HonoJsonWebKey;
+
+  async function keyPair(kid: string) {
+    const pair = await crypto.subtle.generateKey(
+      {
+        name: "RSASSA-PKCS1-v1_5",
+        modulusLength: 2048,
+        publicExponent: new Uint8Array([1, 0, 1]),
+        hash: "SHA-256",
+      },
+      true,
+      ["sign", "verify"],
+    );
+    return {
+      privateJwk: {
+        ...(await crypto.subtle.exportKey("jwk", pair.privateKey)),
+        kid,
+        alg: "RS256",
+      } as HonoJsonWebKey,
+      publicJwk: { ...(await crypto.subtle.exportKey("jwk", pair.publicKey)), kid, alg: "RS256", use: "sig" },
+    };
+  }
+
+  const token = (key: typeof privateKey, claims: Record<string, unknown> = {}) => {
+    const now = Math.floor(Date.now() / 1000);
+    return Jwt.sign({ aud: [AUD], iss: jwks.url, iat: now, exp: now + 300, sub: "edge", ...claims }, key);
+  };
+
+  beforeAll(async () => {
+    const real = await keyPair("key-1");
+    privateKey = real.privateJwk;
+    impostorKey = (await keyPair("key-1")).privateJwk;
+    const keysApp = new Hono();
+    keysApp.get("/cdn-cgi/access/certs", (c) => c.json({ keys: [real.publicJwk] }));
+    jwks = await listen(keysApp as unknown as GpuApp["app"]);
+    access = createGpuApp(appOptions({ access: { audience: AUD, teamDomain: jwks.url } }));
+    accessServer = await listen(access.app);
+  });
+
+  afterAll(async () => {
+    await accessServer?.close();
+    await jwks?.close();
+  });
+
+  const call = (jwt?: string) =>
+    rawSigned(accessServer.url, {
+      path: gpuPaths.blocks,
+      headers: jwt === undefined ? {} : { "cf-access-jwt-assertion": jwt },
+    });
+
+  it("needs a valid Access token for this audience and team besides the signature", async () => {
+    expect((await fetch(`${accessServer.url}/health`)).status).toBe(200);
+    const ok = await call(await token(privateKey));
+    expect(ok.status).toBe(200);
+
+    const now = Math.floor(Date.now() / 1000);
+    const cases: [string, string | undefined][] = [
+      ["access_token_missing", undefined],
+      ["access_token_invalid", "not.a.jwt"],
+      ["access_token_invalid", await token(privateKey, { aud: ["another-app"] })],
+      ["access_token_invalid", await token(privateKey, { iss: "https://evil.cloudflareaccess.com" })],
+      ["access_token_invalid", await token(privateKey, { exp: now - 10 })],
+      ["access_token_invalid", await token(impostorKey)],
+    ];
+    for (const [code, jwt] of cases) {
+      const res = await call(jwt);
+      expect(res.status, code).toBe(401);
+      expect(await errorCode(res)).toBe(code);
+    }
+    // A valid token does not replace the signature.
+    const unsigned = await fetch(`${accessServer.url}${gpuPaths.blocks}`, {
+      headers: { "cf-access-jwt-assertion": await token(privateKey) },
+    });
+    expect(unsigned.status).toBe(401);
+    expect(await errorCode(unsigned)).toBe("signature_missing");
+  });
+
+  it("answers 503 while the team's keys cannot be fetched", async () => {
+    const closed = await listen(new Hono() as unknown as GpuApp["app"]);
+    await closed.close();
+    const orphan = createGpuApp(appOptions({ access: { audience: AUD, teamDomain: closed.url } }));
+    const res = await orphan.app.request(gpuPaths.blocks, {
+      headers: { "cf-access-jwt-assertion": await token(privateKey) },
+    });
+    expect(res.status).toBe(503);
+    expect(await errorCode(res)).toBe("access_keys_unavailable");
   });
 });

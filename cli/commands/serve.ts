@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { readGpuEnv } from "../../gpu-node/config.js";
 import { type GpuNodeConfig, gpuNodeConfigSchema, startGpuNode } from "../../gpu-node/server/node.js";
@@ -80,6 +81,8 @@ async function serveGpu(argv: string[]): Promise<number> {
           }
         : {}),
     };
+    if (!input.modelPath) throw new UsageError("--model FILE (or MODEL_PATH) is required");
+    if (!existsSync(input.modelPath)) throw new UsageError(`model file not found: ${input.modelPath}`);
     const parsed = gpuNodeConfigSchema.safeParse(input);
     if (!parsed.success)
       throw new UsageError(
