@@ -87,7 +87,11 @@ export class BlockService implements Blocks {
 
   /** Deposits text as a block: prefill, save, verify in another slot, then store. */
   deposit(text: string): Promise<BlockManifest> {
-    const tokens = this.engine.tokenize(text);
+    return this.depositTokens(this.engine.tokenize(text), text);
+  }
+
+  /** Deposits exact token ids (benchmarks build libraries of exact lengths this way). */
+  depositTokens(tokens: Token[], text = this.engine.model.detokenize(tokens)): Promise<BlockManifest> {
     if (tokens.length + 1 > this.engine.options.contextSize)
       throw badRequest(
         "block_too_long",
@@ -156,7 +160,7 @@ export class BlockService implements Blocks {
   async graft(
     blockId: string,
     query: string,
-    options: GenerationOptions & { acceptEngineMismatch?: true },
+    options: GenerationOptions & { acceptEngineMismatch?: true; verifyProbe?: boolean },
   ): Promise<GenerationResult> {
     const started = performance.now();
     const manifest = this.store.get(blockId);

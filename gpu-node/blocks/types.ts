@@ -50,7 +50,11 @@ export interface Blocks {
   graft(
     blockId: string,
     query: string,
-    options: GenerationOptions & { acceptEngineMismatch?: true },
+    options: GenerationOptions & {
+      acceptEngineMismatch?: true;
+      /** Check the block's probe hash after the restore (one extra decode step), as a proof of exactness. */
+      verifyProbe?: boolean;
+    },
   ): Promise<GenerationResult>;
   generate(prompt: string, options: GenerationOptions): Promise<GenerationResult>;
   prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier>;
