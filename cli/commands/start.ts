@@ -85,6 +85,8 @@ export default async function start(argv: string[]): Promise<number> {
 
   // 2. The GPU node, as a child process through the same entry as this one.
   const secret = env.KVGRAFT_GPU_SECRET ?? randomBytes(32).toString("hex");
+  // The model goes by --model; an empty MODEL_PATH would fail the node's own validation.
+  const { MODEL_PATH: _model, ...childEnv } = env;
   const entry = process.argv[1];
   if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
   say(`starting the GPU node on port ${gpuPort} ...`);
@@ -105,7 +107,11 @@ export default async function start(argv: string[]): Promise<number> {
     ],
     // Its own process group: a terminal's Ctrl-C reaches only this process, which then sends the
     // child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
-    { env: { ...env, KVGRAFT_GPU_SECRET: secret }, stdio: ["ignore", "pipe", "inherit"], detached: true },
+    {
+      env: { ...childEnv, KVGRAFT_GPU_SECRET: secret },
+      stdio: ["ignore", "pipe", "inherit"],
+      detached: true,
+    },
   );
   const killOnExit = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
