@@ -4,6 +4,8 @@
 #   bash scripts/gpu-round.sh verify      # 1b preset: kvgraft verify --trials 10 --tokens 5977
 #   bash scripts/gpu-round.sh graft f16   # 12b preset: kvgraft bench graft, f16 KV
 #   bash scripts/gpu-round.sh graft q8_0  # 12b preset: kvgraft bench graft, q8_0 KV
+#   bash scripts/gpu-round.sh library     # 1b-compact-kv: kvgraft bench library, 88 x 32,768 tokens, 7 depths
+#   bash scripts/gpu-round.sh energy      # 12b preset: recompute vs hot vs warm energy at 11,994 tokens
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
 set -euo pipefail
 out=${OUT:-$PWD/out}
@@ -24,9 +26,19 @@ case "${1:-}" in
     kv=${2:-f16}
     $cli bench graft --model "$(model 12b)" --lengths 748,5977,11994 --kv "$kv" --runs 5 --json 2>"$out/graft-12b-$kv.log" | tee "$out/graft-12b-$kv.txt"
     tail -n 1 "$out/graft-12b-$kv.txt" > "$out/graft-12b-$kv.json" ;;
+  library)
+    # 1b-compact-kv: one KV head of 64, q8_0 KV: ~2.2 KB of state per token.
+    $cli bench library --model "$(model 1b-compact-kv)" --blocks 88 --block-tokens 32768 \
+      --depths 0,470000,940000,1410000,1880000,2350000,2883583 --accesses 3 --kv q8_0 \
+      --data-dir /root/library --json 2>"$out/library.log" | tee "$out/library.txt"
+    tail -n 1 "$out/library.txt" > "$out/library.json" ;;
+  energy)
+    $cli bench graft --model "$(model 12b)" --lengths 11994 --kv f16 --runs 3 --energy-seconds 20 --json \
+      2>"$out/energy-12b.log" | tee "$out/energy-12b.txt"
+    tail -n 1 "$out/energy-12b.txt" > "$out/energy-12b.json" ;;
   http)
     $cli bench http --model "$(model 1b)" --runs 20 --json 2>"$out/http-1b.log" | tee "$out/http-1b.txt"
     tail -n 1 "$out/http-1b.txt" > "$out/http-1b.json" ;;
-  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | http" >&2; exit 2 ;;
+  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | library | energy | http" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$out/gpu.txt" || true

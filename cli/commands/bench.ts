@@ -1,16 +1,24 @@
 import { benchGraft, graftBenchTable } from "../../gpu-node/bench/graft-bench.js";
 import { benchHttpOverhead } from "../../gpu-node/bench/http-overhead.js";
+import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
 import { readGpuEnv } from "../../gpu-node/config.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
 import { intFlag, intListFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]
-         [--data-dir DIR] [--json]
+         [--data-dir DIR] [--energy-seconds S] [--json]
+       kvgraft bench library --model FILE --blocks N --block-tokens T --depths d1,d2,... [--accesses 3]
+         [--kv q8_0] [--data-dir DIR] [--json]
        kvgraft bench http --model FILE [--runs 10] [--context 4096] [--json]
 
 bench graft: recompute (prefill + 1 token) vs hot graft, warm restore (RAM) and cold restore (disk,
 hash-checked, page cache dropped where permitted), medians after a warm-up, probability hashes
 compared on every path.
+--energy-seconds S repeats recompute, hot and warm requests for S seconds each while sampling GPU
+power with nvidia-smi every 50 ms, and reports Wh per request.
+bench library: deposits N blocks of T tokens (resumable in --data-dir), then accesses blocks at the
+given token depths in random order, cold (page cache dropped) and warm (RAM tier), each access
+checking the probe hash; per-depth median and p95, bytes on disk, VRAM baseline and peak.
 bench http: the same deposit and hot graft in-process and over loopback HTTP (signed GPU node):
 output hashes compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.`;
 
@@ -22,13 +30,16 @@ export default async function bench(argv: string[]): Promise<number> {
     return which ? 0 : 2;
   }
   if (which === "http") return benchHttp(rest);
-  if (which !== "graft") throw new UsageError(`unknown benchmark '${which}' (available: graft, http)`);
+  if (which === "library") return benchLibraryCommand(rest);
+  if (which !== "graft")
+    throw new UsageError(`unknown benchmark '${which}' (available: graft, library, http)`);
   const flags = parseFlags(rest, {
     model: { type: "string" },
     lengths: { type: "string" },
     kv: { type: "string", default: "f16" },
     runs: { type: "string" },
     "data-dir": { type: "string" },
+    "energy-seconds": { type: "string" },
     json: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   });
@@ -46,6 +57,7 @@ export default async function bench(argv: string[]): Promise<number> {
     lengths,
     kvTypes,
     runs: intFlag(flags.runs, "runs", 5),
+    energySeconds: intFlag(flags["energy-seconds"], "energy-seconds", 0, 0),
     engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
     ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
     log: (line) => process.stderr.write(`${line}\n`),
@@ -75,4 +87,52 @@ async function benchHttp(argv: string[]): Promise<number> {
   );
   if (flags.json) printJson(result);
   return result.hashesEqual ? 0 : 1;
+}
+
+async function benchLibraryCommand(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    model: { type: "string" },
+    blocks: { type: "string" },
+    "block-tokens": { type: "string" },
+    depths: { type: "string" },
+    accesses: { type: "string" },
+    kv: { type: "string", default: "q8_0" },
+    "data-dir": { type: "string", default: ".data/bench-library" },
+    json: { type: "boolean", default: false },
+  });
+  if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
+  const blocks = intFlag(flags.blocks, "blocks", 8);
+  const blockTokens = intFlag(flags["block-tokens"], "block-tokens", 1024);
+  const depths = intListFlag(flags.depths, "depths", [
+    0,
+    Math.floor((blocks * blockTokens) / 2),
+    blocks * blockTokens - 1,
+  ]);
+  if (depths.some((d) => d >= blocks * blockTokens))
+    throw new UsageError(`every depth must be below the library's ${blocks * blockTokens} tokens`);
+  const env = readGpuEnv();
+  const result = await benchLibrary({
+    modelPath: requireFlag(flags.model, "model"),
+    blocks,
+    blockTokens,
+    depths,
+    accesses: intFlag(flags.accesses, "accesses", 3),
+    kv: flags.kv,
+    dataDir: String(flags["data-dir"]),
+    engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(
+    `library: ${result.blocks} blocks, ${result.libraryTokens.toLocaleString("en-US")} tokens, ${(result.bytesOnDisk / 1e9).toFixed(2)} GB on disk\n` +
+      "| depth | block | cold median ms | cold p95 ms | warm median ms | warm p95 ms |\n|---:|---:|---:|---:|---:|---:|\n" +
+      result.depths
+        .map(
+          (d) =>
+            `| ${d.depth} | ${d.block} | ${d.coldMedianMs.toFixed(1)} | ${d.coldP95Ms.toFixed(1)} | ${d.warmMedianMs.toFixed(1)} | ${d.warmP95Ms.toFixed(1)} |`,
+        )
+        .join("\n") +
+      "\n",
+  );
+  if (flags.json) printJson(result);
+  return result.allProbesEqual ? 0 : 1;
 }

@@ -6,7 +6,7 @@
  */
 
 import { existsSync } from "node:fs";
-import { copyFile, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
@@ -16,6 +16,8 @@ import { evaluateProbe } from "../engine/probe.js";
 import { loadSequenceState } from "../engine/state.js";
 import { Xoshiro128 } from "../synth/random.js";
 import { quantile, randomTokens } from "../verify.js";
+import { dropPageCache } from "./page-cache.js";
+import { startPowerSampler } from "./power.js";
 
 export interface GraftBenchOptions {
   modelPath: string;
@@ -24,7 +26,18 @@ export interface GraftBenchOptions {
   runs: number;
   engine: Pick<EngineOptions, "binary" | "threads" | "flashAttention" | "batchSize">;
   dataDir?: string;
+  /** Seconds of repeated requests per path while GPU power is sampled (0: no energy figures). */
+  energySeconds?: number;
   log: (line: string) => void;
+}
+
+/** Energy per request of one path, from power sampling over repeated requests. */
+export interface EnergyFigure {
+  requests: number;
+  seconds: number;
+  meanWatts: number;
+  whPerRequest: number;
+  sampleIntervalMs: number;
 }
 
 export interface GraftBenchRow {
@@ -43,19 +56,38 @@ export interface GraftBenchRow {
   coldSpeedup: number;
   hashesEqual: boolean;
   peakVramBytes: number | null;
+  energy?: { idleWatts: number; recompute: EnergyFigure; hot: EnergyFigure; warm: EnergyFigure };
+}
+
+/** Repeats `request` for at least `seconds` while sampling power; null without nvidia-smi. */
+async function measureEnergy(seconds: number, request: () => Promise<unknown>): Promise<EnergyFigure | null> {
+  const sampler = startPowerSampler(50);
+  if (!sampler) return null;
+  const started = performance.now();
+  let requests = 0;
+  while (performance.now() - started < seconds * 1000) {
+    await request();
+    requests++;
+  }
+  const reading = sampler.stop();
+  return {
+    requests,
+    seconds: reading.seconds,
+    meanWatts: reading.meanWatts,
+    whPerRequest: reading.joules / 3600 / requests,
+    sampleIntervalMs: reading.intervalMs,
+  };
+}
+
+/** Mean idle power over `seconds`, or null without nvidia-smi. */
+async function idleWatts(seconds: number): Promise<number | null> {
+  const sampler = startPowerSampler(50);
+  if (!sampler) return null;
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  return sampler.stop().meanWatts;
 }
 
 const median = (xs: number[]) => quantile(xs, 0.5);
-
-/** Drops the page cache so the next read comes from disk; false where not permitted. */
-async function dropPageCache(): Promise<boolean> {
-  try {
-    await writeFile("/proc/sys/vm/drop_caches", "3\n");
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Runs the benchmark and returns one row per (length, KV type). */
 export async function benchGraft(
@@ -175,6 +207,26 @@ export async function benchGraft(
             hashesEqual: hashes.size === 1,
             peakVramBytes: engine.llama.gpu === false ? null : peakVram,
           };
+          if (o.energySeconds) {
+            const ramPath = join(ramDir, `${sha}.state`);
+            const idle = await idleWatts(2);
+            const recompute = await measureEnergy(o.energySeconds, async () => {
+              await a.clearHistory();
+              await a.evaluateWithoutGeneratingNewTokens(tokens);
+              await evaluateProbe(a, probe, engine.vocabSize);
+            });
+            const hot = await measureEnergy(o.energySeconds, async () => {
+              await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
+              await evaluateProbe(a, probe, engine.vocabSize);
+            });
+            const warm = await measureEnergy(o.energySeconds, async () => {
+              await loadSequenceState(b, ramPath);
+              await evaluateProbe(b, probe, engine.vocabSize);
+            });
+            if (idle !== null && recompute && hot && warm)
+              row.energy = { idleWatts: idle, recompute, hot, warm };
+            await b.clearHistory();
+          }
           rows.push(row);
           o.log(
             `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +

@@ -1,0 +1,166 @@
+/**
+ * `bench library`: deposit N blocks of T tokens (resumable: an index of deposited blocks is kept
+ * in the data folder), then access blocks at given depths of the library in random order, cold
+ * (page cache dropped, from disk, hash-checked) and warm (from the RAM tier), each access
+ * verifying the block's probe hash after the restore and evaluating a short query.
+ */
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { BlockService } from "../blocks/block-service.js";
+import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
+import { Xoshiro128 } from "../synth/random.js";
+import { quantile, randomTokens } from "../verify.js";
+import { dropPageCache } from "./page-cache.js";
+
+export interface LibraryBenchOptions {
+  modelPath: string;
+  blocks: number;
+  blockTokens: number;
+  depths: number[];
+  accesses: number;
+  kv: KvType;
+  dataDir: string;
+  engine: Pick<EngineOptions, "binary" | "threads">;
+  log: (line: string) => void;
+}
+
+export interface DepthResult {
+  depth: number;
+  block: number;
+  coldMedianMs: number;
+  coldP95Ms: number;
+  warmMedianMs: number;
+  warmP95Ms: number;
+  probeChecks: number;
+}
+
+export interface LibraryBenchResult {
+  blocks: number;
+  blockTokens: number;
+  libraryTokens: number;
+  bytesOnDisk: number;
+  depositSeconds: number;
+  resumedBlocks: number;
+  depths: DepthResult[];
+  allProbesEqual: boolean;
+  cacheDropped: boolean;
+  vramBaselineBytes: number | null;
+  vramPeakBytes: number | null;
+  model: unknown;
+  engine: unknown;
+}
+
+const QUERY = " Question: continue. Answer:";
+
+/** Deposits (or resumes) the library and measures access time by depth. */
+export async function benchLibrary(o: LibraryBenchOptions): Promise<LibraryBenchResult> {
+  await mkdir(o.dataDir, { recursive: true });
+  const engine = await Engine.open({
+    ...o.engine,
+    modelPath: o.modelPath,
+    slots: 2,
+    contextSize: o.blockTokens + 64,
+    kvType: o.kv,
+  });
+  const vram = async () => (engine.llama.gpu === false ? null : (await engine.llama.getVramState()).used);
+  const vramBaseline = await vram();
+  let vramPeak = vramBaseline;
+  const sampleVram = async () => {
+    const v = await vram();
+    if (v !== null) vramPeak = Math.max(vramPeak ?? 0, v);
+  };
+  const blocks = await BlockService.open({ engine, dataDir: o.dataDir, warmBudgetBytes: 8 * 2 ** 30 });
+  try {
+    const indexPath = join(o.dataDir, "library-index.json");
+    const index: string[] = existsSync(indexPath)
+      ? (JSON.parse(await readFile(indexPath, "utf8")) as string[])
+      : [];
+    const resumed = index.filter((sha) => blocks.store.has(sha)).length;
+    const started = performance.now();
+    for (let i = 0; i < o.blocks; i++) {
+      if (index[i] && blocks.store.has(index[i] as string)) continue;
+      const tokens = randomTokens(
+        new Xoshiro128(`library-${o.blockTokens}-${i}`),
+        o.blockTokens,
+        engine.vocabSize,
+      );
+      const manifest = await blocks.depositTokens(tokens, `library block ${i} of ${o.blockTokens} tokens`);
+      index[i] = manifest.sha256;
+      await writeFile(`${indexPath}.tmp`, JSON.stringify(index));
+      await rename(`${indexPath}.tmp`, indexPath);
+      const done = i + 1;
+      const elapsed = (performance.now() - started) / 1000;
+      o.log(
+        `deposited ${done}/${o.blocks} (${(done * o.blockTokens).toLocaleString("en-US")} tokens, ${elapsed.toFixed(0)} s, ` +
+          `~${((elapsed / Math.max(1, done - resumed)) * (o.blocks - done)).toFixed(0)} s left)`,
+      );
+      await sampleVram();
+    }
+    const depositSeconds = (performance.now() - started) / 1000;
+    const rng = new Xoshiro128("library-access-order");
+    const plan = o.depths.flatMap((depth) => Array.from({ length: o.accesses }, () => depth));
+    for (let i = plan.length - 1; i > 0; i--) {
+      const j = rng.next() % (i + 1);
+      [plan[i], plan[j]] = [plan[j] as number, plan[i] as number];
+    }
+    const times = new Map<number, { cold: number[]; warm: number[] }>();
+    let probeChecks = 0;
+    let cacheDropped = true;
+    const blockAt = (depth: number) => Math.min(o.blocks - 1, Math.floor(depth / o.blockTokens));
+    for (const depth of plan) {
+      const sha = index[blockAt(depth)] as string;
+      const entry = times.get(depth) ?? { cold: [], warm: [] };
+      times.set(depth, entry);
+      // Cold: nothing resident, nothing in RAM, page cache dropped.
+      blocks.pool.evict(sha);
+      await blocks.warm.remove(sha);
+      cacheDropped &&= await dropPageCache();
+      let t = performance.now();
+      const cold = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
+      entry.cold.push(performance.now() - t);
+      if (cold.tier !== "cold") throw new Error(`expected a cold access, got ${cold.tier}`);
+      // Warm: the RAM copy, not the slot.
+      await blocks.prefetch(sha, "warm");
+      blocks.pool.evict(sha);
+      t = performance.now();
+      const warm = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
+      entry.warm.push(performance.now() - t);
+      if (warm.tier !== "warm") throw new Error(`expected a warm access, got ${warm.tier}`);
+      probeChecks += 2;
+      await blocks.warm.remove(sha);
+      await sampleVram();
+    }
+    const depths = o.depths.map((depth) => {
+      const e = times.get(depth) ?? { cold: [], warm: [] };
+      return {
+        depth,
+        block: blockAt(depth),
+        coldMedianMs: quantile(e.cold, 0.5),
+        coldP95Ms: quantile(e.cold, 0.95),
+        warmMedianMs: quantile(e.warm, 0.5),
+        warmP95Ms: quantile(e.warm, 0.95),
+        probeChecks: e.cold.length + e.warm.length,
+      };
+    });
+    return {
+      blocks: o.blocks,
+      blockTokens: o.blockTokens,
+      libraryTokens: o.blocks * o.blockTokens,
+      bytesOnDisk: blocks.store.diskUsage(),
+      depositSeconds,
+      resumedBlocks: resumed,
+      depths,
+      // graft with verifyProbe throws probe_mismatch on any difference, so reaching here means equal.
+      allProbesEqual: probeChecks === plan.length * 2,
+      cacheDropped,
+      vramBaselineBytes: vramBaseline,
+      vramPeakBytes: vramPeak,
+      model: engine.modelFingerprint,
+      engine: engine.engineFingerprint,
+    };
+  } finally {
+    await blocks.close();
+    await engine.dispose();
+  }
+}
