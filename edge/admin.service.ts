@@ -6,7 +6,7 @@ import { and, desc, eq } from "drizzle-orm";
 import { DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
-import { type BlockManifest, gpuPaths, LIMITS } from "../shared/protocol.js";
+import { type BlockManifest, CHUNK_SHA256_HEADER, gpuPaths, LIMITS } from "../shared/protocol.js";
 import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
 import { blocks, problems } from "./db/schema.js";
 import type { GpuClient, SandboxRunResult } from "./gpu.js";
@@ -212,7 +212,7 @@ export async function issueUploadGrant(
     steps: [
       `Send 'Authorization: KvgraftUpload <grant>' on every request to the GPU node below; the grant is good for this one block until ${new Date(exp * 1000).toISOString()}.`,
       `${endpoints.start} with JSON {"manifest": <the block's manifest>, "sizeBytes": ${input.sizeBytes}, "chunkBytes": <at most ${LIMITS.importChunkBytes}>}; manifest.sha256 must be ${input.sha256}. The answer holds the importId.`,
-      `${endpoints.chunk} for index 0, 1, ... with the raw bytes of each chunk (application/octet-stream).`,
+      `${endpoints.chunk} for index 0, 1, ... with the raw bytes of each chunk (application/octet-stream) and the header '${CHUNK_SHA256_HEADER}: <hex SHA-256 of the chunk>'.`,
       `${endpoints.commit}: the node hash-checks the file, checks its fingerprints and verifies the probe.`,
       `${endpoints.register} on this edge with {"problemId": "${input.problemId}", "sha256": "${input.sha256}"} to make the block routable.`,
     ],

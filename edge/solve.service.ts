@@ -5,10 +5,11 @@
  * node's sandbox (`transfer`), else that problem's ready block is grafted and the model answers
  * after it (`graft`); with no template match the model answers alone (`model`), or nothing does
  * (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
- * flywheel.
+ * flywheel. A solve that fails (GPU node down, say) is logged with source "error".
  */
 import { and, desc, eq } from "drizzle-orm";
 import { extractAnswer } from "../shared/answers.js";
+import { DomainError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import type { GenerationResult } from "../shared/protocol.js";
@@ -47,7 +48,22 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
     deps.config.limits.solveMaxTokens,
   );
 
-  const outcome = await route(deps, req, normalized, fingerprint, maxTokens);
+  let outcome: Outcome;
+  try {
+    outcome = await route(deps, req, normalized, fingerprint, maxTokens);
+  } catch (err) {
+    // A failed solve is logged too (source "error"), then answered by the error handler.
+    await logQuery(deps.db, {
+      keyId: ctx.keyId,
+      fingerprint,
+      route: { reason: err instanceof DomainError ? err.code : "internal_error" },
+      source: "error",
+      cost: { edgeMs: round(deps.clock.monotonicMs() - ctx.startedMs) },
+      confidence: null,
+      verified: false,
+    }).catch(() => undefined);
+    throw err;
+  }
 
   const edgeMs = round(deps.clock.monotonicMs() - ctx.startedMs - outcome.gpu.ms);
   const cost = {

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { queries } from "../edge/db/schema.js";
 import { addSolution, registerProblem } from "../edge/library.service.js";
 import { type EdgeServer, startEdgeServer } from "../edge/node.js";
 import { verifyUploadGrant } from "../edge/upload-grant.js";
@@ -394,6 +395,8 @@ describe("GPU node failures", () => {
     expect(res.headers.get("retry-after")).toBeTruthy();
     expect((await json(res)).error.code).toBe("gpu_unavailable");
     expect(ms).toBeLessThan(5000);
+    const logged = await e.db.select().from(queries);
+    expect(logged.map((q) => [q.source, q.route])).toEqual([["error", { reason: "gpu_unavailable" }]]);
 
     // a deposit is refused, not accepted unchecked, and stores nothing
     const dep = await call(e, "POST", "/admin/solutions", {

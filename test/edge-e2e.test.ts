@@ -11,9 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGpuClient } from "../gpu-node/gpu-client.js";
 
 const root = join(import.meta.dirname, "..");
 const START_TIMEOUT_MS = 300_000;
+/** Given to `start`, so the test can also talk to the GPU node directly. */
+const GPU_SECRET = "e2e-test-secret-0123456789abcdef";
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by the assertions
 type Json = Record<string, any>;
@@ -38,7 +41,7 @@ function startKvgraft(dataDir: string): Promise<Started> {
     ["--import", "tsx", join(root, "cli", "main.ts"), "start", "--json", "--data-dir", dataDir],
     {
       cwd: root,
-      env: { ...inherited, EDGE_PORT: "0", GPU_PORT: "0" },
+      env: { ...inherited, EDGE_PORT: "0", GPU_PORT: "0", KVGRAFT_GPU_SECRET: GPU_SECRET },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
@@ -205,6 +208,19 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
       mode: "library",
     });
     expect(after.body).toMatchObject({ source: "none", route: { reason: "mode_library_only" } });
+  });
+
+  it("registers a block that reached the GPU node without the edge (POST /admin/blocks)", async () => {
+    const gpu = createGpuClient({ baseUrl: run.summary.gpuUrl, secret: GPU_SECRET, timeoutMs: 60_000 });
+    const manifest = await gpu.deposit("Problem:\nWhat is 40 plus 2?\n\nAnswer: 42\n");
+    const lib = await api("GET", "/v1/library?limit=1");
+    const problemId = lib.body.items[0].problem.id as string;
+    const registered = await api("POST", "/admin/blocks", { problemId, sha256: manifest.sha256 });
+    expect(registered.status).toBe(201);
+    expect(registered.body.block).toMatchObject({ sha256: manifest.sha256, problemId, state: "ready" });
+    const unknown = await api("POST", "/admin/blocks", { problemId, sha256: "e".repeat(64) });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.error.code).toBe("block_not_found");
   });
 
   it("admin deposit rejects programs whose output differs, that crash or that run too long", async () => {
