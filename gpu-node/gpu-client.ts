@@ -25,6 +25,7 @@ import {
   prefetchResultSchema,
   type StreamEvent,
   sandboxRunResultSchema,
+  streamErrorEventSchema,
   streamTokenEventSchema,
   type Tier,
   verifyBlockResultSchema,
@@ -110,7 +111,7 @@ function streamEvent(raw: { event: string; data: unknown }): StreamEvent {
     case "summary":
       return { event: "summary", data: generationResultSchema.parse(raw.data) };
     case "error":
-      return { event: "error", data: errorBodySchema.parse(raw.data) };
+      return { event: "error", data: streamErrorEventSchema.parse(raw.data) };
     default:
       throw new GpuError(502, "gpu_bad_response", `unknown stream event '${raw.event}'`);
   }
@@ -195,7 +196,7 @@ export function createGpuClient(options: GpuClientOptions) {
     for await (const e of events(path, body, opts)) {
       if (e.event === "token") opts.onToken?.(e.data.token, e.data.text);
       else if (e.event === "summary") return e.data;
-      else throw new GpuError(200, e.data.error.code, e.data.error.message, e.data.error.details);
+      else throw new GpuError(e.data.status, e.data.error.code, e.data.error.message, e.data.error.details);
     }
     throw new GpuError(502, "gpu_bad_response", "the stream ended without a summary");
   }

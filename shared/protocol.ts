@@ -221,7 +221,9 @@ export const sandboxRunResultSchema = z.object({
 
 /** Server-sent events of a streamed graft or generation: `token`s, then one `summary` or `error`. */
 export const streamTokenEventSchema = z.object({ token: z.number().int(), text: z.string() });
+/** An error after the stream began: the usual error body plus the HTTP status it would have had. */
+export const streamErrorEventSchema = errorBodySchema.extend({ status: z.number().int() });
 export type StreamEvent =
   | { event: "token"; data: z.infer<typeof streamTokenEventSchema> }
   | { event: "summary"; data: GenerationResult }
-  | { event: "error"; data: z.infer<typeof errorBodySchema> };
+  | { event: "error"; data: z.infer<typeof streamErrorEventSchema> };

@@ -308,6 +308,20 @@ describe("bad input", () => {
           "x-kvgraft-deadline-ms": "soon",
         }),
       ],
+      // A stream that fails before its first event is a plain error response, not a stream.
+      [
+        "block_not_found",
+        404,
+        post(
+          gpuPaths.graft,
+          JSON.stringify({ blockId: "0".repeat(64), query: "q", maxTokens: 1, stream: true }),
+        ),
+      ],
+      [
+        "context_overflow",
+        400,
+        post(gpuPaths.generate, JSON.stringify({ prompt: "q", maxTokens: 1024, stream: true })),
+      ],
       ["invalid_block_id", 400, rawSigned(server.url, { path: gpuPaths.block("xyz") })],
       ["block_not_found", 404, rawSigned(server.url, { path: gpuPaths.block("f".repeat(64)) })],
       ["invalid_request", 400, post(gpuPaths.prefetch(block.sha256), JSON.stringify({ tier: "cold" }))],

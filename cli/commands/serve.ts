@@ -1,7 +1,12 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { readGpuEnv } from "../../gpu-node/config.js";
-import { type GpuNodeConfig, gpuNodeConfigSchema, startGpuNode } from "../../gpu-node/server/node.js";
+import { type GpuEnv, readGpuEnv } from "../../gpu-node/config.js";
+import {
+  gpuNodeConfigSchema,
+  type ResolvedGpuNodeConfig,
+  type RunningGpuNode,
+  startGpuNode,
+} from "../../gpu-node/server/node.js";
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft serve gpu --model FILE [--port 8788] [--host 127.0.0.1] [--data-dir DIR]
@@ -32,6 +37,45 @@ export default async function serve(argv: string[]): Promise<number> {
   throw new UsageError(`expected 'serve gpu' or 'serve edge', got ${target ? `'${target}'` : "nothing"}`);
 }
 
+/** Flags and environment as a validated node configuration; anything wrong is a UsageError (exit 2). */
+function gpuConfig(flags: Record<string, string | boolean | undefined>): ResolvedGpuNodeConfig {
+  let env: GpuEnv;
+  try {
+    env = readGpuEnv();
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const str = (name: string) => (typeof flags[name] === "string" ? (flags[name] as string) : undefined);
+  const modelPath = str("model") ?? env.MODEL_PATH;
+  if (!modelPath) throw new UsageError("--model FILE (or MODEL_PATH) is required");
+  if (!existsSync(modelPath)) throw new UsageError(`model file not found: ${modelPath}`);
+  const int = (name: string, key: string, min: number) =>
+    str(name) === undefined ? {} : { [key]: intFlag(str(name), name, 0, min) };
+  const parsed = gpuNodeConfigSchema.safeParse({
+    modelPath,
+    dataDir: resolve(str("data-dir") ?? ".data/gpu"),
+    secret: env.KVGRAFT_GPU_SECRET,
+    binary: env.KV_LLAMA,
+    sandbox: !flags["no-sandbox"],
+    ...(str("host") !== undefined ? { host: str("host") } : {}),
+    ...(str("kv") !== undefined ? { kvType: str("kv") } : {}),
+    ...int("port", "port", 0),
+    ...int("slots", "slots", 1),
+    ...int("context", "contextSize", 1),
+    ...int("max-waiting", "maxWaiting", 0),
+    ...int("drain-timeout-ms", "drainTimeoutMs", 0),
+    ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
+    ...(env.KVGRAFT_ACCESS_AUD || env.KVGRAFT_ACCESS_TEAM_DOMAIN
+      ? { access: { audience: env.KVGRAFT_ACCESS_AUD, teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN } }
+      : {}),
+  });
+  if (!parsed.success)
+    throw new UsageError(
+      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ")}`,
+    );
+  return parsed.data;
+}
+
 async function serveGpu(argv: string[]): Promise<number> {
   const flags = parseFlags(argv, {
     model: { type: "string" },
@@ -51,50 +95,15 @@ async function serveGpu(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  let config: GpuNodeConfig;
+  const config = gpuConfig(flags);
+  let node: RunningGpuNode;
   try {
-    const env = readGpuEnv();
-    const input: GpuNodeConfig = {
-      modelPath: flags.model ?? env.MODEL_PATH ?? "",
-      dataDir: resolve(flags["data-dir"] ?? ".data/gpu"),
-      secret: env.KVGRAFT_GPU_SECRET as string,
-      binary: env.KV_LLAMA,
-      sandbox: !flags["no-sandbox"],
-      ...(flags.host !== undefined ? { host: flags.host } : {}),
-      ...(flags.port !== undefined ? { port: intFlag(flags.port, "port", 0, 0) } : {}),
-      ...(flags.slots !== undefined ? { slots: intFlag(flags.slots, "slots", 2) } : {}),
-      ...(flags.context !== undefined ? { contextSize: intFlag(flags.context, "context", 4096) } : {}),
-      ...(flags.kv !== undefined ? { kvType: flags.kv as "f16" } : {}),
-      ...(flags["max-waiting"] !== undefined
-        ? { maxWaiting: intFlag(flags["max-waiting"], "max-waiting", 0, 0) }
-        : {}),
-      ...(flags["drain-timeout-ms"] !== undefined
-        ? { drainTimeoutMs: intFlag(flags["drain-timeout-ms"], "drain-timeout-ms", 0, 0) }
-        : {}),
-      ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
-      ...(env.KVGRAFT_ACCESS_AUD || env.KVGRAFT_ACCESS_TEAM_DOMAIN
-        ? {
-            access: {
-              audience: env.KVGRAFT_ACCESS_AUD ?? "",
-              teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN ?? "",
-            },
-          }
-        : {}),
-    };
-    if (!input.modelPath) throw new UsageError("--model FILE (or MODEL_PATH) is required");
-    if (!existsSync(input.modelPath)) throw new UsageError(`model file not found: ${input.modelPath}`);
-    const parsed = gpuNodeConfigSchema.safeParse(input);
-    if (!parsed.success)
-      throw new UsageError(
-        `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ")}`,
-      );
-    config = input;
+    node = await startGpuNode(config);
   } catch (err) {
-    if (err instanceof UsageError) throw err;
-    throw new UsageError((err as Error).message);
+    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+    process.stderr.write(`kvgraft serve gpu: ${config.host}:${config.port} is already in use\n`);
+    return 1;
   }
-
-  const node = await startGpuNode(config);
   process.stdout.write(
     `kvgraft gpu node listening on ${node.url} (model ${node.engine.modelFingerprint.name || config.modelPath})\n`,
   );

@@ -3,6 +3,7 @@
  * Routes are thin (validate, call the block service, return); model work passes an admission
  * queue, carries a deadline, and stops when its client goes away. Errors map to HTTP in one place.
  */
+import { join } from "node:path";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { matchedRoutes } from "hono/route";
@@ -28,9 +29,9 @@ import type { Blocks, GenerationOptions } from "../blocks/types.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type AccessConfig, accessAuth, signatureAuth } from "./auth.js";
 import { ImportSessions, importIdSchema } from "./imports.js";
-import { Counter, Gauge, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
+import { Collector, Counter, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
 import { AdmissionQueue } from "./queue.js";
-import { sseResponse } from "./sse.js";
+import { EventChannel } from "./sse.js";
 
 /** Tunable limits of the HTTP layer; every field has a default. */
 export interface ServerLimits {
@@ -99,11 +100,11 @@ const CHUNK_ROUTE = /^\/v1\/imports\/[^/]+\/chunks\/[^/]+$/;
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
-const blockIdParam = (c: Context) =>
-  sha256Schema.safeParse(c.req.param("id")).data ??
-  (() => {
-    throw badRequest("invalid_block_id", "block ids are lower-case hex SHA-256");
-  })();
+function blockIdParam(c: Context): string {
+  const id = sha256Schema.safeParse(c.req.param("id"));
+  if (!id.success) throw badRequest("invalid_block_id", "block ids are lower-case hex SHA-256");
+  return id.data;
+}
 
 /** Parses a JSON body; an empty body is `{}` so that all-default requests need none. */
 async function readJson(c: Context): Promise<unknown> {
@@ -135,7 +136,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const queue = new AdmissionQueue(limits.concurrency, limits.maxWaiting, limits.retryAfterS);
   const imports = new ImportSessions(
-    `${options.dataDir}/imports`,
+    join(options.dataDir, "imports"),
     {
       maxSessions: limits.maxImports,
       maxBytes: limits.maxImportBytes,
@@ -170,7 +171,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   const snap = () => blocks.snapshot();
   const tiers = ["hot", "warm", "cold"] as const;
   registry.register(
-    new Gauge(
+    new Collector(
       "kvgraft_tier_hits_total",
       "Block restores served by tier.",
       () => tiers.map((tier) => ({ labels: { tier }, value: snap().hits[tier] })),
@@ -178,7 +179,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     ),
   );
   registry.register(
-    new Gauge(
+    new Collector(
       "kvgraft_tier_misses_total",
       "Restores that missed the hot tier.",
       () => [{ value: snap().misses }],
@@ -186,7 +187,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     ),
   );
   registry.register(
-    new Gauge(
+    new Collector(
       "kvgraft_restore_seconds_total",
       "Time spent restoring blocks, by tier.",
       () => tiers.map((tier) => ({ labels: { tier }, value: snap().restoreMsSum[tier] / 1000 })),
@@ -194,7 +195,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     ),
   );
   registry.register(
-    new Gauge(
+    new Collector(
       "kvgraft_restore_bytes_total",
       "Bytes of block state loaded, by tier.",
       () => tiers.map((tier) => ({ labels: { tier }, value: snap().bytesLoaded[tier] })),
@@ -202,7 +203,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     ),
   );
   registry.register(
-    new Gauge("kvgraft_blocks", "Blocks by tier (cold = all stored blocks).", () => {
+    new Collector("kvgraft_blocks", "Blocks by tier (cold = all stored blocks).", () => {
       const s = snap();
       return [
         { labels: { tier: "hot" }, value: s.hot.length },
@@ -212,23 +213,25 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     }),
   );
   registry.register(
-    new Gauge("kvgraft_warm_tier_bytes", "RAM used by the warm tier.", () => [{ value: snap().warmBytes }]),
+    new Collector("kvgraft_warm_tier_bytes", "RAM used by the warm tier.", () => [
+      { value: snap().warmBytes },
+    ]),
   );
   registry.register(
-    new Gauge("kvgraft_slots_busy", "Engine slots in use.", () => [{ value: snap().slots.busy }]),
+    new Collector("kvgraft_slots_busy", "Engine slots in use.", () => [{ value: snap().slots.busy }]),
   );
   registry.register(
-    new Gauge("kvgraft_queue_depth", "Model jobs running or waiting for admission.", () => [
+    new Collector("kvgraft_queue_depth", "Model jobs running or waiting for admission.", () => [
       { value: queue.depth },
     ]),
   );
   registry.register(
-    new Gauge("kvgraft_queue_capacity", "Depth at which model jobs are refused.", () => [
+    new Collector("kvgraft_queue_capacity", "Depth at which model jobs are refused.", () => [
       { value: queue.capacity },
     ]),
   );
   registry.register(
-    new Gauge(
+    new Collector(
       "kvgraft_queue_rejected_total",
       "Model jobs refused with queue_full.",
       () => [{ value: queue.stats.rejected }],
@@ -236,15 +239,17 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     ),
   );
   registry.register(
-    new Gauge("kvgraft_requests_in_flight", "Requests in progress.", () => [{ value: inFlight }]),
+    new Collector("kvgraft_requests_in_flight", "Requests in progress.", () => [{ value: inFlight }]),
   );
   registry.register(
-    new Gauge("kvgraft_imports_open", "Open import sessions.", () => [{ value: imports.count }]),
+    new Collector("kvgraft_imports_open", "Open import sessions.", () => [{ value: imports.count }]),
   );
-  registry.register(new Gauge("kvgraft_draining", "1 while draining.", () => [{ value: draining ? 1 : 0 }]));
+  registry.register(
+    new Collector("kvgraft_draining", "1 while draining.", () => [{ value: draining ? 1 : 0 }]),
+  );
   let vramSample: { usedBytes: number; totalBytes: number } | null = null;
   registry.register(
-    new Gauge("kvgraft_vram_bytes", "GPU memory (when the backend reports it).", () =>
+    new Collector("kvgraft_vram_bytes", "GPU memory (when the backend reports it).", () =>
       vramSample
         ? [
             { labels: { kind: "used" }, value: vramSample.usedBytes },
@@ -258,6 +263,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   interface Work {
     signal: AbortSignal;
     deadline: AbortSignal;
+    client: AbortSignal;
     release: () => void;
   }
 
@@ -278,21 +284,24 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   }
 
   /** Maps an abort to the error its cause deserves; other errors pass through. */
-  function abortError(err: unknown, work: Pick<Work, "deadline">): unknown {
+  function abortError(err: unknown, work: Pick<Work, "deadline" | "client">): unknown {
     if (err instanceof DomainError) return err;
     if (work.deadline.aborted) return deadlineExceeded();
     if (shutdown.signal.aborted) return shuttingDown();
+    // Nobody reads this answer; it only keeps a departed client out of the 5xx counts and logs.
+    if (work.client.aborted) return badRequest("client_closed", "the client closed the connection");
     return err;
   }
 
   async function admit(c: Context<Env>): Promise<Work> {
     if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
     const deadline = AbortSignal.timeout(deadlineMs(c));
-    const signal = AbortSignal.any([deadline, c.var.clientSignal, shutdown.signal]);
+    const client = c.var.clientSignal;
+    const signal = AbortSignal.any([deadline, client, shutdown.signal]);
     try {
-      return { signal, deadline, release: await queue.acquire(signal) };
+      return { signal, deadline, client, release: await queue.acquire(signal) };
     } catch (err) {
-      throw abortError(err, { deadline });
+      throw abortError(err, { deadline, client });
     }
   }
 
@@ -340,23 +349,27 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     }
     const cancel = new AbortController();
     const signal = AbortSignal.any([work.signal, cancel.signal]);
-    return sseResponse(
-      async (send) => {
-        try {
-          const result = await run({
-            signal,
-            onToken: (token, text) => send({ event: "token", data: { token, text } }),
-          });
-          send({ event: "summary", data: finish(result) });
-        } catch (err) {
-          const mapped = abortError(err, work);
-          send({ event: "error", data: errorResponse(mapped, c.var.requestId).body });
-        } finally {
-          work.release();
-        }
-      },
-      () => cancel.abort(new Error("client closed the stream")),
-    );
+    const channel = new EventChannel(() => cancel.abort(new Error("client closed the stream")));
+    const done = (async () => {
+      try {
+        const result = await run({
+          signal,
+          onToken: (token, text) => channel.send({ event: "token", data: { token, text } }),
+        });
+        channel.send({ event: "summary", data: finish(result) });
+      } catch (err) {
+        const mapped = abortError(err, work);
+        // Nothing sent yet: answer with a plain error status instead of a stream.
+        if (!channel.started) throw mapped;
+        const { status, body } = errorResponse(mapped, c.var.requestId);
+        channel.send({ event: "error", data: { ...body, status } });
+      } finally {
+        channel.close();
+        work.release();
+      }
+    })();
+    await Promise.race([channel.firstEvent, done]);
+    return channel.response();
   }
 
   // --- errors ---

@@ -54,10 +54,10 @@ export class Counter implements Metric {
 }
 
 /**
- * A value read at scrape time. `collect` returns the samples, so live state (queue depth, tier
- * counters kept by the block service) is never copied and never stale.
+ * Samples read at scrape time, rendered as a gauge or (for totals kept elsewhere) a counter:
+ * live state such as the queue depth or the block service's tier hits is never copied or stale.
  */
-export class Gauge implements Metric {
+export class Collector implements Metric {
   constructor(
     readonly name: string,
     readonly help: string,

@@ -35,6 +35,7 @@ export const gpuNodeConfigSchema = z
   })
   .strict();
 export type GpuNodeConfig = z.input<typeof gpuNodeConfigSchema>;
+export type ResolvedGpuNodeConfig = z.output<typeof gpuNodeConfigSchema>;
 
 /** A running node. */
 export interface RunningGpuNode {
