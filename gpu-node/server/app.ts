@@ -43,7 +43,7 @@ export interface ServerLimits {
   bodyBytes: number;
   /** Deadline of model work when the request names none. */
   defaultDeadlineMs: number;
-  /** Longest deadline a request may ask for. */
+  /** Longest deadline granted; a request asking for more gets this. */
   maxDeadlineMs: number;
   maxImports: number;
   maxImportBytes: number;
@@ -275,12 +275,10 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     const raw = c.req.header(DEADLINE_HEADER);
     if (raw === undefined) return limits.defaultDeadlineMs;
     const ms = Number(raw);
-    if (!/^\d{1,9}$/.test(raw) || ms < 1 || ms > limits.maxDeadlineMs)
-      throw badRequest(
-        "invalid_deadline",
-        `${DEADLINE_HEADER} must be an integer in [1, ${limits.maxDeadlineMs}]`,
-      );
-    return ms;
+    if (!/^\d{1,12}$/.test(raw) || ms < 1)
+      throw badRequest("invalid_deadline", `${DEADLINE_HEADER} must be a positive integer (milliseconds)`);
+    // A longer budget than the node grants is not an error: the node's limit applies.
+    return Math.min(ms, limits.maxDeadlineMs);
   }
 
   /** Maps an abort to the error its cause deserves; other errors pass through. */
