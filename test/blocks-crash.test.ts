@@ -4,7 +4,7 @@
  * and every leftover accounted for, and at the end every block must still restore exactly.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, watch } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -33,6 +33,8 @@ afterAll(() => {
 interface RunningChild {
   child: ChildProcess;
   committed: string[];
+  /** Resolves once `n` blocks are committed (or the child is gone). */
+  commits: (n: number) => Promise<void>;
   ready: Promise<void>;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stderr: () => string;
@@ -45,6 +47,7 @@ function startChild(options: Record<string, unknown>): RunningChild {
   });
   live.add(child);
   const committed: string[] = [];
+  const waiting: { n: number; resolve: () => void }[] = [];
   let stderr = "";
   child.stderr?.on("data", (d: Buffer) => {
     stderr += d.toString();
@@ -65,8 +68,12 @@ function startChild(options: Record<string, unknown>): RunningChild {
       if (line.startsWith("ready")) resolve();
       const m = /^committed ([0-9a-f]{64}) \d+$/.exec(line);
       if (m) committed.push(m[1] as string);
+      for (const w of waiting) if (committed.length >= w.n) w.resolve();
     });
-    lines.on("close", () => outputDone());
+    lines.on("close", () => {
+      for (const w of waiting) w.resolve();
+      outputDone();
+    });
     void exited.then(({ code, signal }) =>
       reject(new Error(`child exited (${code ?? signal}) before ready: ${stderr}`)),
     );
@@ -74,11 +81,34 @@ function startChild(options: Record<string, unknown>): RunningChild {
   return {
     child,
     committed,
+    commits: (n) =>
+      committed.length >= n ? Promise.resolve() : new Promise((resolve) => waiting.push({ n, resolve })),
     ready,
     // Exit and every line printed before it.
     exited: Promise.all([exited, outputClosed]).then(([e]) => e),
     stderr: () => stderr,
   };
+}
+
+/** Resolves at the `nth` change in `dir` whose file name passes `match` (or when the child exits). */
+function untilWatched(
+  dir: string,
+  nth: number,
+  match: (name: string) => boolean,
+  run: RunningChild,
+): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let seen = 0;
+    const watcher = watch(dir, (_event, name) => {
+      if (!name || !match(name) || ++seen < nth) return;
+      watcher.close();
+      resolve();
+    });
+    void run.exited.then(() => {
+      watcher.close();
+      resolve();
+    });
+  });
 }
 
 it(`keeps the store whole across ${ITERATIONS} SIGKILLs during deposits, then verifies every block`, async () => {
@@ -96,12 +126,30 @@ it(`keeps the store whole across ${ITERATIONS} SIGKILLs during deposits, then ve
       label: `run${i}`,
       slots: SLOTS,
       contextSize: CONTEXT,
-      phrases: 30,
+      phrases: 20,
     });
     await run.ready;
-    // A few deposits take ~50-100 ms each here: kill somewhere in the first handful.
-    const delayMs = 60 + (rng.next() % 600);
-    await new Promise((r) => setTimeout(r, delayMs));
+    let how: string;
+    if (i % 3 === 0) {
+      // At a random moment: let the first (warming-up) deposit finish, time the next one, then
+      // kill at a random point of the one after (prefill, save, verify in another slot, commit).
+      await run.commits(1);
+      const since = performance.now();
+      await run.commits(2);
+      const depositMs = performance.now() - since;
+      const delayMs = rng.next() % Math.max(1, Math.ceil(depositMs));
+      await new Promise((r) => setTimeout(r, delayMs));
+      how = `${delayMs} ms after commit 2 (a deposit took ${Math.round(depositMs)} ms)`;
+    } else if (i % 3 === 1) {
+      // Inside a write: at the n-th create/rename in tmp/ (state temp, manifest temp, renames).
+      const nth = 1 + (rng.next() % 8);
+      await untilWatched(join(dataDir, "tmp"), nth, () => true, run);
+      how = `at tmp/ event ${nth}`;
+    } else {
+      // Between the state file's rename into blocks/ and its manifest's.
+      await untilWatched(join(dataDir, "blocks"), 1, (name) => name.endsWith(".state"), run);
+      how = "when a state file appeared in blocks/";
+    }
     run.child.kill("SIGKILL");
     const exit = await run.exited;
     expect(exit.signal, `iteration ${i} (seed ${SEED}): ${run.stderr()}`).toBe("SIGKILL");
@@ -119,7 +167,7 @@ it(`keeps the store whole across ${ITERATIONS} SIGKILLs during deposits, then ve
     leftovers += tmpLeft.length + statesWithoutManifest.length;
 
     const { store, recovery } = await BlockStore.open(dataDir);
-    const context = `iteration ${i}, seed ${SEED}, killed after ${delayMs} ms, ${run.committed.length} committed`;
+    const context = `iteration ${i}, seed ${SEED}, killed ${how}, ${run.committed.length} committed`;
     expect(recovery.sweptTempFiles, context).toBe(tmpLeft.length);
     expect([...recovery.quarantined].sort(), context).toEqual(statesWithoutManifest.sort());
     // The manifest is written after the state, so a kill never leaves a manifest alone.
@@ -145,7 +193,8 @@ it(`keeps the store whole across ${ITERATIONS} SIGKILLs during deposits, then ve
       expect(listedIds.has(sha), `${sha} was committed (${context})`).toBe(true);
   }
 
-  expect(everCommitted.size).toBeGreaterThanOrEqual(ITERATIONS);
+  // Each random-moment run committed 2 blocks before its kill.
+  expect(everCommitted.size).toBeGreaterThanOrEqual((2 * ITERATIONS) / 3);
   // The kills landed inside writes at least once, so recovery had work to do.
   expect(leftovers).toBeGreaterThan(0);
 
