@@ -123,7 +123,7 @@ describe("kvgraft serve gpu", () => {
   it("drains on SIGTERM: health says draining, new work gets 503, the stream in flight completes, exit 0", async () => {
     const node = await startNode();
     const block = await node.client.deposit("Problem: 6 * 7. Solution: 6 * 7 = 42. Answer: 42.");
-    const inFlight = await streaming(node, 250);
+    const inFlight = await streaming(node, 120);
     node.child.kill("SIGTERM");
     // The signal arrives asynchronously; health reports the drain once it has.
     let health = await node.client.health();
@@ -138,7 +138,7 @@ describe("kvgraft serve gpu", () => {
     const result = await inFlight.done;
     expect(result).not.toBeInstanceOf(Error);
     expect((result as GenerationResult).finishReason).toBe("maxTokens");
-    expect((result as GenerationResult).tokensOut).toBe(250);
+    expect((result as GenerationResult).tokensOut).toBe(120);
     expect(await node.exited).toBe(0);
     expect(node.stderr()).toMatch(/stopped/);
 
