@@ -9,7 +9,6 @@ import { tooManyRequests } from "../../shared/errors.js";
 export class AdmissionQueue {
   private running = 0;
   private readonly waiting: (() => void)[] = [];
-  private idleWaiters: (() => void)[] = [];
   private rejectedCount = 0;
 
   constructor(
@@ -41,7 +40,7 @@ export class AdmissionQueue {
   /**
    * Waits for a free slot. Throws 429 `queue_full` when the wait list is full, or the signal's
    * reason when it aborts while waiting (the job then never runs). Call the returned function
-   * exactly once when the job ends.
+   * when the job ends; later calls are ignored.
    */
   async acquire(signal?: AbortSignal): Promise<() => void> {
     signal?.throwIfAborted();
@@ -62,18 +61,11 @@ export class AdmissionQueue {
         const i = this.waiting.indexOf(admit);
         if (i >= 0) this.waiting.splice(i, 1);
         reject(signal?.reason);
-        this.notifyIdle();
       };
       signal?.addEventListener("abort", onAbort, { once: true });
       this.waiting.push(admit);
     });
     return this.releaser();
-  }
-
-  /** Resolves when nothing runs or waits. */
-  idle(): Promise<void> {
-    if (this.depth === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   private releaser(): () => void {
@@ -85,14 +77,6 @@ export class AdmissionQueue {
       // The slot passes straight to the next job, so `running` is unchanged.
       if (next) next();
       else this.running--;
-      this.notifyIdle();
     };
-  }
-
-  private notifyIdle(): void {
-    if (this.depth !== 0) return;
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const w of waiters) w();
   }
 }
