@@ -522,10 +522,12 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("hot, warm and cold grafts
 
   it("give identical greedy output, equal to a fresh prefill's, and report the tier used", async () => {
     const svc = await openService(engine);
-    const text = blockText(`tiers-${preset}`);
+    // ~200 tokens: past gemma3's 64-token window, short of 256 (see the length test below).
+    const text = blockText(`tiers-${preset}`, 10);
     try {
       const m = await svc.deposit(text);
-      expect(m.tokenCount).toBeGreaterThan(100);
+      expect(m.tokenCount).toBeGreaterThan(150);
+      expect(m.tokenCount).toBeLessThan(256);
 
       const hot = await svc.graft(m.sha256, QUERY, { maxTokens: MAX_TOKENS });
       expect(hot.tier).toBe("hot");
@@ -570,5 +572,29 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("hot, warm and cold grafts
     } finally {
       await svc.close();
     }
+  });
+
+  it("deposits blocks of every length, including 257-318 tokens (restores exactly there too)", async () => {
+    const svc = await openService(engine, { warmBudgetBytes: 0 });
+    const outcomes: string[] = [];
+    try {
+      // Prefixes of one long text at lengths around the KV cache's 256-cell padding.
+      const long = engine.tokenize(blockText(`lengths-${preset}`, 40));
+      for (const n of [250, 260, 300, 330]) {
+        const text = engine.model.detokenize(long.slice(1, n));
+        const count = engine.tokenize(text).length;
+        const outcome = await svc.deposit(text).then(
+          () => "ok",
+          (e: unknown) => (e instanceof DomainError ? e.code : String(e)),
+        );
+        outcomes.push(`${count}:${outcome}`);
+      }
+    } finally {
+      await svc.close();
+    }
+    expect(
+      outcomes.every((o) => o.endsWith(":ok")),
+      outcomes.join(" "),
+    ).toBe(true);
   });
 });
