@@ -43,6 +43,7 @@ export const engineFingerprintSchema = z.object({
     flashAttention: z.boolean(),
     swaFullCache: z.boolean(),
     batchSize: z.number().int(),
+    sequences: z.number().int(),
   }),
   id: sha256Schema,
 });

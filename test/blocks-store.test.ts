@@ -52,6 +52,7 @@ function manifestFor(label: string): Omit<BlockManifest, "sha256" | "sizeBytes">
         flashAttention: true,
         swaFullCache: true,
         batchSize: 512,
+        sequences: 2,
       },
       id: sha("engine"),
     },

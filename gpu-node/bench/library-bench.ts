@@ -7,8 +7,10 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { Token } from "node-llama-cpp";
 import { BlockService } from "../blocks/block-service.js";
 import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
+import { evaluateProbe } from "../engine/probe.js";
 import { Xoshiro128 } from "../synth/random.js";
 import { quantile, randomTokens } from "../verify.js";
 import { dropPageCache } from "./page-cache.js";
@@ -64,6 +66,14 @@ export async function benchLibrary(o: LibraryBenchOptions): Promise<LibraryBench
     kvType: o.kv,
   });
   const vram = async () => (engine.llama.gpu === false ? null : (await engine.llama.getVramState()).used);
+  // The baseline is the same server without a library after it has served one prompt of a
+  // block's length (compute buffers are allocated at the first evaluation, library or not).
+  const warmUp = engine.slot(0);
+  await warmUp.evaluateWithoutGeneratingNewTokens(
+    randomTokens(new Xoshiro128("warm-up"), o.blockTokens, engine.vocabSize),
+  );
+  await evaluateProbe(warmUp, 300 as Token, engine.vocabSize);
+  await warmUp.clearHistory();
   const vramBaseline = await vram();
   let vramPeak = vramBaseline;
   const sampleVram = async () => {

@@ -109,6 +109,17 @@ export class BlockService implements Blocks {
 
   private async depositNow(text: string, tokens: Token[]): Promise<BlockManifest> {
     const tokensSha256 = await sha256OfTokens(tokens);
+    // The state bytes depend on which slot computed them, so the same tokens are found by their
+    // hash, not by the file's: one block per token sequence under this model and engine.
+    const existing = this.store
+      .list()
+      .find(
+        (m) =>
+          m.tokensSha256 === tokensSha256 &&
+          m.model.sha256 === this.engine.modelFingerprint.sha256 &&
+          m.engine.id === this.engine.engineFingerprint.id,
+      );
+    if (existing) return existing;
     const probe = probeTokenFor(tokensSha256, this.engine.vocabSize);
     const temp = this.store.tempPath("deposit");
     const a = await this.pool.acquire(null);
@@ -120,10 +131,12 @@ export class BlockService implements Blocks {
       await seqA.saveStateToFile(temp);
       const fresh = await evaluateProbe(seqA, probe, this.engine.vocabSize);
       await truncate(seqA, tokens.length);
-      const b = await this.pool.acquire(null);
+      // Verify in another slot; with a single slot, in the same one after clearing it.
+      const b = this.pool.slots.length > 1 ? await this.pool.acquire(null) : null;
+      const seqB = b ? b.slot.sequence : seqA;
       try {
-        await loadSequenceState(b.slot.sequence, temp);
-        const grafted = await evaluateProbe(b.slot.sequence, probe, this.engine.vocabSize);
+        await loadSequenceState(seqB, temp);
+        const grafted = await evaluateProbe(seqB, probe, this.engine.vocabSize);
         if (grafted.sha256 !== fresh.sha256)
           throw unprocessable(
             "block_unverified",
@@ -133,9 +146,12 @@ export class BlockService implements Blocks {
               restored: grafted.sha256,
             },
           );
+        if (!b) await truncate(seqA, tokens.length);
       } finally {
-        await b.slot.sequence.clearHistory();
-        b.release(null);
+        if (b) {
+          await b.slot.sequence.clearHistory();
+          b.release(null);
+        }
       }
       const manifest = await this.store.commit(temp, {
         formatVersion: BLOCK_FORMAT_VERSION,
@@ -346,7 +362,14 @@ export class BlockService implements Blocks {
       const warmPath = this.warm.path(manifest.sha256);
       tier = warmPath ? "warm" : "cold";
       const path = warmPath ?? (await this.checkedPath(manifest.sha256));
-      await loadSequenceState(seq, path);
+      try {
+        await loadSequenceState(seq, path);
+      } catch (err) {
+        // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
+        if (checkProbe && manifest.engine.id !== this.engine.engineFingerprint.id)
+          throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
+        throw err;
+      }
       this.stats.bytesLoaded[tier] += manifest.sizeBytes;
       if (tier === "cold") void this.warm.add(manifest.sha256, path, manifest.sizeBytes);
     }

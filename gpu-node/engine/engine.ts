@@ -120,6 +120,7 @@ export class Engine {
         flashAttention: context.flashAttention === true,
         swaFullCache: resolved.swaFullCache,
         batchSize: context.batchSize,
+        sequences: resolved.slots,
       };
       const insights = model.fileInfo.metadata.general;
       return new Engine(

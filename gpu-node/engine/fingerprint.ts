@@ -17,6 +17,8 @@ export interface ContextConfig {
   flashAttention: boolean;
   swaFullCache: boolean;
   batchSize: number;
+  /** Sequence slots: llama.cpp saves one KV stream per slot, and a load needs the same count. */
+  sequences: number;
 }
 
 /** What produced a state: library versions, backend, GPU and context configuration. */
