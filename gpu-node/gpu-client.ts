@@ -32,6 +32,25 @@ import {
 } from "../shared/protocol.js";
 import { signRequest } from "../shared/signing.js";
 
+/** Header of `GET /v1/blocks/:id/file` carrying the block's manifest (base64url of its JSON). */
+export const BLOCK_MANIFEST_HEADER = "x-kvgraft-manifest";
+/** Path of a block's raw state file (signed GET, streamed). */
+export const blockFilePath = (id: string) => `/v1/blocks/${id}/file`;
+
+/** Encodes a manifest for BLOCK_MANIFEST_HEADER. */
+export function encodeManifestHeader(manifest: BlockManifest): string {
+  let bin = "";
+  for (const b of new TextEncoder().encode(JSON.stringify(manifest))) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Decodes and validates BLOCK_MANIFEST_HEADER. */
+export function decodeManifestHeader(value: string): BlockManifest {
+  const bin = atob(value.replace(/-/g, "+").replace(/_/g, "/"));
+  const text = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  return blockManifestSchema.parse(JSON.parse(text));
+}
+
 /** A non-2xx answer of the node (or an `error` event of a stream), with the node's error code. */
 export class GpuError extends Error {
   override name = "GpuError";
@@ -295,6 +314,103 @@ export function createGpuClient(options: GpuClientOptions) {
       } catch (err) {
         // A commit that ran removed the session itself; this covers failures before it.
         await send("DELETE", gpuPaths.importSession(started.importId)).catch(() => undefined);
+        throw err;
+      }
+    },
+
+    /**
+     * Opens a block's state file for reading (signed GET, streamed): its manifest (from the
+     * header, checked to be the block asked for) and the body. The caller must consume or cancel
+     * `body`.
+     */
+    openBlockFile: async (
+      id: string,
+      opts: { signal?: AbortSignal } = {},
+    ): Promise<{ manifest: BlockManifest; body: ReadableStream<Uint8Array> }> => {
+      const res = await send("GET", blockFilePath(id), undefined, opts.signal ? { signal: opts.signal } : {});
+      if (!res.ok) throw await errorFrom(res);
+      const header = res.headers.get(BLOCK_MANIFEST_HEADER);
+      if (!header || !res.body) {
+        await res.body?.cancel();
+        throw new GpuError(502, "gpu_bad_response", "block file without a manifest header or body");
+      }
+      const manifest = decodeManifestHeader(header);
+      if (manifest.sha256 !== id) {
+        await res.body.cancel();
+        throw new GpuError(502, "gpu_bad_response", "the node sent the file of another block");
+      }
+      return { manifest, body: res.body };
+    },
+
+    /**
+     * Imports a block from a byte stream of known size (another node's file, say), chunk by
+     * chunk as the bytes arrive, so the whole file is never held in memory. The node checks each
+     * chunk's SHA-256, then the file's SHA-256, fingerprints and probe at the commit.
+     */
+    importBlockStream: async (
+      manifest: BlockManifest,
+      body: ReadableStream<Uint8Array>,
+      opts: CallOptions & { chunkBytes?: number } = {},
+    ): Promise<BlockManifest> => {
+      const sizeBytes = manifest.sizeBytes;
+      const chunkBytes = opts.chunkBytes ?? LIMITS.importChunkBytes;
+      const reader = body.getReader();
+      let importId: string | undefined;
+      try {
+        const started = await call("POST", gpuPaths.imports, importStartResultSchema, {
+          manifest,
+          sizeBytes,
+          chunkBytes,
+        });
+        importId = started.importId;
+        const buffer = new Uint8Array(chunkBytes);
+        let filled = 0;
+        let index = 0;
+        let total = 0;
+        const flush = async () => {
+          const bytes = buffer.slice(0, filled);
+          const res = await send("PUT", gpuPaths.importChunk(started.importId, index), bytes, {
+            headers: { [CHUNK_SHA256_HEADER]: await sha256Hex(bytes) },
+            ...(opts.signal ? { signal: opts.signal } : {}),
+          });
+          if (!res.ok) throw await errorFrom(res);
+          importChunkResultSchema.parse(await res.json());
+          index++;
+          filled = 0;
+        };
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          let offset = 0;
+          total += value.length;
+          if (total > sizeBytes) throw new GpuError(502, "gpu_bad_response", "the block file is too long");
+          while (offset < value.length) {
+            const n = Math.min(chunkBytes - filled, value.length - offset);
+            buffer.set(value.subarray(offset, offset + n), filled);
+            filled += n;
+            offset += n;
+            if (filled === chunkBytes) await flush();
+          }
+        }
+        if (filled > 0) await flush();
+        if (total !== sizeBytes)
+          throw new GpuError(
+            502,
+            "gpu_bad_response",
+            `the block file ended at ${total} of ${sizeBytes} bytes`,
+          );
+        const committed = await call(
+          "POST",
+          gpuPaths.importCommit(started.importId),
+          blockManifestSchema,
+          {},
+          opts,
+        );
+        importId = undefined;
+        return committed;
+      } catch (err) {
+        await reader.cancel().catch(() => undefined);
+        if (importId) await send("DELETE", gpuPaths.importSession(importId)).catch(() => undefined);
         throw err;
       }
     },

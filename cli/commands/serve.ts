@@ -11,7 +11,7 @@ import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft serve gpu --model FILE [--port 8788] [--host 127.0.0.1] [--data-dir DIR]
          [--slots 2] [--context 4096] [--kv f16|q8_0] [--max-waiting N] [--drain-timeout-ms 30000]
-         [--no-sandbox] [--json]
+         [--no-sandbox] [--edge-url URL] [--node-id ID] [--public-url URL] [--heartbeat-ms 2000] [--json]
        kvgraft serve edge [flags]   (see kvgraft serve edge --help)
 
 serve gpu runs the GPU node: one model, a block store in --data-dir (default .data/gpu), the
@@ -20,7 +20,9 @@ signed HTTP API on loopback by default. It prints the URL once ready (--json: a 
 finish (or are aborted after the drain timeout), then it exits 0. Bad configuration exits 2.
 Environment: KVGRAFT_GPU_SECRET (required, >= 16 characters), MODEL_PATH (when --model is absent),
 KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_ACCESS_AUD + KVGRAFT_ACCESS_TEAM_DOMAIN (require
-a Cloudflare Access JWT on every signed route).`;
+a Cloudflare Access JWT on every signed route). With --edge-url (or KVGRAFT_EDGE_URL) the node
+registers with that edge and sends signed heartbeats (id: --node-id / KVGRAFT_NODE_ID, default one
+kept in the data dir; URL the edge calls: --public-url / KVGRAFT_PUBLIC_URL, default the listening one).`;
 
 /** `kvgraft serve gpu|edge`. */
 export default async function serve(argv: string[]): Promise<number> {
@@ -49,6 +51,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
   const modelPath = str("model") ?? env.MODEL_PATH;
   if (!modelPath) throw new UsageError("--model FILE (or MODEL_PATH) is required");
   if (!existsSync(modelPath)) throw new UsageError(`model file not found: ${modelPath}`);
+  const optional = (key: string, value: string | undefined) => (value ? { [key]: value } : {});
   const int = (name: string, key: string, min: number) =>
     str(name) === undefined ? {} : { [key]: intFlag(str(name), name, 0, min) };
   const parsed = gpuNodeConfigSchema.safeParse({
@@ -64,6 +67,10 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     ...int("context", "contextSize", 1),
     ...int("max-waiting", "maxWaiting", 0),
     ...int("drain-timeout-ms", "drainTimeoutMs", 0),
+    ...int("heartbeat-ms", "heartbeatMs", 1),
+    ...optional("edgeUrl", str("edge-url") ?? process.env.KVGRAFT_EDGE_URL),
+    ...optional("nodeId", str("node-id") ?? process.env.KVGRAFT_NODE_ID),
+    ...optional("publicUrl", str("public-url") ?? process.env.KVGRAFT_PUBLIC_URL),
     ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
     ...(env.KVGRAFT_ACCESS_AUD || env.KVGRAFT_ACCESS_TEAM_DOMAIN
       ? { access: { audience: env.KVGRAFT_ACCESS_AUD, teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN } }
@@ -87,6 +94,10 @@ async function serveGpu(argv: string[]): Promise<number> {
     kv: { type: "string" },
     "max-waiting": { type: "string" },
     "drain-timeout-ms": { type: "string" },
+    "edge-url": { type: "string" },
+    "node-id": { type: "string" },
+    "public-url": { type: "string" },
+    "heartbeat-ms": { type: "string" },
     "no-sandbox": { type: "boolean", default: false },
     json: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
@@ -108,7 +119,12 @@ async function serveGpu(argv: string[]): Promise<number> {
     `kvgraft gpu node listening on ${node.url} (model ${node.engine.modelFingerprint.name || config.modelPath})\n`,
   );
   if (flags.json)
-    printJson({ url: node.url, model: node.engine.modelFingerprint, engine: node.engine.engineFingerprint });
+    printJson({
+      url: node.url,
+      model: node.engine.modelFingerprint,
+      engine: node.engine.engineFingerprint,
+      nodeId: node.nodeId,
+    });
 
   await new Promise<void>((done) => {
     const onSignal = (signal: NodeJS.Signals) => {

@@ -3,12 +3,24 @@
  * Routes are thin (validate, call the block service, return); model work passes an admission
  * queue, carries a deadline, and stops when its client goes away. Errors map to HTTP in one place.
  */
+
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { matchedRoutes } from "hono/route";
 import { ZodError, z } from "zod";
-import { badRequest, DomainError, errorBody, tooLarge, unavailable } from "../../shared/errors.js";
+import {
+  badRequest,
+  DomainError,
+  errorBody,
+  forbidden,
+  tooLarge,
+  unauthorized,
+  unavailable,
+} from "../../shared/errors.js";
 import {
   type BlockManifest,
   CHUNK_SHA256_HEADER,
@@ -25,7 +37,9 @@ import {
   sha256Schema,
 } from "../../shared/protocol.js";
 import { NonceCache } from "../../shared/signing.js";
+import { UPLOAD_GRANT_HEADER, type UploadGrantClaims, verifyUploadGrant } from "../../shared/upload-grant.js";
 import type { Blocks, GenerationOptions } from "../blocks/types.js";
+import { BLOCK_MANIFEST_HEADER, encodeManifestHeader } from "../gpu-client.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type AccessConfig, accessAuth, signatureAuth } from "./auth.js";
 import { ImportSessions, importIdSchema } from "./imports.js";
@@ -75,6 +89,8 @@ export interface GpuAppOptions {
   maxSkewS?: number;
   /** Where unexpected errors are reported; default stderr. */
   log?: (line: string) => void;
+  /** Path of a stored block's state file after its hash check (serves `GET /v1/blocks/:id/file`). */
+  blockFile?: (id: string) => Promise<string>;
 }
 
 /** The app plus the handles its runtime entry needs to drain and stop it. */
@@ -94,9 +110,19 @@ export interface GpuApp {
   close(): Promise<void>;
 }
 
-type Env = { Variables: { requestId: string; clientSignal: AbortSignal } };
+type Env = {
+  Variables: { requestId: string; clientSignal: AbortSignal; grant: UploadGrantClaims | undefined };
+};
 
 const CHUNK_ROUTE = /^\/v1\/imports\/[^/]+\/chunks\/[^/]+$/;
+const IMPORT_ROUTE = /^\/v1\/imports(\/|$)/;
+const GRANT_SCHEME = /^KvgraftUpload\s+(\S+)$/i;
+
+/** The upload grant a request carries (`Authorization: KvgraftUpload <grant>` or the header), if any. */
+function grantToken(c: Context): string | undefined {
+  const auth = c.req.header("authorization")?.match(GRANT_SCHEME)?.[1];
+  return auth ?? c.req.header(UPLOAD_GRANT_HEADER) ?? undefined;
+}
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -104,6 +130,23 @@ function blockIdParam(c: Context): string {
   const id = sha256Schema.safeParse(c.req.param("id"));
   if (!id.success) throw badRequest("invalid_block_id", "block ids are lower-case hex SHA-256");
   return id.data;
+}
+
+/**
+ * A failed write to the node's disk, as a clear error instead of a generic 500: ENOSPC/EDQUOT
+ * from Node's fs (manifests, import chunks) is `disk_full`; llama.cpp reports a failed state save
+ * without its errno, so that one is `storage_write_failed`. Both answer 507 (Insufficient Storage).
+ */
+function storageFailure(err: unknown): { code: string; message: string } | null {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  if (code === "ENOSPC" || code === "EDQUOT")
+    return { code: "disk_full", message: "the node's disk is full; nothing was stored" };
+  if (err instanceof Error && /failed to save state to file/i.test(err.message))
+    return {
+      code: "storage_write_failed",
+      message: "the node could not write the block's state file (disk full or I/O error); nothing was stored",
+    };
+  return null;
 }
 
 /** Parses a JSON body; an empty body is `{}` so that all-default requests need none. */
@@ -379,6 +422,11 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
       const domain = badRequest("invalid_request", "the request failed validation", { issues });
       return { status: 400 as const, body: errorBody(domain, requestId), retryAfterS: undefined };
     }
+    const storage = storageFailure(err);
+    if (storage) {
+      log(JSON.stringify({ level: "error", requestId, code: storage.code, error: String(err) }));
+      return { status: 507 as const, body: { error: storage, requestId }, retryAfterS: undefined };
+    }
     log(
       JSON.stringify({
         level: "error",
@@ -487,7 +535,25 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     nonces: new NonceCache(),
     ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),
   });
-  app.use("*", (c, next) => (open(c) ? next() : signature(c, next)));
+  // An edge upload grant replaces the signature on the import routes only, for its one block.
+  const grantImports = new Map<string, string>();
+  app.use("*", async (c, next) => {
+    if (open(c)) return next();
+    const token = grantToken(c);
+    if (token === undefined) return signature(c, next);
+    if (!IMPORT_ROUTE.test(c.req.path))
+      throw forbidden("grant_scope", "an upload grant is only good for the import endpoints");
+    const verdict = await verifyUploadGrant(options.secret, token);
+    if (!verdict.ok) throw unauthorized(verdict.code, "the upload grant is not valid");
+    c.set("grant", verdict.claims);
+    await next();
+  });
+  /** With a grant, an import session must be the one the grant started. */
+  function checkGrantSession(c: Context<Env>, id: string): void {
+    const grant = c.var.grant;
+    if (grant && grantImports.get(id) !== grant.sha256)
+      throw forbidden("grant_scope", "this import was not started with this upload grant");
+  }
 
   app.get("/metrics", async (c) => {
     vramSample = options.vram ? await options.vram().catch(() => null) : null;
@@ -500,6 +566,25 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   });
   app.get("/v1/blocks", (c) => c.json({ blocks: blocks.list() }));
   app.get("/v1/blocks/:id", (c) => c.json(blocks.get(blockIdParam(c))));
+  app.get("/v1/blocks/:id/file", async (c) => {
+    const id = blockIdParam(c);
+    const manifest = blocks.get(id);
+    if (!options.blockFile) throw unavailable("file_unavailable", "this node does not serve block files");
+    const path = await options.blockFile(id);
+    const { size } = await stat(path);
+    const body = Readable.toWeb(
+      createReadStream(path, { highWaterMark: 1 << 20 }),
+    ) as ReadableStream<Uint8Array>;
+    return new Response(body, {
+      status: 200,
+      headers: {
+        "content-type": "application/octet-stream",
+        "content-length": String(size),
+        [BLOCK_MANIFEST_HEADER]: encodeManifestHeader(manifest),
+        "x-request-id": c.var.requestId,
+      },
+    });
+  });
   app.delete("/v1/blocks/:id", async (c) => {
     await blocks.delete(blockIdParam(c));
     return c.body(null, 204);
@@ -538,24 +623,42 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
 
   app.post("/v1/imports", async (c) => {
     if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
-    return c.json(await imports.start(importStartSchema.parse(await readJson(c))), 201);
+    const req = importStartSchema.parse(await readJson(c));
+    const grant = c.var.grant;
+    if (grant && (req.manifest.sha256 !== grant.sha256 || req.sizeBytes !== grant.sizeBytes))
+      throw new DomainError(403, "grant_mismatch", "the upload grant is for another block", {
+        grantSha256: grant.sha256,
+        grantSizeBytes: grant.sizeBytes,
+      });
+    const started = await imports.start(req);
+    if (grant) {
+      if (grantImports.size >= 1000) grantImports.delete(grantImports.keys().next().value as string);
+      grantImports.set(started.importId, grant.sha256);
+    }
+    return c.json(started, 201);
   });
   app.put("/v1/imports/:id/chunks/:index", async (c) => {
     const id = importIdSchema.parse(c.req.param("id"));
+    checkGrantSession(c, id);
     const index = z.coerce.number().int().nonnegative().parse(c.req.param("index"));
     const bytes = new Uint8Array(await c.req.arrayBuffer());
     return c.json(await imports.putChunk(id, index, bytes, c.req.header(CHUNK_SHA256_HEADER)));
   });
   app.post("/v1/imports/:id/commit", async (c) => {
     const id = importIdSchema.parse(c.req.param("id"));
+    checkGrantSession(c, id);
     imports.assertComplete(id);
     const manifest: BlockManifest = await queued(c, () =>
       imports.commit(id, (path, m) => blocks.importFile(path, m)),
     );
+    grantImports.delete(id);
     return c.json(manifest, 201);
   });
   app.delete("/v1/imports/:id", async (c) => {
-    await imports.abort(importIdSchema.parse(c.req.param("id")));
+    const id = importIdSchema.parse(c.req.param("id"));
+    checkGrantSession(c, id);
+    await imports.abort(id);
+    grantImports.delete(id);
     return c.body(null, 204);
   });
 

@@ -2,13 +2,17 @@
  * The GPU node's Node.js entry: opens the engine, the block service (which re-indexes the store)
  * and the sandbox, serves the app on @hono/node-server, and drains cleanly on request.
  */
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import { z } from "zod";
 import { BlockService } from "../blocks/block-service.js";
 import { Engine } from "../engine/engine.js";
 import { SandboxPool } from "../sandbox/pool.js";
 import { createGpuApp, type GpuApp } from "./app.js";
+import { type Heartbeat, type HeartbeatLoop, nodeIdSchema, startHeartbeat } from "./heartbeat.js";
 
 /** Everything `serve gpu` needs, validated once at start. */
 export const gpuNodeConfigSchema = z
@@ -32,6 +36,13 @@ export const gpuNodeConfigSchema = z
     /** How long a drain waits for in-flight requests before aborting them. */
     drainTimeoutMs: z.number().int().nonnegative().default(30_000),
     sandbox: z.boolean().default(true),
+    /** The edge to register with and send heartbeats to; none: the node runs on its own. */
+    edgeUrl: z.url().optional(),
+    /** This node's id at the edge; default one generated once and kept in `<dataDir>/node-id`. */
+    nodeId: nodeIdSchema.optional(),
+    /** The URL the edge reaches this node on; default the listening address. */
+    publicUrl: z.url().optional(),
+    heartbeatMs: z.number().int().min(50).max(600_000).default(2_000),
   })
   .strict();
 export type GpuNodeConfig = z.input<typeof gpuNodeConfigSchema>;
@@ -43,6 +54,10 @@ export interface RunningGpuNode {
   engine: Engine;
   blocks: BlockService;
   service: GpuApp;
+  /** This node's id at the edge. */
+  nodeId: string;
+  /** The heartbeat loop, when an edge URL is configured. */
+  heartbeat: HeartbeatLoop | null;
   /** Drains (new work 503, in-flight work finishes or is aborted at the timeout), then closes everything. */
   stop(): Promise<void>;
 }
@@ -64,6 +79,7 @@ export async function startGpuNode(
   let blocks: BlockService | undefined;
   try {
     blocks = await BlockService.open({ engine, dataDir: config.dataDir });
+    const openedBlocks = blocks;
     const sandbox = config.sandbox
       ? await SandboxPool.create().catch((err: Error) => {
           log(`sandbox unavailable, /v1/sandbox/run will answer 503: ${err.message}`);
@@ -77,6 +93,7 @@ export async function startGpuNode(
       dataDir: config.dataDir,
       limits: config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {},
       log,
+      blockFile: (id) => openedBlocks.store.checkedStatePath(id),
       ...(sandbox ? { sandbox } : {}),
       ...(config.access ? { access: config.access } : {}),
       ...(engine.llama.gpu
@@ -99,15 +116,47 @@ export async function startGpuNode(
     const address = server.address() as AddressInfo;
     const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
     const openBlocks = blocks;
+    const url = `http://${host}:${address.port}`;
+    const nodeId = config.nodeId ?? (await persistentNodeId(config.dataDir));
+    const report = (): Heartbeat => {
+      const s = openBlocks.snapshot();
+      return {
+        id: nodeId,
+        url: config.publicUrl ?? url,
+        status: service.draining ? "draining" : "ok",
+        model: engine.modelFingerprint,
+        engine: engine.engineFingerprint,
+        capacity: {
+          slots: s.slots.total,
+          queueCapacity: service.queue.capacity,
+          tiers: ["hot", "warm", "cold"],
+        },
+        tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount },
+        queue: { depth: service.queue.depth, capacity: service.queue.capacity },
+      };
+    };
+    const heartbeat = config.edgeUrl
+      ? startHeartbeat({
+          edgeUrl: config.edgeUrl,
+          secret: config.secret,
+          intervalMs: config.heartbeatMs,
+          report,
+          log,
+        })
+      : null;
     let stopping: Promise<void> | undefined;
     return {
-      url: `http://${host}:${address.port}`,
+      url,
       engine,
       blocks: openBlocks,
       service,
+      nodeId,
+      heartbeat,
       stop: () => {
         stopping ??= (async () => {
           service.drain();
+          // Tell the edge first, so it routes elsewhere while this node drains.
+          await heartbeat?.stop(report());
           if (!(await service.waitIdle(config.drainTimeoutMs))) {
             log(
               `drain: ${service.inFlight} requests still running after ${config.drainTimeoutMs} ms; aborting them`,
@@ -131,4 +180,15 @@ export async function startGpuNode(
     await engine.dispose();
     throw err;
   }
+}
+
+/** The node id kept in the data directory (generated on first start), so restarts keep it. */
+async function persistentNodeId(dataDir: string): Promise<string> {
+  const path = join(dataDir, "node-id");
+  const existing = (await readFile(path, "utf8").catch(() => "")).trim();
+  if (nodeIdSchema.safeParse(existing).success) return existing;
+  const id = `gpu-${randomBytes(6).toString("hex")}`;
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(path, `${id}\n`, { mode: 0o644 });
+  return id;
 }
