@@ -6,7 +6,7 @@
  * must recreate those triggers (see migrations/0001_problems_fts.sql).
  */
 import { sql } from "drizzle-orm";
-import { index, integer, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 const createdAt = () =>
   integer("created_at", { mode: "timestamp_ms" })
@@ -68,6 +68,26 @@ export const blocks = sqliteTable(
     createdAt: createdAt(),
   },
   (t) => [index("blocks_problem_idx").on(t.problemId), index("blocks_node_idx").on(t.nodeId)],
+);
+
+/**
+ * Where copies of a block are: one row per (block, node) once the node confirmed it holds the
+ * block (a deposit there, or an import hash-checked and probe-verified there). `blocks.node_id`
+ * stays the node that made the block.
+ */
+export const blockReplicas = sqliteTable(
+  "block_replicas",
+  {
+    blockSha256: text("block_sha256")
+      .notNull()
+      .references(() => blocks.sha256),
+    nodeId: text("node_id").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.blockSha256, t.nodeId] }),
+    index("block_replicas_node_idx").on(t.nodeId),
+  ],
 );
 
 export const nodeStatuses = ["up", "down"] as const;
