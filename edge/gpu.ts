@@ -112,6 +112,14 @@ export function toDomainError(err: unknown, timeoutMs: number): DomainError {
         details,
         Math.max(1, Math.ceil(err.retryAfterS ?? 5)),
       );
+    if (err.status === 507)
+      return new DomainError(
+        503,
+        "gpu_storage_full",
+        "The GPU node cannot store blocks now (its disk is full).",
+        details,
+        60,
+      );
     if (err.status === 504)
       return new DomainError(504, "gpu_timeout", "The GPU node ran out of time.", details);
     if (PASS_THROUGH.has(err.status) && err.code !== "gpu_bad_response")

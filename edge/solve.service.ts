@@ -20,6 +20,7 @@ import {
   findByTemplate,
   findVerifiedByFingerprint,
   logQuery,
+  setBlockState,
   type TemplateMatch,
 } from "./library.service.js";
 import type { SolveRequest, SolveResponse } from "./schemas.js";
@@ -164,7 +165,14 @@ async function route(
   const block = withBlock?.blocks.at(-1);
   if (withBlock && block) {
     const started = deps.clock.monotonicMs();
-    const result = await deps.gpu.graft({ blockId: block.sha256, query: req.problem, maxTokens });
+    const result = await deps.gpu
+      .graft({ blockId: block.sha256, query: req.problem, maxTokens })
+      .catch(async (err: unknown) => {
+        // The node found the block's bytes damaged and quarantined it: stop routing to it.
+        if (err instanceof DomainError && err.code === "block_corrupt")
+          await setBlockState(deps.db, block.sha256, "quarantined").catch(() => undefined);
+        throw err;
+      });
     return generated(result, deps.clock.monotonicMs() - started, "graft", {
       blockId: block.sha256,
       problemId: withBlock.problem.id,

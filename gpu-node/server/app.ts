@@ -35,12 +35,15 @@ import {
   prefetchRequestSchema,
   sandboxRunRequestSchema,
   sha256Schema,
+  solveRequestSchema,
 } from "../../shared/protocol.js";
 import { NonceCache } from "../../shared/signing.js";
 import { UPLOAD_GRANT_HEADER, type UploadGrantClaims, verifyUploadGrant } from "../../shared/upload-grant.js";
+import { BlockService } from "../blocks/block-service.js";
 import type { Blocks, GenerationOptions } from "../blocks/types.js";
 import { BLOCK_MANIFEST_HEADER, encodeManifestHeader } from "../gpu-client.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
+import { type SolveInput, Solver } from "../solve/solver.js";
 import { type AccessConfig, accessAuth, signatureAuth } from "./auth.js";
 import { ImportSessions, importIdSchema } from "./imports.js";
 import { Collector, Counter, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
@@ -82,6 +85,8 @@ export interface GpuAppOptions {
   dataDir: string;
   limits?: Partial<ServerLimits>;
   sandbox?: SandboxRunner;
+  /** The solve pipeline; default one over the block service's engine and slots and the sandbox. */
+  solver?: { solve(req: SolveInput, signal?: AbortSignal): ReturnType<Solver["solve"]> };
   /** When set, every signed route also needs a valid Cloudflare Access JWT. */
   access?: AccessConfig;
   /** GPU memory, when the backend reports it. */
@@ -187,6 +192,11 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     },
     { ...options.fingerprints, hasBlock: (sha) => blocks.list().some((m) => m.sha256 === sha) },
   );
+  const solver =
+    options.solver ??
+    (options.sandbox && blocks instanceof BlockService
+      ? new Solver(blocks.engine, blocks.pool, options.sandbox)
+      : undefined);
   const started = Date.now();
   let draining = false;
   let inFlight = 0;
@@ -619,6 +629,22 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
         ...o,
       }),
     );
+  });
+
+  app.post("/v1/solve", async (c) => {
+    const req = solveRequestSchema.parse(await readJson(c));
+    if (!solver) throw unavailable("solver_unavailable", "this node has no sandbox, so it cannot solve");
+    const work = await admit(c);
+    try {
+      const result = await solver.solve(req, work.signal);
+      tokensIn.inc({ kind: "solve" }, result.tokensIn);
+      tokensOut.inc({ kind: "solve" }, result.tokensOut);
+      return c.json(result);
+    } catch (err) {
+      throw abortError(err, work);
+    } finally {
+      work.release();
+    }
   });
 
   app.post("/v1/imports", async (c) => {

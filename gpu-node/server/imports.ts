@@ -167,7 +167,13 @@ export class ImportSessions {
         actual,
       });
     s.timer.refresh();
-    const write = s.file.write(bytes, 0, bytes.length, index * s.chunkBytes);
+    // A short write to a regular file means the disk is full: never acknowledge a partial chunk.
+    const write = s.file.write(bytes, 0, bytes.length, index * s.chunkBytes).then(({ bytesWritten }) => {
+      if (bytesWritten !== bytes.length)
+        throw Object.assign(new Error(`short write: ${bytesWritten} of ${bytes.length} bytes`), {
+          code: "ENOSPC",
+        });
+    });
     s.writes.add(write);
     try {
       await write;
