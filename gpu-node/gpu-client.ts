@@ -23,8 +23,11 @@ import {
   importStartResultSchema,
   LIMITS,
   prefetchResultSchema,
+  type SolveRequest,
+  type SolveResult,
   type StreamEvent,
   sandboxRunResultSchema,
+  solveResultSchema,
   streamErrorEventSchema,
   streamTokenEventSchema,
   type Tier,
@@ -276,6 +279,9 @@ export function createGpuClient(options: GpuClientOptions) {
     /** Raw validated events of a streamed graft or generation. */
     events: (kind: "graft" | "generate", req: object, opts?: CallOptions) =>
       events(kind === "graft" ? gpuPaths.graft : gpuPaths.generate, req, opts),
+    /** The sampled solve pipeline (k samples, programs in the sandbox, a vote). */
+    solve: (req: SolveRequest, opts?: CallOptions): Promise<SolveResult> =>
+      call("POST", gpuPaths.solve, solveResultSchema, req, opts),
     sandboxRun: (req: { program: string; params?: number[]; expect?: string }): Promise<SandboxRun> =>
       call("POST", gpuPaths.sandboxRun, sandboxRunResultSchema, req),
 

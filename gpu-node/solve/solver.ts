@@ -1,0 +1,215 @@
+/**
+ * The solve pipeline for problems no block answers: k samples on one leased slot, each through
+ * the model's chat template (LlamaChatSession; a model without a template gets a general
+ * wrapper): first free reasoning, then a final part constrained by a JSON schema to
+ * {answer, program}. Each program runs in the sandbox (PARAMS = the problem's numbers) while the
+ * next sample generates; the stated answers and program outputs vote (vote.ts). Reports tokens,
+ * model time and, where `nvidia-smi` answers, energy from power sampling.
+ */
+import { LlamaChatSession, type LlamaJsonSchemaGrammar } from "node-llama-cpp";
+import type { z } from "zod";
+import { badRequest } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { problemTemplate } from "../../shared/normalize.js";
+import {
+  LIMITS,
+  type SolveResult,
+  type SolveSample,
+  type solveRequestSchema,
+} from "../../shared/protocol.js";
+import { startPowerSampler } from "../bench/power.js";
+import type { SlotPool } from "../blocks/slot-pool.js";
+import type { Engine } from "../engine/engine.js";
+import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
+import { type FinalLimits, finalSchema, parseFinal } from "./final.js";
+import { tally } from "./vote.js";
+
+export type SolveInput = z.output<typeof solveRequestSchema>;
+
+/** What the solver needs of the sandbox (a SandboxPool fits). */
+export interface ProgramRunner {
+  readonly isolation: string;
+  runProgram(job: ProgramJob): Promise<ProgramResult>;
+}
+
+/** Power sampling interval of the energy figure. */
+export const POWER_INTERVAL_MS = 100;
+/** Below this many tokens a sample has no room for a final part and only reasons. */
+const MIN_SAMPLE_TOKENS = 48;
+/** Prompt and chat-template tokens beyond the problem, for the context check. */
+const TEMPLATE_MARGIN = 256;
+
+const SYSTEM_PROMPT =
+  "You solve math problems. Think step by step and be brief. When asked for the final part, " +
+  "reply with JSON only: the final answer as a short string, and a Python 3 program that " +
+  "computes it. The problem's numbers, in order of appearance, are in the list PARAMS, which is " +
+  "already defined: the program reads them from PARAMS and prints only the answer, on its last line.";
+
+/** How a solve's output budget is spent. */
+export interface SolvePlan {
+  samples: number;
+  reasoningTokens: number;
+  /** 0: no final part (the budget is too small for one). */
+  finalTokens: number;
+  limits: FinalLimits;
+}
+
+/** Splits the budget over the samples: half of each for reasoning, half for the final part. */
+export function planSolve(maxTokens: number, samples: number): SolvePlan {
+  const k = Math.max(1, Math.min(samples, Math.floor(maxTokens / MIN_SAMPLE_TOKENS)));
+  const perSample = Math.floor(maxTokens / k);
+  const finalTokens = perSample < MIN_SAMPLE_TOKENS ? 0 : Math.floor(perSample / 2);
+  return {
+    samples: k,
+    reasoningTokens: perSample - finalTokens,
+    finalTokens,
+    limits: {
+      answerChars: Math.min(200, Math.max(4, Math.floor(finalTokens / 8))),
+      programChars: Math.min(LIMITS.programChars, Math.max(16, finalTokens * 4)),
+    },
+  };
+}
+
+export class Solver {
+  private readonly grammars = new Map<
+    string,
+    Promise<LlamaJsonSchemaGrammar<ReturnType<typeof finalSchema>>>
+  >();
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly pool: SlotPool,
+    private readonly sandbox: ProgramRunner,
+  ) {}
+
+  /** Runs the pipeline; see the module comment. */
+  async solve(req: SolveInput, signal?: AbortSignal): Promise<SolveResult> {
+    const started = performance.now();
+    const plan = planSolve(req.maxTokens, req.samples);
+    const { params } = problemTemplate(req.problem);
+    const finalPrompt =
+      `Now the final part, as JSON {"answer": ..., "program": ...}: the answer in at most ` +
+      `${plan.limits.answerChars} characters, the program in at most ${plan.limits.programChars}. ` +
+      `PARAMS = ${JSON.stringify(params)}.`;
+    const promptTokens = this.engine.tokenize(`${SYSTEM_PROMPT}\n${req.problem}\n${finalPrompt}`).length;
+    const needed = promptTokens + plan.reasoningTokens + plan.finalTokens + TEMPLATE_MARGIN;
+    if (needed > this.engine.options.contextSize)
+      throw badRequest(
+        "context_overflow",
+        `a sample needs about ${needed} tokens (prompt, template and budget); a slot holds ${this.engine.options.contextSize}`,
+      );
+    const grammar = plan.finalTokens > 0 ? await this.grammar(plan.limits) : null;
+    const power = startPowerSampler(POWER_INTERVAL_MS);
+    const samples: SolveSample[] = [];
+    const runs: Promise<SolveSample["run"]>[] = [];
+    let gpuMs = 0;
+    try {
+      const lease = await this.pool.acquire(null, signal);
+      const seq = lease.slot.sequence;
+      try {
+        for (let i = 0; i < plan.samples; i++) {
+          const seed = req.seed + i;
+          await seq.clearHistory();
+          const meter = seq.tokenMeter.getState();
+          const session = new LlamaChatSession({
+            contextSequence: seq,
+            autoDisposeSequence: false,
+            systemPrompt: SYSTEM_PROMPT,
+          });
+          const t0 = performance.now();
+          let reasoning: string;
+          let final = "";
+          try {
+            const options = { temperature: req.temperature, seed, ...(signal ? { signal } : {}) };
+            reasoning = await session.prompt(req.problem, { ...options, maxTokens: plan.reasoningTokens });
+            if (grammar)
+              final = await session.prompt(finalPrompt, { ...options, maxTokens: plan.finalTokens, grammar });
+          } finally {
+            session.dispose({ disposeSequence: false });
+          }
+          gpuMs += performance.now() - t0;
+          const used = seq.tokenMeter.diff(meter);
+          const parsed = grammar ? parseFinal(final) : null;
+          samples.push({
+            seed,
+            reasoning,
+            final,
+            answer: parsed ? parsed.answer : null,
+            program: parsed ? parsed.program : null,
+            truncated: parsed?.truncated ?? false,
+            run: null,
+            tokensIn: used.usedInputTokens,
+            tokensOut: used.usedOutputTokens,
+          });
+          runs.push(this.run(parsed?.program ?? "", params));
+        }
+      } finally {
+        await seq.clearHistory().catch(() => undefined);
+        lease.release(null);
+      }
+    } finally {
+      // Let started programs finish (they are bounded by the sandbox's limits) before returning.
+      await Promise.allSettled(runs);
+    }
+    (await Promise.all(runs)).forEach((run, i) => {
+      (samples[i] as SolveSample).run = run;
+    });
+    const reading = power?.stop() ?? null;
+    const votes = tally(
+      samples.map((s) => ({
+        stated: s.answer,
+        program: s.run?.verdict === "ok" ? s.run.answer : null,
+      })),
+      req.minConfidence,
+    );
+    return {
+      answer: votes.answer,
+      confidence: votes.confidence,
+      unsure: votes.unsure,
+      programsAgree: votes.programsAgree,
+      votes: votes.votes,
+      samples,
+      tokensIn: samples.reduce((n, s) => n + s.tokensIn, 0),
+      tokensOut: samples.reduce((n, s) => n + s.tokensOut, 0),
+      gpuMs,
+      sandboxMs: samples.reduce((n, s) => n + (s.run?.wallMs ?? 0), 0),
+      totalMs: performance.now() - started,
+      energy: reading
+        ? {
+            wh: reading.joules / 3600,
+            joules: reading.joules,
+            meanWatts: reading.meanWatts,
+            samples: reading.samples,
+            intervalMs: reading.intervalMs,
+          }
+        : null,
+      outputSha256: await sha256Hex(JSON.stringify(samples.map((s) => [s.reasoning, s.final]))),
+      isolation: this.sandbox.isolation,
+    };
+  }
+
+  /** Runs one program; an empty program is not run, and a refused one counts as an error. */
+  private async run(program: string, params: number[]): Promise<SolveSample["run"]> {
+    if (program.trim() === "") return null;
+    try {
+      const r = await this.sandbox.runProgram({ source: program, params });
+      return { verdict: r.verdict, answer: r.answer, stderr: r.stderr.slice(-1000), wallMs: r.wallMs };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      return { verdict: "error", answer: null, stderr: message.slice(-1000), wallMs: 0 };
+    }
+  }
+
+  /** The grammar of the final part for these limits (cached). */
+  private grammar(limits: FinalLimits) {
+    const key = `${limits.answerChars}/${limits.programChars}`;
+    let grammar = this.grammars.get(key);
+    if (!grammar) {
+      if (this.grammars.size >= 32) this.grammars.clear();
+      grammar = this.engine.llama.createGrammarForJsonSchema(finalSchema(limits));
+      grammar.catch(() => this.grammars.delete(key));
+      this.grammars.set(key, grammar);
+    }
+    return grammar;
+  }
+}
