@@ -12,7 +12,14 @@ import type { z } from "zod";
 import { ZodError } from "zod";
 import { createGpuClient, GpuError } from "../gpu-node/gpu-client.js";
 import { DomainError } from "../shared/errors.js";
-import type { BlockManifest, GenerationResult, Health, sandboxRunResultSchema } from "../shared/protocol.js";
+import type {
+  BlockManifest,
+  GenerationResult,
+  Health,
+  SolveRequest,
+  SolveResult,
+  sandboxRunResultSchema,
+} from "../shared/protocol.js";
 
 export type SandboxRunResult = z.infer<typeof sandboxRunResultSchema>;
 
@@ -26,6 +33,8 @@ export interface GpuClient {
   graft(req: { blockId: string; query: string; maxTokens: number }): Promise<GenerationResult>;
   /** Plain generation without a block. */
   generate(req: { prompt: string; maxTokens: number }): Promise<GenerationResult>;
+  /** The sampled solve pipeline (k samples, programs run in the sandbox, a vote); abortable. */
+  solve(req: SolveRequest, signal?: AbortSignal): Promise<SolveResult>;
   /** Runs a program in the node's sandbox (`PARAMS = [...]` prepended; see gpu-node/sandbox). */
   runProgram(req: { program: string; params: number[]; expect?: string }): Promise<SandboxRunResult>;
   /** A stored block's manifest. */
@@ -73,6 +82,9 @@ export function createEdgeGpuClient(options: EdgeGpuClientOptions): GpuClient {
     deposit: mapped((text: string) => node.deposit(text, work)),
     graft: mapped((req: { blockId: string; query: string; maxTokens: number }) => node.graft(req, work)),
     generate: mapped((req: { prompt: string; maxTokens: number }) => node.generate(req, work)),
+    solve: mapped((req: SolveRequest, signal?: AbortSignal) =>
+      node.solve(req, signal ? { ...work, signal } : work),
+    ),
     runProgram: mapped((req: { program: string; params: number[]; expect?: string }) => node.sandboxRun(req)),
     getBlock: mapped((id: string) => node.getBlock(id)),
     deleteBlock: mapped((id: string) => node.deleteBlock(id)),
@@ -90,6 +102,7 @@ const notConfigured: GpuClient = {
   deposit: refuse,
   graft: refuse,
   generate: refuse,
+  solve: refuse,
   runProgram: refuse,
   getBlock: refuse,
   deleteBlock: refuse,
