@@ -8,11 +8,11 @@
  * flywheel. A solve that fails (GPU node down, say) is logged with source "error".
  */
 import { and, desc, eq } from "drizzle-orm";
-import { extractAnswer } from "../shared/answers.js";
+import { answersEqual, extractAnswer } from "../shared/answers.js";
 import { DomainError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
-import type { GenerationResult } from "../shared/protocol.js";
+import type { GenerationResult, SolveResult } from "../shared/protocol.js";
 import { blocks } from "./db/schema.js";
 import type { Deps } from "./http.js";
 import {
@@ -36,6 +36,8 @@ export interface SolveContext {
 type Outcome = Omit<SolveResponse, "cost" | "hashes" | "queued" | "queryId" | "requestId"> & {
   gpu: { tokensIn: number; tokensOut: number; ms: number };
   outputSha256: string | null;
+  /** Set by the sampled model path: only an unsure answer queues for the flywheel. */
+  unsure?: boolean;
 };
 
 const NO_GPU = { tokensIn: 0, tokensOut: 0, ms: 0 };
@@ -73,7 +75,7 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
     gpuMs: round(outcome.gpu.ms),
     edgeMs: Math.max(0, edgeMs),
   };
-  const queued = !outcome.verified && outcome.source !== "library";
+  const queued = !outcome.verified && outcome.source !== "library" && outcome.unsure !== false;
   const [queryId] = await Promise.all([
     logQuery(deps.db, {
       keyId: ctx.keyId,
@@ -184,13 +186,35 @@ async function route(
   // 3. Nothing in the library fits.
   if (req.mode === "library") return none("mode_library_only");
   const started = deps.clock.monotonicMs();
-  const result = await deps.gpu.generate({ prompt: req.problem, maxTokens });
-  return generated(result, deps.clock.monotonicMs() - started, "model", {
-    blockId: null,
-    problemId: null,
-    score: null,
-    reason: "no_template_match",
-  });
+  const solved = await deps.gpu.solve({ problem: req.problem, maxTokens });
+  return sampled(solved, deps.clock.monotonicMs() - started);
+}
+
+/**
+ * The sampled solve's outcome: the vote is the answer, the agreement share the confidence, and
+ * the text a sample that voted for it (reasoning, then its final part).
+ */
+function sampled(result: SolveResult, ms: number): Outcome {
+  const { answer } = result;
+  const voter =
+    answer === null
+      ? undefined
+      : result.samples.find((s) =>
+          [s.answer, s.run?.verdict === "ok" ? s.run.answer : null].some(
+            (a) => a !== null && answersEqual(a, answer),
+          ),
+        );
+  return {
+    answer,
+    text: voter ? `${voter.reasoning}\n${voter.final}` : null,
+    source: "model",
+    verified: false,
+    confidence: result.confidence,
+    route: { blockId: null, problemId: null, score: null, reason: "no_template_match" },
+    gpu: { tokensIn: result.tokensIn, tokensOut: result.tokensOut, ms },
+    outputSha256: result.outputSha256,
+    unsure: result.unsure,
+  };
 }
 
 /** The newest problem of the template with a verified parametric program, if any. */
