@@ -3,6 +3,7 @@
  * blocks, registering imported blocks, and issuing upload grants. Plain functions over the deps.
  */
 import { and, desc, eq } from "drizzle-orm";
+import { answersEqual } from "../shared/answers.js";
 import { DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
@@ -36,9 +37,29 @@ export interface DepositOutcome {
   block: Block | null;
 }
 
-/** Whether a program reads the problem's numbers (so it can be re-run on new ones: transfer). */
-export function isParametric(program: string): boolean {
-  return /\bPARAMS\b/.test(program);
+/**
+ * Perturbations tried on a program's numbers, each number moved by its own amount so that ratios
+ * change too: the i-th (from 0) plus i + 1, then times i + 2.
+ */
+const PERTURBATIONS = [(x: number, i: number) => x + i + 1, (x: number, i: number) => x * (i + 2)];
+
+/**
+ * Whether a program can be re-run on new numbers (transfer): it reads `PARAMS`, and with perturbed
+ * numbers it still runs (verdict ok) and prints another answer than `answer`, the one it printed on
+ * the problem's own numbers. A program that hard-codes its constants fails this.
+ */
+export async function isParametric(
+  gpu: Pick<GpuClient, "runProgram">,
+  program: string,
+  params: number[],
+  answer: string,
+): Promise<boolean> {
+  if (params.length === 0 || !/\bPARAMS\b/.test(program)) return false;
+  for (const perturb of PERTURBATIONS) {
+    const run = await gpu.runProgram({ program, params: params.map(perturb) });
+    if (run.verdict === "ok" && run.answer !== null && !answersEqual(run.answer, answer)) return true;
+  }
+  return false;
 }
 
 /**
@@ -104,6 +125,7 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
 
   const { template, params } = problemTemplate(normalizedText);
   const run = await checkProgram(deps.gpu, { program: input.program, params, answer: input.answer });
+  const parametric = await isParametric(deps.gpu, input.program, params, input.answer);
   const text = renderBlockText(input);
   const manifest = await deps.gpu.deposit(text);
   const textSha256 = await sha256Hex(text);
@@ -120,7 +142,7 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
     worked: input.solution,
     program: input.program,
     answer: input.answer,
-    parametric: isParametric(input.program),
+    parametric,
     verified: true,
     verification: {
       method: "sandbox",
