@@ -27,6 +27,8 @@ export interface GpuChildOptions {
   extra?: string[];
   env?: Record<string, string>;
   timeoutMs?: number;
+  /** Run the Python sandbox (default off). */
+  sandbox?: boolean;
 }
 
 /** Starts `kvgraft serve gpu --json` and resolves once it printed its ready line. */
@@ -45,7 +47,7 @@ export async function startGpuChild(o: GpuChildOptions): Promise<GpuChild> {
     o.dataDir,
     "--context",
     "1024",
-    "--no-sandbox",
+    ...(o.sandbox ? [] : ["--no-sandbox"]),
     "--json",
     ...(o.extra ?? []),
   ];
