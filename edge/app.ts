@@ -11,6 +11,7 @@ import { bodyLimit } from "hono/body-limit";
 import { errorBody, notFound, tooLarge } from "../shared/errors.js";
 import { adminRoutes } from "./admin.routes.js";
 import { requireKey } from "./auth.js";
+import { flywheelRoutes } from "./flywheel.routes.js";
 import { healthRoutes } from "./health.routes.js";
 import { type AppDeps, type AppEnv, consoleLogger, type Deps, errorHandler, systemClock } from "./http.js";
 import { libraryRoutes } from "./library.routes.js";
@@ -57,6 +58,7 @@ export function createApp(input: AppDeps): Hono<AppEnv> {
   app.route("/v1", solveRoutes(deps));
   app.route("/v1", libraryRoutes(deps));
   app.route("/admin", adminRoutes(deps));
+  app.route("/admin/flywheel", flywheelRoutes(deps));
 
   app.notFound((c) =>
     c.json(

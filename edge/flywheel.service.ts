@@ -1,0 +1,571 @@
+/**
+ * The flywheel (flow 3 of docs/DESIGN): problems the model was unsure of wait in the queue
+ * (edge/db/flywheel-queue.ts); a worker claims them one at a time and
+ *  1. drops problems the library already answers and problems the model answers confidently at
+ *     the plain budget (only what the model lacked is deposited),
+ *  2. solves them again with a bigger budget (more samples, longer outputs), one sample per GPU
+ *     request so that other work gets the node between samples,
+ *  3. accepts a candidate when two independent programs (different samples, different source)
+ *     print the same answer as the majority of stated answers, or when a candidate matches the
+ *     item's reference answer (an admin's),
+ *  4. deposits it through the admin solutions path (program checked in the sandbox, one block
+ *     per problem, registered); a rejected item leaves no block.
+ * Every item records what it cost. Admins can accept a finished item against a reference answer
+ * (the recorded candidates are judged again; nothing is regenerated) or reject an open one.
+ */
+import { and, eq, sql } from "drizzle-orm";
+import { ZodError } from "zod";
+import { tally } from "../gpu-node/solve/vote.js";
+import { answersEqual } from "../shared/answers.js";
+import { conflict, DomainError, notFound, unprocessable } from "../shared/errors.js";
+import { sha256Hex } from "../shared/hash.js";
+import { normalizeProblem } from "../shared/normalize.js";
+import type { SolveResult, SolveSample } from "../shared/protocol.js";
+import { type AdminDeps, depositSolution } from "./admin.service.js";
+import { type FlywheelStatus, flywheelQueue } from "./db/schema.js";
+import type { Logger } from "./http.js";
+import {
+  claimNextFlywheel,
+  enqueueFlywheel,
+  type FlywheelItem,
+  findVerifiedByFingerprint,
+  finishFlywheel,
+  listFlywheel,
+} from "./library.service.js";
+import { adminSolutionRequestSchema } from "./schemas.js";
+
+/** How much compute the flywheel spends per item. */
+export interface FlywheelBudget {
+  /** The plain solve that must be unsure for a deposit (the edge's own budget). */
+  baseline: { samples: number; maxTokens: number };
+  /** The heavier solve. */
+  heavy: { samples: number; maxTokens: number };
+  temperature: number;
+  /** Sample i of the heavy solve uses seed `seed + i` (the baseline: `seed + 10_000 + i`). */
+  seed: number;
+  minConfidence: number;
+}
+
+export const DEFAULT_FLYWHEEL_BUDGET: FlywheelBudget = {
+  baseline: { samples: 4, maxTokens: 256 },
+  heavy: { samples: 8, maxTokens: 4096 },
+  temperature: 0.8,
+  seed: 1000,
+  minConfidence: 0.6,
+};
+
+/** GPU failures after which an item is given up instead of queued again. */
+const MAX_ATTEMPTS = 3;
+/** Characters of a sample's reasoning kept in the item's record (the worked solution). */
+const REASONING_CHARS = 20_000;
+
+/** What an item cost, summed over its GPU requests. */
+export interface FlywheelCost {
+  requests: number;
+  tokensIn: number;
+  tokensOut: number;
+  gpuMs: number;
+  sandboxMs: number;
+  /** Null when the GPU node reported no energy (no NVIDIA GPU). */
+  energyWh: number | null;
+  wallMs: number;
+}
+
+/** One recorded sample of the heavy solve: what acceptance judges. */
+export interface Candidate {
+  seed: number;
+  stated: string | null;
+  program: string | null;
+  /** What the program printed when it ran cleanly, else null. */
+  printed: string | null;
+  verdict: string | null;
+  reasoning: string;
+}
+
+/** An accepted candidate: what gets deposited, and on what grounds. */
+export interface Accepted {
+  answer: string;
+  program: string;
+  solution: string;
+  basis: "agreement" | "reference_program" | "reference_stated";
+  seeds: number[];
+}
+
+/**
+ * Judges the candidates. Agreement: two programs from different samples, with different source,
+ * printed the same answer as the majority of stated answers. Reference: a program printed it
+ * (that program is deposited), or else a stated answer equals it; then the program deposited
+ * prints the reference itself, which the parametric check marks as not transferable.
+ */
+export function judge(
+  candidates: readonly Candidate[],
+  reference: string | null,
+): { accepted: Accepted } | { reason: string } {
+  const solution = (c: Candidate) => c.reasoning.trim() || "(the model gave no worked solution)";
+  if (reference !== null) {
+    const printer = candidates.find((c) => c.printed !== null && answersEqual(c.printed, reference));
+    if (printer?.program)
+      return {
+        accepted: {
+          answer: reference,
+          program: printer.program,
+          solution: solution(printer),
+          basis: "reference_program",
+          seeds: [printer.seed],
+        },
+      };
+    const stater = candidates.find((c) => c.stated !== null && answersEqual(c.stated, reference));
+    if (stater)
+      return {
+        accepted: {
+          answer: reference,
+          program: `print(${JSON.stringify(reference.trim())})\n`,
+          solution: solution(stater),
+          basis: "reference_stated",
+          seeds: [stater.seed],
+        },
+      };
+    return { reason: "no_candidate_matches_reference" };
+  }
+  const majority = tally(
+    candidates.map((c) => ({ stated: c.stated, program: null })),
+    0,
+  ).answer;
+  if (majority === null) return { reason: "no_stated_answer" };
+  const agreeing = candidates.filter(
+    (c) => c.program !== null && c.printed !== null && answersEqual(c.printed, majority),
+  );
+  const sources = new Set(agreeing.map((c) => (c.program ?? "").replace(/\s+/g, " ").trim()));
+  const first = agreeing[0];
+  if (!first?.program || agreeing.length < 2 || sources.size < 2) return { reason: "no_agreement" };
+  return {
+    accepted: {
+      answer: majority,
+      program: first.program,
+      solution: solution(first),
+      basis: "agreement",
+      seeds: agreeing.map((c) => c.seed),
+    },
+  };
+}
+
+/** A solve made of single-sample requests, merged; the vote is recounted over all samples. */
+interface Merged {
+  result: Pick<SolveResult, "answer" | "confidence" | "unsure" | "programsAgree"> & {
+    samples: SolveSample[];
+  };
+  cost: FlywheelCost;
+}
+
+async function solveBySample(
+  deps: AdminDeps,
+  problem: string,
+  size: { samples: number; maxTokens: number },
+  budget: FlywheelBudget,
+  seed: number,
+  signal?: AbortSignal,
+): Promise<Merged> {
+  const perSample = Math.max(1, Math.floor(size.maxTokens / size.samples));
+  const samples: SolveSample[] = [];
+  const cost = emptyCost();
+  for (let i = 0; i < size.samples; i++) {
+    const r = await deps.gpu.solve(
+      {
+        problem,
+        samples: 1,
+        maxTokens: perSample,
+        temperature: budget.temperature,
+        seed: seed + i,
+        minConfidence: budget.minConfidence,
+      },
+      signal,
+    );
+    samples.push(...r.samples);
+    addCost(cost, {
+      requests: 1,
+      tokensIn: r.tokensIn,
+      tokensOut: r.tokensOut,
+      gpuMs: r.gpuMs,
+      sandboxMs: r.sandboxMs,
+      energyWh: r.energy?.wh ?? null,
+      wallMs: 0,
+    });
+  }
+  const votes = tally(
+    samples.map((s) => ({ stated: s.answer, program: s.run?.verdict === "ok" ? s.run.answer : null })),
+    budget.minConfidence,
+  );
+  return { result: { ...votes, samples }, cost };
+}
+
+function emptyCost(): FlywheelCost {
+  return { requests: 0, tokensIn: 0, tokensOut: 0, gpuMs: 0, sandboxMs: 0, energyWh: null, wallMs: 0 };
+}
+
+function addCost(into: FlywheelCost, add: FlywheelCost): void {
+  into.requests += add.requests;
+  into.tokensIn += add.tokensIn;
+  into.tokensOut += add.tokensOut;
+  into.gpuMs += add.gpuMs;
+  into.sandboxMs += add.sandboxMs;
+  if (add.energyWh !== null) into.energyWh = (into.energyWh ?? 0) + add.energyWh;
+}
+
+function candidatesOf(samples: readonly SolveSample[]): Candidate[] {
+  return samples.map((s) => ({
+    seed: s.seed,
+    stated: s.answer,
+    program: s.program?.trim() ? s.program : null,
+    printed: s.run?.verdict === "ok" ? s.run.answer : null,
+    verdict: s.run?.verdict ?? null,
+    reasoning: s.reasoning.slice(0, REASONING_CHARS),
+  }));
+}
+
+/** Deposits an accepted candidate through the admin solutions path. */
+async function deposit(deps: AdminDeps, problem: string, accepted: Accepted) {
+  const input = adminSolutionRequestSchema.parse({
+    problem,
+    solution: accepted.solution,
+    program: accepted.program,
+    answer: accepted.answer,
+  });
+  const outcome = await depositSolution(deps, input);
+  return {
+    created: outcome.created,
+    problemId: outcome.problem.id,
+    solutionId: outcome.solution.id,
+    blockSha256: outcome.block?.sha256 ?? null,
+  };
+}
+
+/** A refusal that is about the candidate (a 4xx or a bad shape), not a failure of the services. */
+function refusalCode(err: unknown): string | null {
+  if (err instanceof ZodError) return "invalid_candidate";
+  if (err instanceof DomainError && err.status < 500 && err.status !== 429) return err.code;
+  return null;
+}
+
+/** Puts a running item back in the queue (the GPU node failed or the worker is stopping). */
+async function requeue(deps: AdminDeps, id: string): Promise<void> {
+  await deps.db
+    .update(flywheelQueue)
+    .set({ status: "queued", updatedAt: new Date(deps.clock.now()) })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
+}
+
+/** Processes one claimed (running) item to accepted or rejected; see the module comment. */
+export async function processFlywheelItem(
+  deps: AdminDeps,
+  item: FlywheelItem,
+  budget: FlywheelBudget = DEFAULT_FLYWHEEL_BUDGET,
+  signal?: AbortSignal,
+): Promise<FlywheelItem> {
+  const started = deps.clock.monotonicMs();
+  const cost = emptyCost();
+  const reference = item.referenceAnswer;
+  const close = (status: "accepted" | "rejected", result: Record<string, unknown>) =>
+    finishFlywheel(deps.db, item.id, {
+      status,
+      cost: { ...cost, wallMs: Math.round(deps.clock.monotonicMs() - started) },
+      result: { reference, ...result },
+    });
+  try {
+    if (await findVerifiedByFingerprint(deps.db, item.fingerprint))
+      return await close("rejected", { reason: "already_verified" });
+
+    const baseline = await solveBySample(
+      deps,
+      item.problem,
+      budget.baseline,
+      budget,
+      budget.seed + 10_000,
+      signal,
+    );
+    addCost(cost, baseline.cost);
+    const known = baseline.result;
+    if (
+      !known.unsure &&
+      (reference === null || (known.answer !== null && answersEqual(known.answer, reference)))
+    )
+      return await close("rejected", {
+        reason: "model_confident",
+        answer: known.answer,
+        confidence: known.confidence,
+      });
+
+    const heavy = await solveBySample(deps, item.problem, budget.heavy, budget, budget.seed, signal);
+    addCost(cost, heavy.cost);
+    const candidates = candidatesOf(heavy.result.samples);
+    const summary = {
+      answer: heavy.result.answer,
+      confidence: heavy.result.confidence,
+      programsAgree: heavy.result.programsAgree,
+      baseline: { answer: known.answer, confidence: known.confidence },
+      candidates,
+    };
+    const verdict = judge(candidates, reference);
+    if ("reason" in verdict) return await close("rejected", { reason: verdict.reason, ...summary });
+    try {
+      const deposited = await deposit(deps, item.problem, verdict.accepted);
+      if (!deposited.created) return await close("rejected", { reason: "already_verified", ...summary });
+      return await close("accepted", { ...summary, accepted: omitSolution(verdict.accepted), ...deposited });
+    } catch (err) {
+      const code = refusalCode(err);
+      if (code === null) throw err;
+      return await close("rejected", {
+        reason: code,
+        rejectedCandidate: omitSolution(verdict.accepted),
+        ...summary,
+      });
+    }
+  } catch (err) {
+    const refused = refusalCode(err);
+    if (refused !== null && !signal?.aborted) return close("rejected", { reason: refused });
+    const failed = err instanceof DomainError ? err.code : "internal_error";
+    if (signal?.aborted || item.attempts < MAX_ATTEMPTS) {
+      await requeue(deps, item.id);
+      throw err;
+    }
+    return close("rejected", { reason: "gpu_failed", error: failed });
+  }
+}
+
+function omitSolution(accepted: Accepted): Omit<Accepted, "solution"> {
+  const { solution: _solution, ...rest } = accepted;
+  return rest;
+}
+
+/** Claims and processes the next queued item; null when the queue is empty. */
+export async function runFlywheelOnce(
+  deps: AdminDeps,
+  budget: FlywheelBudget = DEFAULT_FLYWHEEL_BUDGET,
+  signal?: AbortSignal,
+): Promise<FlywheelItem | null> {
+  const item = await claimNextFlywheel(deps.db, { reclaimAfterMs: RECLAIM_AFTER_MS });
+  return item ? processFlywheelItem(deps, item, budget, signal) : null;
+}
+
+/** A running item whose worker has been silent this long is handed out again. */
+const RECLAIM_AFTER_MS = 60 * 60_000;
+
+export interface FlywheelWorker {
+  /** Items finished by this worker. */
+  readonly processed: number;
+  /** Stops after aborting the item in progress (it goes back to the queue). */
+  stop(): Promise<void>;
+}
+
+/** Runs the worker loop until stopped: claim, process, and poll every `idleMs` when idle. */
+export function startFlywheelWorker(
+  deps: AdminDeps,
+  options: { budget?: FlywheelBudget; idleMs?: number; logger?: Logger } = {},
+): FlywheelWorker {
+  const stopping = new AbortController();
+  const idleMs = options.idleMs ?? 2_000;
+  let processed = 0;
+  const loop = (async () => {
+    while (!stopping.signal.aborted) {
+      try {
+        const item = await runFlywheelOnce(deps, options.budget, stopping.signal);
+        if (item) {
+          processed++;
+          options.logger?.info("flywheel item done", {
+            id: item.id,
+            status: item.status,
+            reason: (item.result as { reason?: unknown } | null)?.reason ?? null,
+          });
+          continue;
+        }
+      } catch (err) {
+        if (stopping.signal.aborted) break;
+        options.logger?.error("flywheel item failed", {
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, idleMs);
+        stopping.signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+    }
+  })();
+  return {
+    get processed() {
+      return processed;
+    },
+    async stop() {
+      stopping.abort(new Error("the flywheel worker is stopping"));
+      await loop;
+    },
+  };
+}
+
+// --- admin operations ---
+
+/** Queue depth, items done and what they cost, from the queue table. */
+export async function flywheelProgress(deps: Pick<AdminDeps, "db">) {
+  const rows = await deps.db
+    .select({
+      status: flywheelQueue.status,
+      items: sql<number>`count(*)`,
+      tokensIn: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensIn')), 0)`,
+      tokensOut: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensOut')), 0)`,
+      gpuMs: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.gpuMs')), 0)`,
+      energyWh: sql<number | null>`sum(json_extract(${flywheelQueue.cost}, '$.energyWh'))`,
+    })
+    .from(flywheelQueue)
+    .groupBy(flywheelQueue.status);
+  const count = (s: FlywheelStatus) => Number(rows.find((r) => r.status === s)?.items ?? 0);
+  const sum = (k: "tokensIn" | "tokensOut" | "gpuMs") => rows.reduce((n, r) => n + Number(r[k]), 0);
+  const energy = rows.filter((r) => r.energyWh !== null);
+  return {
+    queued: count("queued"),
+    running: count("running"),
+    accepted: count("accepted"),
+    rejected: count("rejected"),
+    done: count("accepted") + count("rejected"),
+    tokensIn: sum("tokensIn"),
+    tokensOut: sum("tokensOut"),
+    gpuMs: Math.round(sum("gpuMs")),
+    energyWh: energy.length ? energy.reduce((n, r) => n + Number(r.energyWh), 0) : null,
+  };
+}
+
+/** The progress and the items (optionally of one status). */
+export async function listFlywheelItems(
+  deps: Pick<AdminDeps, "db">,
+  options: { status?: FlywheelStatus; limit?: number },
+) {
+  const [progress, items] = await Promise.all([flywheelProgress(deps), listFlywheel(deps.db, options)]);
+  return { progress, items };
+}
+
+export async function getFlywheelItem(deps: Pick<AdminDeps, "db">, id: string): Promise<FlywheelItem> {
+  const [row] = await deps.db.select().from(flywheelQueue).where(eq(flywheelQueue.id, id));
+  if (!row) throw notFound("flywheel_item_not_found", "No flywheel item with this id.");
+  return row;
+}
+
+/** Queues a problem (admins may attach the reference answer); an open item gets the reference. */
+export async function enqueueProblem(
+  deps: Pick<AdminDeps, "db">,
+  input: { problem: string; referenceAnswer?: string | undefined },
+) {
+  const fingerprint = await sha256Hex(normalizeProblem(input.problem));
+  const { item, created } = await enqueueFlywheel(deps.db, {
+    problem: input.problem,
+    fingerprint,
+    referenceAnswer: input.referenceAnswer ?? null,
+  });
+  if (created || input.referenceAnswer === undefined) return { item, created };
+  return { item: await setReference(deps, item.id, input.referenceAnswer), created };
+}
+
+async function setReference(deps: Pick<AdminDeps, "db">, id: string, reference: string) {
+  const [row] = await deps.db
+    .update(flywheelQueue)
+    .set({ referenceAnswer: reference, updatedAt: new Date() })
+    .where(eq(flywheelQueue.id, id))
+    .returning();
+  if (!row) throw notFound("flywheel_item_not_found", "No flywheel item with this id.");
+  return row;
+}
+
+/** Moves an item from one status to another, or fails with 409 naming the status it has. */
+async function transition(deps: Pick<AdminDeps, "db">, id: string, from: FlywheelStatus, to: FlywheelStatus) {
+  const [row] = await deps.db
+    .update(flywheelQueue)
+    .set({ status: to, updatedAt: new Date() })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, from)))
+    .returning();
+  if (row) return row;
+  const current = await getFlywheelItem(deps, id);
+  throw conflict("flywheel_item_state", `The item is ${current.status}; this needs it ${from}.`, {
+    status: current.status,
+  });
+}
+
+/**
+ * An admin's acceptance. A queued item takes the reference answer for the worker to judge
+ * against. A rejected item that has candidates is judged again against the reference (default:
+ * its majority answer, which the admin thereby vouches for) and, on a match, deposited: 422
+ * `no_matching_candidate` when none matches, the deposit's own 422 when its program fails the
+ * sandbox check; the item stays rejected then and no block is made.
+ */
+export async function acceptFlywheelItem(
+  deps: AdminDeps,
+  id: string,
+  input: { referenceAnswer?: string | undefined },
+): Promise<FlywheelItem> {
+  const item = await getFlywheelItem(deps, id);
+  if (item.status === "queued") {
+    if (input.referenceAnswer === undefined)
+      throw conflict("flywheel_item_unsolved", "A queued item is accepted only with a reference answer.", {
+        status: item.status,
+      });
+    return setReference(deps, id, input.referenceAnswer);
+  }
+  const result = (item.result ?? {}) as { candidates?: Candidate[]; answer?: string | null };
+  if (item.status !== "rejected" || !result.candidates?.length)
+    throw conflict("flywheel_item_state", `The item is ${item.status} and has no candidates to accept.`, {
+      status: item.status,
+    });
+  const reference = input.referenceAnswer ?? item.referenceAnswer ?? result.answer ?? null;
+  if (reference === null)
+    throw unprocessable("no_matching_candidate", "The item has no majority answer; give a reference answer.");
+  const verdict = judge(result.candidates, reference);
+  if ("reason" in verdict)
+    throw unprocessable("no_matching_candidate", "No candidate of this item matches the reference answer.", {
+      reference,
+    });
+  await transition(deps, id, "rejected", "running");
+  try {
+    const deposited = await deposit(deps, item.problem, verdict.accepted);
+    return await finishFlywheel(deps.db, id, {
+      status: "accepted",
+      cost: item.cost,
+      result: {
+        ...result,
+        reference,
+        acceptedBy: "admin",
+        accepted: omitSolution(verdict.accepted),
+        ...deposited,
+      },
+    });
+  } catch (err) {
+    await transition(deps, id, "running", "rejected").catch(() => undefined);
+    throw err;
+  }
+}
+
+/** An admin's rejection of a queued item (a rejected one stays as it is); no block is made. */
+export async function rejectFlywheelItem(
+  deps: Pick<AdminDeps, "db">,
+  id: string,
+  input: { note?: string | undefined },
+): Promise<FlywheelItem> {
+  const item = await getFlywheelItem(deps, id);
+  if (item.status === "rejected") return item;
+  if (item.status !== "queued")
+    throw conflict("flywheel_item_state", `The item is ${item.status}; only queued items can be rejected.`, {
+      status: item.status,
+    });
+  const [row] = await deps.db
+    .update(flywheelQueue)
+    .set({
+      status: "rejected",
+      result: { reason: "admin_rejected", ...(input.note ? { note: input.note } : {}) },
+      updatedAt: new Date(),
+    })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "queued")))
+    .returning();
+  if (!row) return rejectFlywheelItem(deps, id, input);
+  return row;
+}
