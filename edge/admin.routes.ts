@@ -5,7 +5,8 @@ import { sha256Schema } from "../shared/protocol.js";
 import { deleteBlock, depositSolution, issueUploadGrant, registerImportedBlock } from "./admin.service.js";
 import { type AppEnv, type Deps, readJson } from "./http.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "./keys.service.js";
-import { listNodes, upsertNode } from "./library.service.js";
+import { upsertNode } from "./library.service.js";
+import { describeNodes } from "./nodes.routes.js";
 import {
   adminBlockRegisterSchema,
   adminSolutionRequestSchema,
@@ -36,7 +37,7 @@ export function adminRoutes(deps: Deps): Hono<AppEnv> {
       return c.json({ ...created, role: input.role, label: input.label }, 201);
     })
     .delete("/keys/:id", async (c) => c.json({ key: await revokeApiKey(deps.db, c.req.param("id")) }, 200))
-    .get("/nodes", async (c) => c.json({ nodes: await listNodes(deps.db) }, 200))
+    .get("/nodes", async (c) => c.json({ nodes: await describeNodes(deps) }, 200))
     .post("/nodes", async (c) => {
       const input = await readJson(c, nodeRegisterSchema);
       return c.json({ node: await upsertNode(deps.db, input, new Date(deps.clock.now())) }, 201);

@@ -11,6 +11,7 @@ import { type BlockManifest, CHUNK_SHA256_HEADER, gpuPaths, LIMITS } from "../sh
 import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
 import { blocks, problems } from "./db/schema.js";
 import type { GpuClient, SandboxRunResult } from "./gpu.js";
+import { isGpuPool } from "./gpu-pool.js";
 import type { Deps } from "./http.js";
 import {
   addSolution,
@@ -127,7 +128,11 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
   const run = await checkProgram(deps.gpu, { program: input.program, params, answer: input.answer });
   const parametric = await isParametric(deps.gpu, input.program, params, input.answer);
   const text = renderBlockText(input);
-  const manifest = await deps.gpu.deposit(text);
+  // A pool deposits on one node, then copies the block to its R nodes (edge/gpu-pool.ts).
+  const placed = isGpuPool(deps.gpu)
+    ? await deps.gpu.depositPlaced(text)
+    : { manifest: await deps.gpu.deposit(text), nodeId: deps.config.gpu.nodeId };
+  const manifest = placed.manifest;
   const textSha256 = await sha256Hex(text);
   if (manifest.textSha256 !== textSha256)
     throw new DomainError(502, "gpu_bad_response", "The GPU node's block manifest is for another text.", {
@@ -136,7 +141,8 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
     });
 
   const { problem } = await registerProblem(deps.db, { normalizedText, fingerprint, template, params });
-  const block = await registerBlock(deps.db, blockInput(manifest, problem.id, deps.config.gpu.nodeId));
+  const block = await registerBlock(deps.db, blockInput(manifest, problem.id, placed.nodeId));
+  if (isGpuPool(deps.gpu)) await deps.gpu.replicate(manifest.sha256, placed.nodeId);
   const solution = await addSolution(deps.db, {
     problemId: problem.id,
     worked: input.solution,

@@ -15,6 +15,7 @@ import { flywheelRoutes } from "./flywheel.routes.js";
 import { healthRoutes } from "./health.routes.js";
 import { type AppDeps, type AppEnv, consoleLogger, type Deps, errorHandler, systemClock } from "./http.js";
 import { libraryRoutes } from "./library.routes.js";
+import { clusterRoutes, nodeAdminRoutes } from "./nodes.routes.js";
 import { openApiRoutes } from "./openapi.js";
 import { solveRoutes } from "./solve.routes.js";
 
@@ -52,11 +53,14 @@ export function createApp(input: AppDeps): Hono<AppEnv> {
 
   app.route("/", healthRoutes(deps));
   app.route("/", openApiRoutes());
+  // GPU node heartbeats: signed with the GPU secret, not keyed.
+  app.route("/", clusterRoutes(deps));
 
   app.use("/v1/*", requireKey(deps, "public"), limit(deps.config.limits.publicBodyBytes));
   app.use("/admin/*", requireKey(deps, "admin"), limit(deps.config.limits.adminBodyBytes));
   app.route("/v1", solveRoutes(deps));
   app.route("/v1", libraryRoutes(deps));
+  app.route("/admin", nodeAdminRoutes(deps));
   app.route("/admin", adminRoutes(deps));
   app.route("/admin/flywheel", flywheelRoutes(deps));
 

@@ -14,7 +14,8 @@ import { parseFlags, printJson, UsageError } from "../cli/args.js";
 import { createApp } from "./app.js";
 import { type EdgeConfig, processEnv, readEdgeConfig, readListenConfig } from "./config.js";
 import { type Database, migrateDatabase, openDatabase } from "./db/client.js";
-import { createEdgeGpuClient, type GpuClient } from "./gpu.js";
+import type { GpuClient } from "./gpu.js";
+import { createGpuPool, isGpuPool, readPoolSettings } from "./gpu-pool.js";
 import { type AppEnv, consoleLogger, type Logger } from "./http.js";
 import { ensureAdminKey } from "./keys.service.js";
 import { createLocalRateLimiter } from "./rate-limit.js";
@@ -70,14 +71,19 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
   try {
     await migrateDatabase(database.db);
     const admin = await ensureAdminKey(database.db, config.adminKey);
+    // GPU nodes: the configured one (a pool of one) plus any that register with heartbeats.
     const gpu =
       options.gpu ??
-      createEdgeGpuClient({
-        baseUrl: config.gpu.url,
+      createGpuPool({
+        db: database.db,
         secret: config.gpu.secret,
+        staticNode: config.gpu.url ? { id: config.gpu.nodeId, url: config.gpu.url } : null,
         timeoutMs: config.gpu.timeoutMs,
         healthTimeoutMs: config.gpu.healthTimeoutMs,
+        ...readPoolSettings(env),
+        log: (message, fields) => logger.info(message, fields),
       });
+    if (isGpuPool(gpu)) gpu.startBackground();
     const app = createApp({
       db: database.db,
       gpu,
@@ -114,7 +120,9 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
           started.close(() => resolve());
           started.closeIdleConnections();
           setTimeout(() => started.closeAllConnections(), 2_000).unref();
-        }).finally(() => database.close());
+        })
+          .then(() => (isGpuPool(gpu) ? gpu.close() : undefined))
+          .finally(() => database.close());
         return closing;
       },
     };
@@ -129,7 +137,8 @@ const HELP = `usage: kvgraft serve edge [--port N] [--host H] [--gpu-url URL] [-
 
 Runs the edge (HTTP API) as a Node process. Configuration comes from the environment
 (LIBSQL_URL, LIBSQL_AUTH_TOKEN, KVGRAFT_GPU_URL, KVGRAFT_GPU_SECRET, KVGRAFT_ADMIN_KEY, EDGE_PORT/PORT,
-KVGRAFT_RATE_LIMIT, ...); flags win. Default database: ${DEFAULT_DB_URL}; default port 8787.
+KVGRAFT_RATE_LIMIT, ...); flags win. GPU nodes started with --edge-url register here and heartbeat
+(signed with KVGRAFT_GPU_SECRET); blocks live on KVGRAFT_REPLICAS nodes (default 2), see edge/gpu-pool.ts. Default database: ${DEFAULT_DB_URL}; default port 8787.
 With --json, prints one JSON line {url, adminKey} when ready (adminKey: a key generated now, else null).
 Stops cleanly on SIGINT/SIGTERM.`;
 

@@ -1,0 +1,217 @@
+/**
+ * Block placement over several GPU nodes. Pure functions decide (which nodes are live, where a
+ * block should live, which replica a graft goes to, what a rebalance must copy or drop); a few
+ * small helpers read and write the `block_replicas` table that records where copies really are.
+ *
+ * - A node is live when it is marked up, its last heartbeat is recent, and no call to it failed
+ *   since that heartbeat.
+ * - A block lives on the R live nodes with the highest rendezvous score for its id among nodes with
+ *   the block's fingerprints (model SHA-256 and engine id): a block never goes to any other node.
+ * - A graft goes to a live holder where the block is hot, else warm, else any live holder (which
+ *   restores it from disk), ties broken by rendezvous rank.
+ */
+import { and, eq, inArray } from "drizzle-orm";
+import { rendezvousPick, rendezvousRank } from "../shared/rendezvous.js";
+import type { Database } from "./db/database.js";
+import { blockReplicas, blocks } from "./db/schema.js";
+
+/** What placement needs to know about one node. */
+export interface NodeView {
+  id: string;
+  url: string;
+  /** The model file's SHA-256 ("" when not known yet). */
+  modelFingerprint: string;
+  /** The engine fingerprint's id ("" when not known yet). */
+  engineFingerprint: string;
+  live: boolean;
+  /** Block ids resident in a slot / in RAM, from the node's last heartbeat. */
+  hot: readonly string[];
+  warm: readonly string[];
+  /** Queue depth from the last heartbeat (lower is less busy). */
+  queueDepth: number;
+}
+
+/** The fingerprints a block needs in a node. */
+export interface Fingerprints {
+  modelFingerprint: string;
+  engineFingerprint: string;
+}
+
+export const fingerprintGroup = (f: Fingerprints): string => `${f.modelFingerprint}/${f.engineFingerprint}`;
+
+const sameFingerprints = (a: Fingerprints, b: Fingerprints) =>
+  a.modelFingerprint === b.modelFingerprint && a.engineFingerprint === b.engineFingerprint;
+
+/** Whether a registered node counts as live at `nowMs`. */
+export function isLive(
+  node: { status: string; lastHeartbeatAt: Date | number; suspectSinceMs?: number | undefined },
+  nowMs: number,
+  timing: { heartbeatMs: number; downAfter: number },
+): boolean {
+  const last =
+    typeof node.lastHeartbeatAt === "number" ? node.lastHeartbeatAt : node.lastHeartbeatAt.getTime();
+  if (node.status !== "up") return false;
+  if (nowMs - last > timing.heartbeatMs * timing.downAfter) return false;
+  // A call failed after the last heartbeat: wait for the next one.
+  if (node.suspectSinceMs !== undefined && node.suspectSinceMs >= last) return false;
+  return true;
+}
+
+/** The live nodes a block with these fingerprints should live on, best first. */
+export function desiredNodes(
+  blockId: string,
+  f: Fingerprints,
+  nodes: readonly NodeView[],
+  r: number,
+): string[] {
+  const eligible = nodes.filter((n) => n.live && sameFingerprints(n, f)).map((n) => n.id);
+  return rendezvousPick(blockId, eligible, r);
+}
+
+export type RouteTier = "hot" | "warm" | "cold";
+
+/** Where a graft of `blockId` may go, best first: live holders by tier, then rendezvous rank. */
+export function routeCandidates(
+  blockId: string,
+  holders: ReadonlySet<string>,
+  nodes: readonly NodeView[],
+): { id: string; tier: RouteTier }[] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const live = [...holders].filter((id) => byId.get(id)?.live);
+  const rank = rendezvousRank(blockId, live);
+  const tierOf = (id: string): RouteTier => {
+    const n = byId.get(id) as NodeView;
+    return n.hot.includes(blockId) ? "hot" : n.warm.includes(blockId) ? "warm" : "cold";
+  };
+  const order = { hot: 0, warm: 1, cold: 2 } as const;
+  return rank
+    .map((id, i) => ({ id, tier: tierOf(id), i }))
+    .sort((a, b) => order[a.tier] - order[b.tier] || a.i - b.i)
+    .map(({ id, tier }) => ({ id, tier }));
+}
+
+/** The fingerprint group most live nodes share (where new deposits go); null when none is live. */
+export function majorityGroup(nodes: readonly NodeView[]): Fingerprints | null {
+  const counts = new Map<string, { f: Fingerprints; n: number }>();
+  for (const node of nodes) {
+    if (!node.live || !node.modelFingerprint) continue;
+    const key = fingerprintGroup(node);
+    const entry = counts.get(key) ?? { f: node, n: 0 };
+    entry.n++;
+    counts.set(key, entry);
+  }
+  const best = [...counts.entries()].sort((a, b) => b[1].n - a[1].n || (a[0] < b[0] ? -1 : 1))[0];
+  return best
+    ? { modelFingerprint: best[1].f.modelFingerprint, engineFingerprint: best[1].f.engineFingerprint }
+    : null;
+}
+
+/** One step of a rebalance. */
+export type RebalanceAction =
+  | { kind: "copy"; blockId: string; from: string; to: string }
+  | { kind: "drop"; blockId: string; node: string };
+
+/** A block as the rebalancer sees it: its fingerprints and the live nodes that hold it now. */
+export interface BlockHoldings extends Fingerprints {
+  blockId: string;
+  holders: ReadonlySet<string>;
+}
+
+/**
+ * What a rebalance must do so every block is on its desired nodes: a copy to each desired node
+ * that lacks it (from the best-ranked live holder), and, for blocks whose desired nodes already
+ * all hold it, a drop of each copy on a live node outside that set. A block no live node holds is
+ * left alone (`unavailable`), as is any node with other fingerprints (it never holds the block).
+ */
+export function planRebalance(
+  holdings: readonly BlockHoldings[],
+  nodes: readonly NodeView[],
+  r: number,
+): { actions: RebalanceAction[]; unavailable: string[] } {
+  const actions: RebalanceAction[] = [];
+  const unavailable: string[] = [];
+  const liveIds = new Set(nodes.filter((n) => n.live).map((n) => n.id));
+  for (const b of holdings) {
+    const desired = desiredNodes(b.blockId, b, nodes, r);
+    const holders = [...b.holders].filter((id) => liveIds.has(id));
+    if (holders.length === 0) {
+      unavailable.push(b.blockId);
+      continue;
+    }
+    const source = rendezvousRank(b.blockId, holders)[0] as string;
+    const missing = desired.filter((id) => !b.holders.has(id));
+    for (const to of missing) actions.push({ kind: "copy", blockId: b.blockId, from: source, to });
+    if (missing.length === 0 && desired.length > 0)
+      for (const node of holders)
+        if (!desired.includes(node)) actions.push({ kind: "drop", blockId: b.blockId, node });
+  }
+  return { actions, unavailable };
+}
+
+// --- the block_replicas table ---
+
+/** Node ids recorded as holding each of `blockIds` (the block's origin node included). */
+export async function recordedHolders(
+  db: Database,
+  blockIds: readonly string[],
+): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>(blockIds.map((id) => [id, new Set<string>()]));
+  if (blockIds.length === 0) return out;
+  const ids = [...blockIds];
+  const rows = await db
+    .select({ blockSha256: blockReplicas.blockSha256, nodeId: blockReplicas.nodeId })
+    .from(blockReplicas)
+    .where(inArray(blockReplicas.blockSha256, ids));
+  for (const row of rows) out.get(row.blockSha256)?.add(row.nodeId);
+  // Blocks registered before replicas were recorded live on the node that made them.
+  const origins = await db
+    .select({ sha256: blocks.sha256, nodeId: blocks.nodeId })
+    .from(blocks)
+    .where(inArray(blocks.sha256, ids));
+  for (const row of origins) {
+    const set = out.get(row.sha256);
+    if (set && set.size === 0 && row.nodeId) set.add(row.nodeId);
+  }
+  return out;
+}
+
+/** Records that `nodeId` holds the block (idempotent). */
+export async function addReplica(db: Database, blockSha256: string, nodeId: string): Promise<void> {
+  await db.insert(blockReplicas).values({ blockSha256, nodeId }).onConflictDoNothing();
+}
+
+/** Records that `nodeId` no longer holds the block. */
+export async function removeReplica(db: Database, blockSha256: string, nodeId: string): Promise<void> {
+  await db
+    .delete(blockReplicas)
+    .where(and(eq(blockReplicas.blockSha256, blockSha256), eq(blockReplicas.nodeId, nodeId)));
+}
+
+/** Ready blocks with their fingerprints (what the rebalancer places). */
+export async function readyBlocks(db: Database): Promise<(Fingerprints & { blockId: string })[]> {
+  return db
+    .select({
+      blockId: blocks.sha256,
+      modelFingerprint: blocks.modelFingerprint,
+      engineFingerprint: blocks.engineFingerprint,
+    })
+    .from(blocks)
+    .where(eq(blocks.state, "ready"));
+}
+
+/** One block's row with its fingerprints, or null. */
+export async function blockFingerprints(
+  db: Database,
+  blockId: string,
+): Promise<(Fingerprints & { state: string; nodeId: string | null }) | null> {
+  const [row] = await db
+    .select({
+      modelFingerprint: blocks.modelFingerprint,
+      engineFingerprint: blocks.engineFingerprint,
+      state: blocks.state,
+      nodeId: blocks.nodeId,
+    })
+    .from(blocks)
+    .where(eq(blocks.sha256, blockId));
+  return row ?? null;
+}
