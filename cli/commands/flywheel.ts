@@ -1,0 +1,86 @@
+/**
+ * `kvgraft flywheel`: the flywheel worker on its own (npm start runs one next to the edge). It
+ * works on the edge's database and calls the GPU node like the edge does (signed).
+ */
+import { readEdgeConfig } from "../../edge/config.js";
+import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
+import {
+  DEFAULT_FLYWHEEL_BUDGET,
+  flywheelProgress,
+  runFlywheelOnce,
+  startFlywheelWorker,
+} from "../../edge/flywheel.service.js";
+import { createEdgeGpuClient } from "../../edge/gpu.js";
+import { consoleLogger, systemClock } from "../../edge/http.js";
+import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/node.js";
+import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
+
+const HELP = `usage: kvgraft flywheel [--edge-db file:PATH|libsql://...] [--gpu-url URL] [--once]
+                        [--samples N] [--max-tokens N] [--json]
+
+Solves queued unsure problems again with a bigger budget, verifies them by execution and
+agreement (or an admin's reference answer) and deposits the accepted ones as blocks.
+  --edge-db URL     the edge's database (default LIBSQL_URL, else ${DEFAULT_DB_URL})
+  --gpu-url URL     the GPU node (default KVGRAFT_GPU_URL); KVGRAFT_GPU_SECRET signs the requests
+  --once            process one queued item (if any) and exit; otherwise run until SIGINT/SIGTERM
+  --samples N       samples of the heavier solve (default ${DEFAULT_FLYWHEEL_BUDGET.heavy.samples})
+  --max-tokens N    output tokens of the heavier solve, over all samples (default ${DEFAULT_FLYWHEEL_BUDGET.heavy.maxTokens})
+  --json            print one JSON object {item, progress} last (--once) or {processed, progress}`;
+
+export default async function flywheel(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    "edge-db": { type: "string" },
+    "gpu-url": { type: "string" },
+    once: { type: "boolean", default: false },
+    samples: { type: "string" },
+    "max-tokens": { type: "string" },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  });
+  if (flags.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const config = readEdgeConfig({
+    LIBSQL_URL: DEFAULT_DB_URL,
+    ...process.env,
+    ...(flags["edge-db"] ? { LIBSQL_URL: flags["edge-db"] } : {}),
+    ...(flags["gpu-url"] ? { KVGRAFT_GPU_URL: flags["gpu-url"] } : {}),
+  });
+  if (!config.gpu.url || !config.gpu.secret)
+    throw new UsageError("a GPU node is needed: --gpu-url (or KVGRAFT_GPU_URL) and KVGRAFT_GPU_SECRET");
+  const budget = {
+    ...DEFAULT_FLYWHEEL_BUDGET,
+    heavy: {
+      samples: intFlag(flags.samples, "samples", DEFAULT_FLYWHEEL_BUDGET.heavy.samples),
+      maxTokens: intFlag(flags["max-tokens"], "max-tokens", DEFAULT_FLYWHEEL_BUDGET.heavy.maxTokens),
+    },
+  };
+  const database = await openDatabase(config.db);
+  try {
+    await migrateDatabase(database.db);
+    const gpu = createEdgeGpuClient({
+      baseUrl: config.gpu.url,
+      secret: config.gpu.secret,
+      timeoutMs: config.gpu.timeoutMs,
+      healthTimeoutMs: config.gpu.healthTimeoutMs,
+    });
+    const deps = { db: database.db, gpu, config, clock: systemClock };
+    const say = (line: string) => (flags.json ? process.stderr : process.stdout).write(`${line}\n`);
+    if (flags.once) {
+      const item = await runFlywheelOnce(deps, budget);
+      const progress = await flywheelProgress(deps);
+      say(item ? `item ${item.id}: ${item.status}` : "the queue is empty");
+      if (flags.json) printJson({ item, progress });
+      return 0;
+    }
+    const worker = startFlywheelWorker(deps, { budget, logger: consoleLogger });
+    say(`flywheel worker running on ${config.db.url}; Ctrl-C stops it`);
+    await waitForStopSignal();
+    await worker.stop();
+    if (flags.json) printJson({ processed: worker.processed, progress: await flywheelProgress(deps) });
+    return 0;
+  } finally {
+    database.close();
+  }
+}
