@@ -330,8 +330,9 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     if (err instanceof DomainError) return err.status >= 500 ? "suspect" : "verdict";
     const name = err instanceof Error ? err.name : "";
     if (name === "TimeoutError" || name === "AbortError") return "suspect";
-    if (err instanceof z.ZodError || err instanceof SyntaxError) return "suspect";
-    return "gone";
+    // fetch rejects with a TypeError when the node cannot be reached (refused, reset, DNS).
+    if (err instanceof TypeError) return "gone";
+    return "suspect";
   }
 
   async function nodeFailed(id: string, err: unknown): Promise<void> {
@@ -365,7 +366,10 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       try {
         const result = await fn(
           client(nodeId),
-          { deadlineMs: Math.max(1, Math.floor(left)), signal: AbortSignal.timeout(Math.max(1, left)) },
+          {
+            deadlineMs: Math.max(1, Math.floor(left)),
+            signal: AbortSignal.timeout(Math.max(1, Math.ceil(left))),
+          },
           nodeId,
         );
         const ms = performance.now() - t0;

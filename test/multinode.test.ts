@@ -1,0 +1,393 @@
+/**
+ * Several GPU nodes behind one edge: three `kvgraft serve gpu` child processes with the same tiny
+ * model (and a fourth with another model) register with an in-process edge through signed
+ * heartbeats. Through the edge's admin API and its GPU pool: placement is stable and balanced, a
+ * deposit lands on R = 2 nodes with identical bytes, a graft goes to the hot replica, killing a
+ * node reroutes the graft to the other replica with the same output hash (and the extra latency
+ * of the failover is reported), the rebalancer re-replicates and re-syncs a restarted node, a
+ * node with other fingerprints never receives a block, and with no replica alive a graft is a 503
+ * `no_replica`.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type GpuPool, isGpuPool } from "../edge/gpu-pool.js";
+import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+import { createGpuClient, type GpuNodeClient } from "../gpu-node/gpu-client.js";
+import { DomainError } from "../shared/errors.js";
+import { sha256Hex } from "../shared/hash.js";
+import { placementSpread, rendezvousPick } from "../shared/rendezvous.js";
+import { syntheticModel } from "./helpers/models.js";
+
+const root = join(import.meta.dirname, "..");
+const SECRET = "multinode-secret-0123456789abcdef";
+const HEARTBEAT_MS = 250;
+const model = syntheticModel("tiny-llama");
+const otherModel = syntheticModel("tiny-llama", "other-fingerprint");
+const work = mkdtempSync(join(tmpdir(), "kvgraft-multinode-"));
+
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by the assertions
+type Json = Record<string, any>;
+
+interface Node {
+  id: string;
+  child: ChildProcess;
+  url: string;
+  client: GpuNodeClient;
+  exited: Promise<unknown>;
+}
+
+const children: ChildProcess[] = [];
+let edge: EdgeServer;
+let pool: GpuPool;
+let adminKey: string;
+const nodes = new Map<string, Node>();
+
+/** Starts `serve gpu` registered with the edge; resolves once it printed its JSON ready line. */
+async function startNode(id: string, modelPath: string, dataDir: string): Promise<Node> {
+  const child = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      join(root, "cli", "main.ts"),
+      "serve",
+      "gpu",
+      "--model",
+      modelPath,
+      "--port",
+      "0",
+      "--data-dir",
+      dataDir,
+      "--context",
+      "1024",
+      "--node-id",
+      id,
+      "--edge-url",
+      edge.url,
+      "--heartbeat-ms",
+      String(HEARTBEAT_MS),
+      "--json",
+    ],
+    {
+      cwd: root,
+      env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET, KV_THREADS: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  children.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      for (const line of out.split("\n"))
+        if (line.startsWith("{")) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    void exited.then((code) =>
+      reject(new Error(`node ${id} exited ${code} before it was ready:\n${stderr}`)),
+    );
+  });
+  const node = { id, child, url, client: createGpuClient({ baseUrl: url, secret: SECRET }), exited };
+  nodes.set(id, node);
+  return node;
+}
+
+function kill(id: string): Promise<unknown> {
+  const node = nodes.get(id) as Node;
+  node.child.kill("SIGKILL");
+  return node.exited;
+}
+
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
+  const res = await fetch(`${edge.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${adminKey}`,
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json().catch(() => ({}))) as Json };
+}
+
+const liveIds = async () =>
+  (await pool.nodes(true))
+    .filter((n) => n.live)
+    .map((n) => n.id)
+    .sort();
+
+/** Ids of the blocks a node holds (asked directly, signed). */
+const holdings = async (id: string) =>
+  new Set((await (nodes.get(id) as Node).client.listBlocks()).map((m) => m.sha256));
+
+/** Deposits a verified solution through the admin API; returns the block id. */
+async function deposit(i: number): Promise<string> {
+  const r = await admin("POST", "/admin/solutions", {
+    problem: `Crate ${i} holds ${i + 3} boxes of ${i + 7} pens each. How many pens are in crate ${i}?`,
+    solution: `There are ${i + 3} × ${i + 7} = ${(i + 3) * (i + 7)} pens.`,
+    program: "a, b, c, d = PARAMS\nprint(int(b * c))\n",
+    answer: String((i + 3) * (i + 7)),
+  });
+  expect(r.status, JSON.stringify(r.body)).toBe(201);
+  return r.body.block.sha256 as string;
+}
+
+async function placement(blockId: string): Promise<Json> {
+  const r = await admin("GET", `/admin/blocks/${blockId}/placement`);
+  expect(r.status).toBe(200);
+  return r.body.placement;
+}
+
+const SAME = ["gpu-a", "gpu-b", "gpu-c"];
+const blocks: string[] = [];
+
+beforeAll(async () => {
+  edge = await startEdgeServer({
+    env: {
+      LIBSQL_URL: `file:${join(work, "edge.db")}`,
+      KVGRAFT_GPU_SECRET: SECRET,
+      KVGRAFT_REPLICAS: "2",
+      KVGRAFT_HEARTBEAT_MS: String(HEARTBEAT_MS),
+      KVGRAFT_HEARTBEAT_DOWN_AFTER: "4",
+      KVGRAFT_REBALANCE_INTERVAL_MS: "0",
+      KVGRAFT_GPU_TIMEOUT_MS: "60000",
+    },
+    port: 0,
+    logger: { info: () => undefined, error: (m, f) => console.error(m, f) },
+  });
+  if (!isGpuPool(edge.gpu)) throw new Error("the edge should run a GPU pool");
+  pool = edge.gpu;
+  adminKey = edge.generatedAdminKey as string;
+  await Promise.all([
+    ...SAME.map((id) => startNode(id, model, join(work, id))),
+    startNode("gpu-odd", otherModel, join(work, "gpu-odd")),
+  ]);
+  await until("four live nodes", async () => (await liveIds()).length === 4);
+}, 180_000);
+
+afterAll(async () => {
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await edge?.close();
+  rmSync(work, { recursive: true, force: true });
+}, 60_000);
+
+describe("several GPU nodes behind one edge", () => {
+  it("registers nodes with fingerprints, capacity and tiers from signed heartbeats", async () => {
+    const r = await admin("GET", "/admin/nodes");
+    expect(r.status).toBe(200);
+    const byId = new Map<string, Json>(r.body.nodes.map((n: Json) => [n.id, n]));
+    expect([...byId.keys()].sort()).toEqual(["gpu-a", "gpu-b", "gpu-c", "gpu-odd"]);
+    const a = byId.get("gpu-a") as Json;
+    expect(a).toMatchObject({
+      status: "up",
+      live: true,
+      url: nodes.get("gpu-a")?.url,
+      capacity: { slots: 2 },
+    });
+    expect(a.tiers).toMatchObject({ hot: [], coldCount: 0 });
+    expect(a.modelFingerprint).toBe(byId.get("gpu-b")?.modelFingerprint);
+    expect(a.engineFingerprint).toBe(byId.get("gpu-c")?.engineFingerprint);
+    expect(byId.get("gpu-odd")?.modelFingerprint).not.toBe(a.modelFingerprint);
+
+    // An unsigned or tampered heartbeat is refused.
+    const unsigned = await fetch(`${edge.url}/cluster/heartbeat`, { method: "POST", body: "{}" });
+    expect(unsigned.status).toBe(401);
+  });
+
+  it("places blocks stably and evenly (rendezvous over the live nodes of one fingerprint)", async () => {
+    const keys = await Promise.all(Array.from({ length: 1000 }, (_, i) => sha256Hex(`block-${i}`)));
+    const live = (await liveIds()).filter((id) => id !== "gpu-odd");
+    expect(live).toEqual(SAME);
+    const spread = placementSpread(keys, live, 2);
+    console.log(`placement spread, 1000 blocks, R=2, ${live.length} nodes: ${JSON.stringify(spread)}`);
+    expect(spread.peakToMean).toBeLessThan(1.1);
+    for (const key of keys.slice(0, 50))
+      expect(rendezvousPick(key, [...live].reverse(), 2)).toEqual(rendezvousPick(key, live, 2));
+  });
+
+  it("a deposit lands on its R nodes with identical bytes, never on the other fingerprint", async () => {
+    for (let i = 0; i < 4; i++) blocks.push(await deposit(i));
+    for (const id of blocks) {
+      const p = await placement(id);
+      expect(p.desired).toHaveLength(2);
+      expect(p.missing).toEqual([]);
+      expect(p.holders.map((h: Json) => h.nodeId).sort()).toEqual([...p.desired].sort());
+      for (const holder of p.desired as string[]) {
+        const { manifest, body } = await (nodes.get(holder) as Node).client.openBlockFile(id);
+        const bytes = new Uint8Array(await new Response(body).arrayBuffer());
+        expect(await sha256Hex(bytes)).toBe(id);
+        expect(manifest.sha256).toBe(id);
+      }
+      const third = SAME.find((n) => !p.desired.includes(n)) as string;
+      expect((await holdings(third)).has(id)).toBe(false);
+    }
+    expect((await holdings("gpu-odd")).size).toBe(0);
+    // Over four blocks every same-fingerprint node holds something only if HRW says so.
+    const counts = await Promise.all(SAME.map(async (id) => (await holdings(id)).size));
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(2 * blocks.length);
+  });
+
+  it("a graft goes to the replica where the block is hot", async () => {
+    const id = blocks[0] as string;
+    const p = await placement(id);
+    const [first, second] = p.desired as [string, string];
+    // Make the block hot on the replica rendezvous ranks second, and only there: restore it
+    // there, and fill the first replica's slots with other work.
+    await (nodes.get(second) as Node).client.prefetch(id, "hot");
+    const other = (await (nodes.get(first) as Node).client.listBlocks()).filter((m) => m.sha256 !== id);
+    for (const m of other.slice(0, 2)) await (nodes.get(first) as Node).client.prefetch(m.sha256, "hot");
+    await until("the heartbeat to report the tiers", async () => {
+      const view = await pool.nodes(true);
+      const s = view.find((n) => n.id === second);
+      const f = view.find((n) => n.id === first);
+      return s?.hot.includes(id) && !f?.hot.includes(id);
+    });
+    const routed = await pool.graftRouted({ blockId: id, query: "How many pens?", maxTokens: 8 });
+    expect(routed.nodeId).toBe(second);
+    expect(routed.tier).toBe("hot");
+    expect(routed.result.tier).toBe("hot");
+    expect(routed.attempts).toHaveLength(1);
+  });
+
+  let failoverBlock: string;
+  let reference: { nodeId: string; outputSha256: string; ms: number };
+
+  it("killing the serving node reroutes the graft to the other replica with the same output", async () => {
+    failoverBlock = blocks[1] as string;
+    const req = { blockId: failoverBlock, query: "How many pens are there?", maxTokens: 16 };
+    // Warm both replicas, then time the normal path.
+    const warm = await pool.graftRouted(req);
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      const r = await pool.graftRouted(req);
+      times.push(performance.now() - t0);
+      expect(r.result.outputSha256).toBe(warm.result.outputSha256);
+    }
+    const normalMs = times.sort((a, b) => a - b)[1] as number;
+    reference = { nodeId: warm.nodeId, outputSha256: warm.result.outputSha256, ms: normalMs };
+
+    await kill(warm.nodeId);
+    const t0 = performance.now();
+    const routed = await pool.graftRouted(req);
+    const failoverMs = performance.now() - t0;
+    expect(routed.attempts).toHaveLength(2);
+    expect(routed.attempts[0]?.nodeId).toBe(warm.nodeId);
+    expect(routed.nodeId).not.toBe(warm.nodeId);
+    expect(routed.result.outputSha256).toBe(reference.outputSha256);
+    console.log(
+      `failover: normal graft ${normalMs.toFixed(1)} ms, graft with failover ${failoverMs.toFixed(1)} ms ` +
+        `(extra ${(failoverMs - normalMs).toFixed(1)} ms; failed attempt ${routed.attempts[0]?.ms.toFixed(1)} ms)`,
+    );
+    // The dead node is out of routing now: the next graft goes straight to the survivor.
+    const next = await pool.graftRouted(req);
+    expect(next.attempts).toHaveLength(1);
+    expect(pool.metrics(warm.nodeId).failovers).toBeGreaterThanOrEqual(1);
+  });
+
+  it("re-replicates onto the surviving nodes, then re-syncs the restarted node (moving copies back)", async () => {
+    const dead = reference.nodeId;
+    const survivors = SAME.filter((n) => n !== dead);
+    await until("the dead node to count as down", async () => !(await liveIds()).includes(dead));
+    // Every block is back on two live nodes (both survivors, since only two are left).
+    const report = await pool.rebalancer.run("test");
+    expect(report.failed).toEqual([]);
+    for (const id of blocks) {
+      const p = await placement(id);
+      expect(p.desired.sort()).toEqual(survivors);
+      for (const n of survivors) expect((await holdings(n)).has(id)).toBe(true);
+    }
+    expect(pool.rebalancer.status().maxConcurrentTransfers).toBeLessThanOrEqual(
+      pool.settings.transferConcurrency,
+    );
+
+    // The node comes back with an empty disk under the same id: the rebalancer copies to it what
+    // rendezvous hashing assigns it again, and removes the copies that moved back.
+    await startNode(dead, model, join(work, `${dead}-restarted`));
+    await until("the restarted node to be live", async () => (await liveIds()).includes(dead));
+    const expected = new Map(blocks.map((id) => [id, rendezvousPick(id, SAME, 2).sort()]));
+    await until(
+      "the restarted node to be re-synced",
+      async () => {
+        for (const [id, want] of expected) {
+          const p = await placement(id);
+          const have = p.holders
+            .filter((h: Json) => h.live)
+            .map((h: Json) => h.nodeId)
+            .sort();
+          if (JSON.stringify(have) !== JSON.stringify(want)) return false;
+        }
+        return true;
+      },
+      60_000,
+    );
+    for (const n of SAME) {
+      const held = await holdings(n);
+      for (const [id, want] of expected) expect(held.has(id)).toBe(want.includes(n));
+    }
+    // The copy it received answers with the same output.
+    const back = [...expected].find(([, want]) => want.includes(dead))?.[0];
+    if (back) {
+      const r = await (nodes.get(dead) as Node).client.graft({
+        blockId: back,
+        query: "How many pens?",
+        maxTokens: 4,
+      });
+      expect(r.blockSha256).toBe(back);
+    }
+    expect(pool.metrics(dead).copiesIn).toBeGreaterThan(0);
+  });
+
+  it("never gives a block to the node with other fingerprints; exposes per-node metrics", async () => {
+    expect((await holdings("gpu-odd")).size).toBe(0);
+    const metrics = await fetch(`${edge.url}/admin/nodes/metrics`, {
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
+    const text = await metrics.text();
+    expect(text).toMatch(/kvgraft_edge_node_up\{node="gpu-odd"\} 1/);
+    expect(text).toMatch(/kvgraft_edge_node_copies_in_total\{node="gpu-/);
+    expect(text).not.toMatch(/kvgraft_edge_node_copies_in_total\{node="gpu-odd"\} [1-9]/);
+  });
+
+  it("with no replica alive a graft is a 503 no_replica", async () => {
+    const id = blocks[2] as string;
+    const holders = (await placement(id)).desired as string[];
+    await Promise.all(holders.map((n) => kill(n)));
+    await until("both replicas to count as down", async () => {
+      const live = await liveIds();
+      return holders.every((n) => !live.includes(n));
+    });
+    const err = await pool
+      .graft({ blockId: id, query: "How many pens?", maxTokens: 4 })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DomainError);
+    expect(err).toMatchObject({ status: 503, code: "no_replica" });
+  });
+});
