@@ -258,16 +258,17 @@ describe("several GPU nodes behind one edge", () => {
     const id = blocks[0] as string;
     const p = await placement(id);
     const [first, second] = p.desired as [string, string];
-    // Make the block hot on the replica rendezvous ranks second, and only there: restore it
-    // there, and fill the first replica's slots with other work.
-    await (nodes.get(second) as Node).client.prefetch(id, "hot");
-    const other = (await (nodes.get(first) as Node).client.listBlocks()).filter((m) => m.sha256 !== id);
-    for (const m of other.slice(0, 2)) await (nodes.get(first) as Node).client.prefetch(m.sha256, "hot");
+    // Make the block hot on the replica rendezvous ranks second, and only there: two plain
+    // generations at once take both slots of the first replica (evicting what was resident), and
+    // a prefetch restores the block into a slot of the second.
+    const f = nodes.get(first) as Node;
+    await Promise.all([1, 2].map(() => f.client.generate({ prompt: "Count: one two", maxTokens: 4 })));
+    expect(await (nodes.get(second) as Node).client.prefetch(id, "hot")).toBe("hot");
     await until("the heartbeat to report the tiers", async () => {
       const view = await pool.nodes(true);
       const s = view.find((n) => n.id === second);
-      const f = view.find((n) => n.id === first);
-      return s?.hot.includes(id) && !f?.hot.includes(id);
+      const r = view.find((n) => n.id === first);
+      return s?.hot.includes(id) && !r?.hot.includes(id);
     });
     const routed = await pool.graftRouted({ blockId: id, query: "How many pens?", maxTokens: 8 });
     expect(routed.nodeId).toBe(second);
