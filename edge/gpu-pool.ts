@@ -339,9 +339,11 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     suspect.set(id, now());
     metricsOf(id).failures++;
     if (options.staticNode?.id === id && !rows.some((r) => r.id === id)) staticDownAt = now();
-    else if (classify(err) === "gone") await markNodeDown(db, id).catch(() => undefined);
+    // Routing skips it already (suspect); the registry write need not hold up the retry.
+    else if (classify(err) === "gone") void markNodeDown(db, id).catch(() => undefined);
     log("gpu node failed", { nodeId: id, error: err instanceof Error ? err.message : String(err) });
-    rebalancer.kick("node failed");
+    // Later than other triggers: the failed call's retry goes first, and a blip may heal.
+    rebalancer.kick("node failed", 1_000);
   }
 
   /**

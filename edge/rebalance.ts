@@ -100,8 +100,11 @@ export class Rebalancer {
     };
   }
 
-  /** Asks for a run soon; triggers during a run coalesce into one follow-up run. */
-  kick(reason: string): void {
+  /**
+   * Asks for a run after `delayMs` (default 50 ms); triggers during a run, or before a scheduled
+   * one starts, coalesce into one run.
+   */
+  kick(reason: string, delayMs = 50): void {
     if (this.closed) return;
     if (this.running) {
       this.pending ??= reason;
@@ -113,7 +116,7 @@ export class Rebalancer {
       void this.run(reason).catch((err: Error) =>
         this.options.log("rebalance failed", { reason, error: err.message }),
       );
-    }, 50);
+    }, delayMs);
     this.debounce.unref?.();
   }
 
