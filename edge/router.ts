@@ -44,6 +44,9 @@ export interface RouteDecision {
   reason: RouteReason;
 }
 
+/** A decision of the lexical step (`similar` or `abstain`). */
+export type LexicalDecision = RouteDecision & { reason: Exclude<RouteReason, "fingerprint" | "template"> };
+
 /** The constants of the `similar` decision (see the module comment). */
 export interface RouterTuning {
   threshold: number;
@@ -95,7 +98,7 @@ export async function routeSimilar(
   db: Database,
   normalizedText: string,
   tuning: Partial<RouterTuning> = {},
-): Promise<RouteDecision> {
+): Promise<LexicalDecision> {
   const best = await bestCandidate(db, normalizedText);
   const verdict = decideSimilar(best, { ...ROUTER_TUNING, ...tuning });
   if (verdict.decision !== "similar" || !best) return verdict;
@@ -146,7 +149,7 @@ export async function bestCandidate(db: Database, normalizedText: string): Promi
 }
 
 /** The lexical verdict on the best candidate (numbers are checked afterwards, against the rows). */
-export function decideSimilar(best: CandidateFeatures | null, tuning: RouterTuning): RouteDecision {
+export function decideSimilar(best: CandidateFeatures | null, tuning: RouterTuning): LexicalDecision {
   if (!best) return { decision: "abstain", score: 0, reason: "no_candidates" };
   const base = { score: round(best.score), runnerUp: round(best.runnerUp) };
   if (best.score < tuning.threshold) return { decision: "abstain", ...base, reason: "below_threshold" };
@@ -269,7 +272,7 @@ function sameNumbers(a: [string, string], b: [string, string]): boolean {
 }
 
 /** Adds the problem's newest ready block to a decision. */
-async function withBlock(db: Database, decision: RouteDecision): Promise<RouteDecision> {
+async function withBlock<T extends RouteDecision>(db: Database, decision: T): Promise<T> {
   if (!decision.problemId) return decision;
   const [block] = await db
     .select({ sha256: blocks.sha256 })

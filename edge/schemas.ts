@@ -34,11 +34,18 @@ export const solveRequestSchema = z
 export type SolveRequest = z.output<typeof solveRequestSchema>;
 
 export const solveSources = ["library", "transfer", "graft", "model", "none"] as const;
+export const routeDecisions = ["answer", "template", "similar", "abstain"] as const;
 export const routeReasons = [
   "fingerprint",
   "template_transfer",
   "template_graft",
-  "no_template_match",
+  "similar",
+  "no_block",
+  "no_candidates",
+  "below_threshold",
+  "ambiguous",
+  "near_miss",
+  "numbers_differ",
   "mode_library_only",
   "mode_verified_only",
 ] as const;
@@ -58,9 +65,19 @@ export const solveResponseSchema = z.object({
     .nullable()
     .describe("1 for verified library answers; null where the edge has no calibrated estimate."),
   route: z.object({
+    decision: z
+      .enum(routeDecisions)
+      .describe(
+        "The router's decision (edge/router.ts): answer (same problem), template (same wording, new " +
+          "numbers), similar (a reworded library problem: its block is grafted, never transfer), abstain.",
+      ),
     blockId: sha256Schema.nullable(),
     problemId: z.string().nullable(),
-    score: z.number().nullable().describe("1 for an exact fingerprint or template match."),
+    score: z
+      .number()
+      .nullable()
+      .describe("1 for an exact fingerprint or template match; else the best candidate's score in [0, 1]."),
+    runnerUp: z.number().optional().describe("The runner-up candidate's score, for lexical decisions."),
     reason: z.enum(routeReasons),
   }),
   cost: z.object({

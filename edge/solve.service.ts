@@ -3,8 +3,9 @@
  * solution answers from the library with no GPU call; otherwise route on the problem's template:
  * a parametric verified program of the same template is re-run on the new numbers in the GPU
  * node's sandbox (`transfer`), else that problem's ready block is grafted and the model answers
- * after it (`graft`); with no template match the model answers alone (`model`), or nothing does
- * (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
+ * after it (`graft`); with no template match the router (edge/router.ts) may find a reworded library
+ * problem (`similar`), whose block is grafted (never transfer: its template differs); otherwise
+ * the model answers alone (`model`), or nothing does (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
  * flywheel. A solve that fails (GPU node down, say) is logged with source "error".
  */
 import { and, desc, eq } from "drizzle-orm";
@@ -23,6 +24,7 @@ import {
   setBlockState,
   type TemplateMatch,
 } from "./library.service.js";
+import { routeSimilar } from "./router.js";
 import type { SolveRequest, SolveResponse } from "./schemas.js";
 
 /** Who asked, for the log and the response. */
@@ -130,7 +132,13 @@ async function route(
       source: "library",
       verified: true,
       confidence: 1,
-      route: { blockId: block?.sha256 ?? null, problemId: hit.problem.id, score: 1, reason: "fingerprint" },
+      route: {
+        decision: "answer",
+        blockId: block?.sha256 ?? null,
+        problemId: hit.problem.id,
+        score: 1,
+        reason: "fingerprint",
+      },
       gpu: NO_GPU,
       outputSha256: null,
     };
@@ -153,6 +161,7 @@ async function route(
         verified: false,
         confidence: null,
         route: {
+          decision: "template",
           blockId: transfer.blocks.at(-1)?.sha256 ?? null,
           problemId: transfer.problem.id,
           score: 1,
@@ -163,38 +172,35 @@ async function route(
       };
     // The program failed on these numbers: fall through to grafting its block.
   }
-  const withBlock = [...matches].reverse().find((m) => m.blocks.length > 0);
-  const block = withBlock?.blocks.at(-1);
-  if (withBlock && block) {
+  // 3. Without a template match, the router's lexical step: a reworded library problem grafts
+  // its block (never transfer: the template differs), else it abstains.
+  const target = await graftTarget(deps, normalized, matches);
+  const blockId = target.blockId;
+  if (blockId !== null) {
     const started = deps.clock.monotonicMs();
     const result = await deps.gpu
-      .graft({ blockId: block.sha256, query: req.problem, maxTokens })
+      .graft({ blockId, query: req.problem, maxTokens })
       .catch(async (err: unknown) => {
         // The node found the block's bytes damaged and quarantined it: stop routing to it.
         if (err instanceof DomainError && err.code === "block_corrupt")
-          await setBlockState(deps.db, block.sha256, "quarantined").catch(() => undefined);
+          await setBlockState(deps.db, blockId, "quarantined").catch(() => undefined);
         throw err;
       });
-    return generated(result, deps.clock.monotonicMs() - started, "graft", {
-      blockId: block.sha256,
-      problemId: withBlock.problem.id,
-      score: 1,
-      reason: "template_graft",
-    });
+    return generated(result, deps.clock.monotonicMs() - started, "graft", target);
   }
 
-  // 3. Nothing in the library fits.
+  // 4. Nothing in the library fits.
   if (req.mode === "library") return none("mode_library_only");
   const started = deps.clock.monotonicMs();
   const solved = await deps.gpu.solve({ problem: req.problem, maxTokens });
-  return sampled(solved, deps.clock.monotonicMs() - started);
+  return sampled(solved, deps.clock.monotonicMs() - started, target);
 }
 
 /**
  * The sampled solve's outcome: the vote is the answer, the agreement share the confidence, and
  * the text a sample that voted for it (reasoning, then its final part).
  */
-function sampled(result: SolveResult, ms: number): Outcome {
+function sampled(result: SolveResult, ms: number, r: Outcome["route"]): Outcome {
   const { answer } = result;
   const voter =
     answer === null
@@ -210,10 +216,43 @@ function sampled(result: SolveResult, ms: number): Outcome {
     source: "model",
     verified: false,
     confidence: result.confidence,
-    route: { blockId: null, problemId: null, score: null, reason: "no_template_match" },
+    route: r,
     gpu: { tokensIn: result.tokensIn, tokensOut: result.tokensOut, ms },
     outputSha256: result.outputSha256,
     unsure: result.unsure,
+  };
+}
+
+/**
+ * The block to graft: the newest ready block of the template's problems, else, with no template
+ * match, the router's `similar` problem's block. `blockId` null: nothing to graft (the route says why).
+ */
+async function graftTarget(
+  deps: Deps,
+  normalized: string,
+  matches: TemplateMatch[],
+): Promise<Outcome["route"]> {
+  if (matches.length > 0) {
+    const withBlock = [...matches].reverse().find((m) => m.blocks.length > 0);
+    const problemId = (withBlock ?? matches.at(-1))?.problem.id ?? null;
+    const blockId = withBlock?.blocks.at(-1)?.sha256 ?? null;
+    return {
+      decision: "template",
+      blockId,
+      problemId,
+      score: 1,
+      reason: blockId ? "template_graft" : "no_block",
+    };
+  }
+  const r = await routeSimilar(deps.db, normalized);
+  const blockId = r.blockId ?? null;
+  return {
+    decision: r.decision,
+    blockId,
+    problemId: r.problemId ?? null,
+    score: r.score,
+    ...(r.runnerUp === undefined ? {} : { runnerUp: r.runnerUp }),
+    reason: r.decision === "similar" && !blockId ? "no_block" : r.reason,
   };
 }
 
@@ -229,7 +268,7 @@ function none(reason: "mode_verified_only" | "mode_library_only"): Outcome {
     source: "none",
     verified: false,
     confidence: null,
-    route: { blockId: null, problemId: null, score: null, reason },
+    route: { decision: "abstain", blockId: null, problemId: null, score: null, reason },
     gpu: NO_GPU,
     outputSha256: null,
   };

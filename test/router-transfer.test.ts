@@ -1,0 +1,227 @@
+/**
+ * Parametric programs and the routes of /v1/solve through a real edge (Node entry, libSQL file
+ * database) and a loopback GPU node whose /v1/sandbox/run is the real sandbox and whose /v1/graft
+ * answers a fixed generation, recording every request. The parametric flag is what the deposit
+ * check (`isParametric`, real sandbox) decides.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { localProgramRunner } from "../cli/commands/eval.js";
+import { isParametric } from "../edge/admin.service.js";
+import { queries as queryLog } from "../edge/db/schema.js";
+import type { GpuClient } from "../edge/gpu.js";
+import { addSolution, registerBlock, registerProblem } from "../edge/library.service.js";
+import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
+import { gpuPaths } from "../shared/protocol.js";
+
+const SECRET = "router-test-secret-0123456789abcdef";
+const APPLES =
+  "Sam buys 12 apples at $0.75 each and pays with a $20 bill. How much change does he get, in dollars?";
+const PARAMETRIC = [
+  "def fmt(x):",
+  "    x = round(x, 2)",
+  "    return str(int(x)) if x == int(x) else str(x)",
+  "",
+  "count, price, paid = PARAMS",
+  "print(fmt(paid - count * price))",
+  "",
+].join("\n");
+/** Reads PARAMS but prints the original answer whatever the numbers. */
+const HARD_CODED = "count, price, paid = PARAMS\nprint(20 - 12 * 0.75)\n";
+
+const WORK = new Set<string>([gpuPaths.graft, gpuPaths.sandboxRun, gpuPaths.generate, gpuPaths.solve]);
+
+let runner: Pick<GpuClient, "runProgram">;
+let gpu: Server;
+const requests: string[] = [];
+let dir: string;
+let edge: EdgeServer;
+let adminKey: string;
+
+beforeAll(async () => {
+  runner = await localProgramRunner();
+  gpu = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => {
+      body += c;
+    });
+    req.on("end", async () => {
+      // Health checks and block listings come and go with the edge's node pool: only work counts.
+      if (WORK.has(req.url ?? "")) requests.push(req.url ?? "");
+      const send = (status: number, value: unknown) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+      if (req.url === gpuPaths.sandboxRun) {
+        const { program, params, expect } = JSON.parse(body);
+        return send(200, await runner.runProgram({ program, params, expect }));
+      }
+      if (req.url === gpuPaths.graft) {
+        const { blockId } = JSON.parse(body);
+        return send(200, {
+          text: "grafted\n42",
+          tokens: [7, 8],
+          outputSha256: "e".repeat(64),
+          blockSha256: blockId,
+          tier: "hot",
+          tokensIn: 5,
+          tokensOut: 2,
+          timings: { restoreMs: 0.1, queryMs: 1, decodeMs: 1, totalMs: 2.1 },
+          finishReason: "maxTokens",
+        });
+      }
+      send(404, { error: { code: "not_found", message: "not here" } });
+    });
+  });
+  await new Promise<void>((r) => gpu.listen(0, "127.0.0.1", r));
+  dir = mkdtempSync(join(tmpdir(), "kvgraft-router-transfer-"));
+  edge = await startEdgeServer({
+    env: {
+      LIBSQL_URL: `file:${join(dir, "edge.db")}`,
+      KVGRAFT_GPU_URL: `http://127.0.0.1:${(gpu.address() as AddressInfo).port}`,
+      KVGRAFT_GPU_SECRET: SECRET,
+    },
+    port: 0,
+    host: "127.0.0.1",
+    logger: { error: () => undefined, info: () => undefined },
+  });
+  adminKey = edge.generatedAdminKey as string;
+}, 60_000);
+
+afterAll(async () => {
+  await edge?.close();
+  gpu?.closeAllConnections();
+  await new Promise((r) => gpu?.close(r));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Registers the problem as a deposit does, the parametric flag from the real deposit check. */
+async function deposit(problem: string, program: string, answer: string, blockSha: string) {
+  const normalizedText = normalizeProblem(problem);
+  const { template, params } = problemTemplate(normalizedText);
+  const parametric = await isParametric(runner, program, params, answer);
+  const { problem: row } = await registerProblem(edge.db, {
+    normalizedText,
+    fingerprint: await problemFingerprint(problem),
+    template,
+    params,
+  });
+  await addSolution(edge.db, {
+    problemId: row.id,
+    worked: "worked",
+    program,
+    answer,
+    parametric,
+    verified: true,
+    verification: { method: "test" },
+  });
+  const fp = { sha256: "f".repeat(64) };
+  await registerBlock(edge.db, {
+    sha256: blockSha,
+    problemId: row.id,
+    manifest: {
+      tokenCount: 9,
+      tokensSha256: "1".repeat(64),
+      textSha256: "2".repeat(64),
+      modelFingerprint: fp,
+      engineFingerprint: fp,
+    },
+    state: "ready",
+    nodeId: null,
+  });
+  return { id: row.id, parametric };
+}
+
+async function solve(problem: string, mode = "auto") {
+  const before = requests.length;
+  const res = await fetch(`${edge.url}/v1/solve`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
+    body: JSON.stringify({ problem, mode, maxTokens: 4 }),
+  });
+  // biome-ignore lint/suspicious/noExplicitAny: checked by the assertions
+  const body = (await res.json()) as Record<string, any>;
+  return { status: res.status, body, gpu: requests.slice(before) };
+}
+
+describe("parametric check at deposit", () => {
+  it("a program that computes from PARAMS is parametric; hard-coded constants are not", async () => {
+    const { params } = problemTemplate(APPLES);
+    expect(await isParametric(runner, PARAMETRIC, params, "11")).toBe(true);
+    expect(await isParametric(runner, HARD_CODED, params, "11")).toBe(false);
+    // No PARAMS at all, or a program that crashes on other numbers.
+    expect(await isParametric(runner, "print(11)", params, "11")).toBe(false);
+    const fragile = "count, price, paid = PARAMS\nassert count == 12\nprint(paid - count * price)\n";
+    expect(await isParametric(runner, fragile, params, "11")).toBe(false);
+  });
+});
+
+describe("routes through /v1/solve", () => {
+  it("non-parametric: new numbers graft the block, never transfer", async () => {
+    const stored = await deposit(APPLES, HARD_CODED, "11", "a".repeat(64));
+    expect(stored.parametric).toBe(false);
+    const r = await solve(
+      "Sam buys 7 apples at $1.25 each and pays with a $50 bill. How much change does he get, in dollars?",
+    );
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({
+      source: "graft",
+      route: {
+        decision: "template",
+        reason: "template_graft",
+        problemId: stored.id,
+        blockId: "a".repeat(64),
+      },
+    });
+    expect(r.gpu).toEqual([gpuPaths.graft]);
+  });
+
+  it("parametric: new numbers run the program on them (transfer, no model tokens)", async () => {
+    const problem =
+      "Ann buys 4 pens at $1.50 each and pays with a $10 bill. How much change does she get, in dollars?";
+    const stored = await deposit(problem, PARAMETRIC, "4", "b".repeat(64));
+    expect(stored.parametric).toBe(true);
+    const r = await solve(
+      "Ann buys 3 pens at $2.25 each and pays with a $20 bill. How much change does she get, in dollars?",
+    );
+    expect(r.body).toMatchObject({
+      source: "transfer",
+      answer: "13.25",
+      verified: false,
+      route: { decision: "template", reason: "template_transfer", problemId: stored.id },
+      cost: { gpuTokensIn: 0, gpuTokensOut: 0 },
+    });
+    expect(r.gpu).toEqual([gpuPaths.sandboxRun]);
+  });
+
+  it("a reworded problem grafts its block (similar), even with a parametric program", async () => {
+    const r = await solve(
+      "If Ann pays for 4 pens costing $1.50 apiece using a $10 bill, what change should she receive?",
+    );
+    expect(r.body).toMatchObject({
+      source: "graft",
+      route: { decision: "similar", reason: "similar", blockId: "b".repeat(64) },
+    });
+    expect(r.body.route.score).toBeGreaterThan(0);
+    expect(r.gpu).toEqual([gpuPaths.graft]);
+  });
+
+  it("abstains on a near miss; the decision, score and reason are logged", async () => {
+    const r = await solve(
+      "Sam buys 12 apples at $0.75 each. How much do the apples cost in total, in dollars?",
+      "library",
+    );
+    expect(r.body).toMatchObject({ source: "none", route: { decision: "abstain" } });
+    expect(r.gpu).toEqual([]);
+    const logged = await edge.db.select().from(queryLog);
+    const similar = logged.find((q) => q.route.decision === "similar");
+    expect(similar?.route).toMatchObject({
+      reason: "similar",
+      score: expect.any(Number),
+      runnerUp: expect.any(Number),
+    });
+  });
+});
