@@ -23,7 +23,7 @@ import { normalizeProblem } from "../shared/normalize.js";
 import type { SolveResult, SolveSample } from "../shared/protocol.js";
 import { type AdminDeps, depositSolution } from "./admin.service.js";
 import { type FlywheelStatus, flywheelQueue } from "./db/schema.js";
-import type { Logger } from "./http.js";
+import { type Logger, systemClock } from "./http.js";
 import {
   claimNextFlywheel,
   enqueueFlywheel,
@@ -568,4 +568,27 @@ export async function rejectFlywheelItem(
     .returning();
   if (!row) return rejectFlywheelItem(deps, id, input);
   return row;
+}
+
+/** JSON lines on stderr: stdout of `kvgraft start --json` carries only its summary. */
+const stderrLogger: Logger = {
+  error: (message, fields) => console.error(JSON.stringify({ level: "error", message, ...fields })),
+  info: (message, fields) => console.error(JSON.stringify({ level: "info", message, ...fields })),
+};
+
+/** Runs a worker next to a Node edge (npm start); closing the edge stops the worker first. */
+export function withFlywheelWorker<
+  E extends Pick<AdminDeps, "db" | "gpu" | "config"> & { close(): Promise<void> },
+>(edge: E, options: { budget?: FlywheelBudget; idleMs?: number } = {}): E {
+  const worker = startFlywheelWorker(
+    { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock },
+    { logger: stderrLogger, ...options },
+  );
+  const close = edge.close.bind(edge);
+  return Object.assign(edge, {
+    close: async () => {
+      await worker.stop();
+      await close();
+    },
+  });
 }

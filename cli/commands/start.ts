@@ -14,6 +14,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { depositSolution } from "../../edge/admin.service.js";
+import { withFlywheelWorker } from "../../edge/flywheel.service.js";
 import { systemClock } from "../../edge/http.js";
 import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/node.js";
 import { adminSolutionRequestSchema } from "../../edge/schemas.js";
@@ -130,6 +131,7 @@ export default async function start(argv: string[]): Promise<number> {
         KVGRAFT_GPU_SECRET: secret,
       },
     });
+    edge = withFlywheelWorker(edge);
     const keyFile = join(dataDir, "admin.key");
     if (edge.generatedAdminKey) writeFileSync(keyFile, `${edge.generatedAdminKey}\n`, { mode: 0o600 });
 
