@@ -4,7 +4,7 @@
  * is made: restored into another slot, its probe must hash like the fresh prefill's.
  */
 import { existsSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
@@ -69,6 +69,7 @@ export class BlockService implements Blocks {
   static async open(options: BlockServiceOptions): Promise<BlockService> {
     const { store, recovery } = await BlockStore.open(options.dataDir);
     const shm = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+    if (!options.warmDir) await sweepDeadWarmDirs(shm);
     const warm = await WarmTier.open(
       options.warmDir ?? join(shm, `kvgraft-warm-${process.pid}`),
       options.warmBudgetBytes ?? 2 * 2 ** 30,
@@ -476,4 +477,22 @@ export class BlockService implements Blocks {
 /** Erases everything after the first `n` tokens (the hot tier's graft: ~0.1 ms). */
 async function truncate(seq: LlamaContextSequence, n: number): Promise<void> {
   if (seq.nextTokenIndex > n) await seq.eraseContextTokenRanges([{ start: n, end: seq.nextTokenIndex }]);
+}
+
+/**
+ * Removes the default warm-tier folders (`kvgraft-warm-<pid>`, RAM on tmpfs) of processes that
+ * are gone: a node killed with SIGKILL never runs its close(), and its RAM copies would stay.
+ */
+async function sweepDeadWarmDirs(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(/^kvgraft-warm-(\d+)$/.exec(name)?.[1]);
+    if (!pid || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ESRCH")
+        await rm(join(dir, name), { recursive: true, force: true }).catch(() => undefined);
+    }
+  }
 }

@@ -6,7 +6,7 @@
  * block verifies (`POST /v1/blocks/:id/verify`), nothing in blocks/ is unlisted (no half-written
  * block) and tmp/ was swept.
  */
-import { watch } from "node:fs";
+import { existsSync, watch } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { GpuError } from "../../gpu-node/gpu-client.js";
@@ -137,6 +137,7 @@ export async function runKillLoop(o: KillLoopOptions): Promise<KillLoopReport> {
         await new Promise((r) => setTimeout(r, delay));
         how = `${delay} ms into a deposit (last took ${Math.round(depositMs)} ms)`;
       }
+      const killedPid = node.child.pid;
       await killHard(node);
       await deposit;
       if (answered) {
@@ -153,8 +154,10 @@ export async function runKillLoop(o: KillLoopOptions): Promise<KillLoopReport> {
         `${ctx}: killed ${how}; tmp ${left}, orphan states ${orphans.length}, answered ${answered !== null}`,
       );
 
-      // 3. Restart on the same data directory.
+      // 3. Restart on the same data directory; the dead node's RAM (warm-tier) folder is swept.
       node = await start();
+      if (existsSync(`/dev/shm/kvgraft-warm-${killedPid}`))
+        failures.push(`${ctx}: /dev/shm/kvgraft-warm-${killedPid} of the killed node is still there`);
     }
   } finally {
     await killHard(node);
