@@ -356,16 +356,21 @@ export interface FlywheelWorker {
   stop(): Promise<void>;
 }
 
-/** Runs the worker loop until stopped: claim, process, and poll every `idleMs` when idle. */
+/**
+ * Runs the worker loop until stopped: claim, process, and poll every `idleMs` when idle; after a
+ * failure (the GPU node down, say) it waits `failureBackoffMs` before the next claim.
+ */
 export function startFlywheelWorker(
   deps: AdminDeps,
-  options: { budget?: FlywheelBudget; idleMs?: number; logger?: Logger } = {},
+  options: { budget?: FlywheelBudget; idleMs?: number; failureBackoffMs?: number; logger?: Logger } = {},
 ): FlywheelWorker {
   const stopping = new AbortController();
   const idleMs = options.idleMs ?? 2_000;
+  const failureBackoffMs = options.failureBackoffMs ?? 15_000;
   let processed = 0;
   const loop = (async () => {
     while (!stopping.signal.aborted) {
+      let waitMs = idleMs;
       try {
         const item = await runFlywheelOnce(deps, options.budget, stopping.signal);
         if (item) {
@@ -382,9 +387,10 @@ export function startFlywheelWorker(
         options.logger?.error("flywheel item failed", {
           error: err instanceof Error ? err.message : String(err),
         });
+        waitMs = failureBackoffMs;
       }
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, idleMs);
+        const timer = setTimeout(resolve, waitMs);
         stopping.signal.addEventListener(
           "abort",
           () => {

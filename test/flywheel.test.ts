@@ -216,6 +216,26 @@ describe("flywheel", () => {
     expect(bad.status).toBe(400);
   });
 
+  it("puts an item back when the GPU node cannot be reached, and gives up after three tries", async () => {
+    const queued = await api("POST", "/admin/flywheel", {
+      problem: "A bag holds 5 red and 8 blue beads. How many beads?",
+    });
+    const down = {
+      ...deps,
+      gpu: createEdgeGpuClient({ baseUrl: "http://127.0.0.1:9", secret: SECRET, timeoutMs: 5_000 }),
+    };
+    for (const attempt of [1, 2]) {
+      await expect(runFlywheelOnce(down, BUDGET)).rejects.toMatchObject({ code: "gpu_unavailable" });
+      const item = (await api("GET", `/admin/flywheel/${queued.body.item.id}`)).body.item;
+      expect(item).toMatchObject({ status: "queued", attempts: attempt });
+    }
+    expect(await runFlywheelOnce(down, BUDGET)).toMatchObject({
+      status: "rejected",
+      attempts: 3,
+      result: { reason: "gpu_failed", error: "gpu_unavailable" },
+    });
+  });
+
   it("kvgraft flywheel --once --json works on the edge's database", () => {
     const r = runCli(
       ["flywheel", "--once", "--json", "--edge-db", `file:${join(dir, "edge.db")}`, "--gpu-url", node.url],
