@@ -17,7 +17,7 @@ import {
   type SolveSample,
   type solveRequestSchema,
 } from "../../shared/protocol.js";
-import { startPowerSampler } from "../bench/power.js";
+import { type PowerReading, type PowerSampler, startPowerSampler } from "../bench/power.js";
 import type { SlotPool } from "../blocks/slot-pool.js";
 import type { Engine } from "../engine/engine.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
@@ -99,12 +99,15 @@ export class Solver {
         `a sample needs about ${needed} tokens (prompt, template and budget); a slot holds ${this.engine.options.contextSize}`,
       );
     const grammar = plan.finalTokens > 0 ? await this.grammar(plan.limits) : null;
-    const power = startPowerSampler(POWER_INTERVAL_MS);
     const samples: SolveSample[] = [];
     const runs: Promise<SolveSample["run"]>[] = [];
     let gpuMs = 0;
+    let power: PowerSampler | null = null;
+    let reading: PowerReading | null = null;
     try {
       const lease = await this.pool.acquire(null, signal);
+      // Energy of this solve's own work: sampled from holding the slot to the last program.
+      power = startPowerSampler(POWER_INTERVAL_MS);
       const seq = lease.slot.sequence;
       try {
         for (let i = 0; i < plan.samples; i++) {
@@ -150,11 +153,11 @@ export class Solver {
     } finally {
       // Let started programs finish (they are bounded by the sandbox's limits) before returning.
       await Promise.allSettled(runs);
+      reading = power?.stop() ?? null;
     }
     (await Promise.all(runs)).forEach((run, i) => {
       (samples[i] as SolveSample).run = run;
     });
-    const reading = power?.stop() ?? null;
     const votes = tally(
       samples.map((s) => ({
         stated: s.answer,
