@@ -130,7 +130,13 @@ export interface CandidateFeatures {
 export async function bestCandidate(db: Database, normalizedText: string): Promise<CandidateFeatures | null> {
   const query = analyze(problemTemplate(normalizedText).template);
   if (query.content.size === 0) return null;
-  const candidates = await searchTemplates(db, expandForSearch(query), CANDIDATES);
+  // Content words first: function words match nearly every template and make BM25 score them all.
+  // Some but few hits (a small library, or one holding problems stated mostly in symbols, like
+  // `what is #% of #`): search every word. No hit: no template shares a content word, so none
+  // could score above 0.
+  let candidates = await searchTemplates(db, searchText(query, false), CANDIDATES);
+  if (candidates.length > 0 && candidates.length < CANDIDATES)
+    candidates = await searchTemplates(db, searchText(query, true), CANDIDATES);
   const scored = candidates
     .map((c) => ({ template: c.template, words: analyze(c.template) }))
     .map((c) => ({ ...c, score: dice(query.content, c.words.content) }))
@@ -230,8 +236,9 @@ function stem(word: string): string {
   return word;
 }
 
-function expandForSearch(query: Analyzed): string {
-  const words = [...query.words.filter((w) => w !== "#")];
+/** The FTS query text: the content words (or every word) plus what the canonical forms stand for. */
+function searchText(query: Analyzed, everyWord: boolean): string {
+  const words = everyWord ? query.words.filter((w) => w !== "#") : [...query.content];
   for (const w of query.content) if (SEARCH_EXPANSIONS[w]) words.push(SEARCH_EXPANSIONS[w]);
   return words.join(" ");
 }

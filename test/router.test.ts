@@ -181,7 +181,7 @@ describe("abstain", () => {
     );
     expect(await route("What is the capital of Australia?")).toMatchObject({
       decision: "abstain",
-      reason: "below_threshold",
+      reason: "no_candidates",
       score: 0,
     });
     expect(await route("!!! ???")).toMatchObject({ decision: "abstain", reason: "no_candidates", score: 0 });

@@ -1,3 +1,4 @@
+import { benchRouter } from "../../edge/router-bench.js";
 import { benchGraft, graftBenchTable } from "../../gpu-node/bench/graft-bench.js";
 import { benchHttpOverhead } from "../../gpu-node/bench/http-overhead.js";
 import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
@@ -10,6 +11,7 @@ const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994]
        kvgraft bench library --model FILE --blocks N --block-tokens T --depths d1,d2,... [--accesses 3]
          [--kv q8_0] [--data-dir DIR] [--json]
        kvgraft bench http --model FILE [--runs 10] [--context 4096] [--json]
+       kvgraft bench router [--problems 10000] [--rounds 5] [--json]
 
 bench graft: recompute (prefill + 1 token) vs hot graft, warm restore (RAM) and cold restore (disk,
 hash-checked, page cache dropped where permitted), medians after a warm-up, probability hashes
@@ -20,7 +22,9 @@ bench library: deposits N blocks of T tokens (resumable in --data-dir), then acc
 given token depths in random order, cold (page cache dropped) and warm (RAM tier), each access
 checking the probe hash; per-depth median and p95, bytes on disk, VRAM baseline and peak.
 bench http: the same deposit and hot graft in-process and over loopback HTTP (signed GPU node):
-output hashes compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.`;
+output hashes compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.
+bench router: a libSQL file library of N generated problems (scripts/gen-router-library.ts), the
+development queries routed after a warm-up; p50/p95 of the router and the dev-set outcome.`;
 
 /** `kvgraft bench <graft|library|edge>`. */
 export default async function bench(argv: string[]): Promise<number> {
@@ -31,8 +35,9 @@ export default async function bench(argv: string[]): Promise<number> {
   }
   if (which === "http") return benchHttp(rest);
   if (which === "library") return benchLibraryCommand(rest);
+  if (which === "router") return benchRouterCommand(rest);
   if (which !== "graft")
-    throw new UsageError(`unknown benchmark '${which}' (available: graft, library, http)`);
+    throw new UsageError(`unknown benchmark '${which}' (available: graft, library, http, router)`);
   const flags = parseFlags(rest, {
     model: { type: "string" },
     lengths: { type: "string" },
@@ -135,4 +140,26 @@ async function benchLibraryCommand(argv: string[]): Promise<number> {
   );
   if (flags.json) printJson(result);
   return result.allProbesEqual ? 0 : 1;
+}
+
+async function benchRouterCommand(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    problems: { type: "string" },
+    rounds: { type: "string" },
+    json: { type: "boolean", default: false },
+  });
+  const result = await benchRouter({
+    problems: intFlag(flags.problems, "problems", 10_000, 40),
+    rounds: intFlag(flags.rounds, "rounds", 5),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  const { dev } = result;
+  process.stdout.write(
+    `router over ${result.problems} problems: p50 ${result.p50Ms} ms, p95 ${result.p95Ms} ms (${result.samples} routes; ` +
+      `lexical step p50 ${result.lexical.p50Ms} ms, p95 ${result.lexical.p95Ms} ms); ` +
+      `dev set: ${dev.inLibraryCorrect}/${dev.inLibrary} in library, ${dev.abstained}/${dev.outOfLibrary} abstained, ` +
+      `${dev.wrongRoutes} wrong routes\n`,
+  );
+  if (flags.json) printJson(result);
+  return 0;
 }
