@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   type Candidate,
   type FlywheelBudget,
+  judge,
   runFlywheelOnce,
   startFlywheelWorker,
 } from "../edge/flywheel.service.js";
@@ -92,6 +93,70 @@ afterAll(async () => {
   await edge?.close();
   await node?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("judging candidates", () => {
+  const c = (
+    seed: number,
+    stated: string | null,
+    program: string | null,
+    printed: string | null,
+  ): Candidate => ({
+    seed,
+    stated,
+    program,
+    printed,
+    verdict: printed === null ? "error" : "ok",
+    reasoning: `reasoning ${seed}`,
+  });
+
+  it("accepts two independent programs that agree with the majority stated answer", () => {
+    const verdict = judge(
+      [
+        c(1, "391", "print(PARAMS[0] * PARAMS[1])", "391"),
+        c(2, "391", "a, b = PARAMS\nprint(a * b)", "391.0"),
+        c(3, "390", "print(390)", "390"),
+      ],
+      null,
+    );
+    expect(verdict).toEqual({
+      accepted: {
+        answer: "391",
+        program: "print(PARAMS[0] * PARAMS[1])",
+        solution: "reasoning 1",
+        basis: "agreement",
+        seeds: [1, 2],
+      },
+    });
+  });
+
+  it("rejects one program twice, programs against the stated majority, and a lone program", () => {
+    const same = "print(PARAMS[0] * PARAMS[1])";
+    expect(judge([c(1, "391", same, "391"), c(2, "391", ` ${same}\n`, "391")], null)).toEqual({
+      reason: "no_agreement",
+    });
+    expect(
+      judge(
+        [c(1, "390", "print(391)", "391"), c(2, "390", "print(17*23)", "391"), c(3, "390", null, null)],
+        null,
+      ),
+    ).toEqual({ reason: "no_agreement" });
+    expect(judge([c(1, "391", same, "391"), c(2, "391", null, null)], null)).toEqual({
+      reason: "no_agreement",
+    });
+    expect(judge([c(1, null, null, null)], null)).toEqual({ reason: "no_stated_answer" });
+  });
+
+  it("with a reference answer, prefers a program that prints it over a stated answer", () => {
+    const candidates = [c(1, "391", null, null), c(2, "17", "print(17 * 23)", "391")];
+    expect(judge(candidates, "391")).toMatchObject({
+      accepted: { basis: "reference_program", program: "print(17 * 23)", seeds: [2] },
+    });
+    expect(judge([c(1, "391", "oops", null)], "391")).toMatchObject({
+      accepted: { basis: "reference_stated", program: 'print("391")\n', seeds: [1] },
+    });
+    expect(judge(candidates, "42")).toEqual({ reason: "no_candidate_matches_reference" });
+  });
 });
 
 describe("flywheel", () => {
