@@ -45,6 +45,7 @@ export const routeReasons = [
   "below_threshold",
   "ambiguous",
   "near_miss",
+  "question_differs",
   "numbers_differ",
   "mode_library_only",
   "mode_verified_only",

@@ -129,6 +129,13 @@ describe("reworded: similar", () => {
     },
   );
 
+  it("the same words once the thesaurus applies", async () => {
+    expect(await route("What is the GCD of 84 and 126?")).toMatchObject({
+      decision: "similar",
+      entry: "gcd",
+    });
+  });
+
   it("carries the problem's newest ready block", async () => {
     const problemId = problemOf.get("hypotenuse") as string;
     const sha = "a".repeat(64);
@@ -179,6 +186,14 @@ describe("abstain", () => {
         reason: "numbers_differ",
       },
     );
+    expect(await route("What is the sum of the prime numbers between 1 and 50?")).toMatchObject({
+      decision: "abstain",
+      reason: "question_differs",
+    });
+    expect(await route("Find the larger root of the equation x^2 + 5x + 6 = 0.")).toMatchObject({
+      decision: "abstain",
+      reason: "near_miss",
+    });
     expect(await route("What is the capital of Australia?")).toMatchObject({
       decision: "abstain",
       reason: "no_candidates",
@@ -189,8 +204,15 @@ describe("abstain", () => {
 });
 
 describe("decideSimilar", () => {
-  const best = { template: "t", score: 0.6, runnerUp: 0.2, editRatio: 0.6, noNewWords: false };
-  it("applies threshold, margin and the rewrite minimum in that order", () => {
+  const best = {
+    template: "t",
+    score: 0.6,
+    runnerUp: 0.2,
+    editRatio: 0.6,
+    noNewWords: false,
+    questionDiffers: false,
+  };
+  it("applies threshold, margin, the question words and the rewrite minimum in that order", () => {
     expect(decideSimilar(null, ROUTER_TUNING).reason).toBe("no_candidates");
     expect(decideSimilar(best, ROUTER_TUNING)).toMatchObject({
       decision: "similar",
@@ -205,5 +227,10 @@ describe("decideSimilar", () => {
       "similar",
     );
     expect(decideSimilar(best, { ...ROUTER_TUNING, threshold: 0.7 }).reason).toBe("below_threshold");
+    expect(decideSimilar({ ...best, questionDiffers: true }, ROUTER_TUNING).reason).toBe("question_differs");
+    // The same words once canonical forms apply (`gcd` = `greatest common divisor`): the same problem.
+    expect(decideSimilar({ ...best, editRatio: 0, noNewWords: true }, ROUTER_TUNING).decision).toBe(
+      "similar",
+    );
   });
 });
