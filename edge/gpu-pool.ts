@@ -242,7 +242,8 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
   async function staticView(): Promise<PoolNode | null> {
     const s = options.staticNode;
     if (!s || rows.some((r) => r.id === s.id)) return null;
-    if (!staticInfo && options.secret) {
+    // Its fingerprints matter only next to registered nodes; a pool of one never asks.
+    if (!staticInfo && options.secret && rows.length > 0) {
       try {
         const health = await createGpuClient({
           baseUrl: s.url,

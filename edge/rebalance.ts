@@ -48,6 +48,16 @@ export interface RebalanceReport {
   recordsFixed: number;
 }
 
+const LIST_TIMEOUT_MS = 10_000;
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
 /** Bounds concurrent transfers (shared by rebalances and post-deposit replication). */
 class Semaphore {
   private active = 0;
@@ -221,6 +231,8 @@ export class Rebalancer {
       for (let pass = 0; pass < 4; pass++) {
         report.passes = pass + 1;
         const nodes = (await this.pool.nodes(true)).map((n) => ({ ...n }));
+        // One node (or none): nothing to place or move.
+        if (nodes.length < 2) break;
         // What each live node really holds.
         const inventory = new Map<string, Set<string>>();
         await Promise.all(
@@ -228,10 +240,8 @@ export class Rebalancer {
             .filter((n) => n.live)
             .map(async (n) => {
               try {
-                inventory.set(
-                  n.id,
-                  new Set((await this.pool.client(n.id).listBlocks()).map((m) => m.sha256)),
-                );
+                const listed = await withTimeout(this.pool.client(n.id).listBlocks(), LIST_TIMEOUT_MS);
+                inventory.set(n.id, new Set(listed.map((m) => m.sha256)));
               } catch (err) {
                 n.live = false;
                 await this.pool.nodeFailed(n.id, err);
