@@ -11,6 +11,8 @@ const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994]
        kvgraft bench library --model FILE --blocks N --block-tokens T --depths d1,d2,... [--accesses 3]
          [--kv q8_0] [--data-dir DIR] [--json]
        kvgraft bench http --model FILE [--runs 10] [--context 4096] [--json]
+       kvgraft bench edge --rate R[,R2,...] [--duration 10] [--path fast|graft] [--url URL --key KEY]
+         [--max-tokens 4] [--timeout-ms 30000] [--json]
        kvgraft bench router [--problems 10000] [--rounds 5] [--json]
 
 bench graft: recompute (prefill + 1 token) vs hot graft, warm restore (RAM) and cold restore (disk,
@@ -24,7 +26,11 @@ checking the probe hash; per-depth median and p95, bytes on disk, VRAM baseline 
 bench http: the same deposit and hot graft in-process and over loopback HTTP (signed GPU node):
 output hashes compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.
 bench router: a libSQL file library of N generated problems (scripts/gen-router-library.ts), the
-development queries routed after a warm-up; p50/p95 of the router and the dev-set outcome.`;
+development queries routed after a warm-up; p50/p95 of the router and the dev-set outcome.
+bench edge: open-loop load through the edge at a constant arrival rate (each rate in turn), fast
+path (a verified library answer) or graft path (a block grafted on the GPU node): throughput,
+p50/p95/p99 latency from each request's due time, error rate, status and error codes, health
+afterwards. Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model).`;
 
 /** `kvgraft bench <graft|library|edge>`. */
 export default async function bench(argv: string[]): Promise<number> {
@@ -34,10 +40,11 @@ export default async function bench(argv: string[]): Promise<number> {
     return which ? 0 : 2;
   }
   if (which === "http") return benchHttp(rest);
+  if (which === "edge") return benchEdgeCommand(rest);
   if (which === "library") return benchLibraryCommand(rest);
   if (which === "router") return benchRouterCommand(rest);
   if (which !== "graft")
-    throw new UsageError(`unknown benchmark '${which}' (available: graft, library, http, router)`);
+    throw new UsageError(`unknown benchmark '${which}' (available: graft, library, http, router, edge)`);
   const flags = parseFlags(rest, {
     model: { type: "string" },
     lengths: { type: "string" },
@@ -162,4 +169,39 @@ async function benchRouterCommand(argv: string[]): Promise<number> {
   );
   if (flags.json) printJson(result);
   return 0;
+}
+
+async function benchEdgeCommand(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    rate: { type: "string" },
+    duration: { type: "string" },
+    path: { type: "string", default: "fast" },
+    url: { type: "string" },
+    key: { type: "string" },
+    "data-dir": { type: "string" },
+    "max-tokens": { type: "string" },
+    "timeout-ms": { type: "string" },
+    json: { type: "boolean", default: false },
+  });
+  if (flags.path !== "fast" && flags.path !== "graft") throw new UsageError("--path must be fast or graft");
+  const rates = intListFlag(requireFlag(flags.rate, "rate"), "rate", []);
+  if (rates.length === 0 || rates.some((r) => r < 1)) throw new UsageError("--rate takes positive integers");
+  const key = flags.key ?? process.env.KVGRAFT_API_KEY ?? process.env.KVGRAFT_ADMIN_KEY;
+  const { benchEdge, loadLine } = await import("../../edge/load-bench.js");
+  const result = await benchEdge({
+    path: flags.path,
+    rates,
+    durationS: intFlag(flags.duration, "duration", 10),
+    timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000),
+    maxTokens: intFlag(flags["max-tokens"], "max-tokens", 4),
+    ...(flags.url ? { url: flags.url } : {}),
+    ...(key ? { key } : {}),
+    ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  for (const r of result.runs) process.stdout.write(`${loadLine(r)}\n`);
+  if (flags.json) printJson(result);
+  // Nothing may crash: the edge answers /health after every run (and exits 0 when started here).
+  const healthy = result.runs.every((r) => r.healthAfter.status === 200);
+  return healthy && (result.edge.exitCode ?? 0) === 0 ? 0 : 1;
 }
