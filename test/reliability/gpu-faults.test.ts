@@ -88,6 +88,39 @@ async function restartNode(): Promise<void> {
   gpu = await startGpuChild({ modelPath: model, dataDir, secret: SECRET, port: gpu.port, sandbox: true });
 }
 
+describe("nothing lost between the services", () => {
+  it("a block deposited through the edge stays on the GPU node and is grafted", async () => {
+    const res = await fetch(`${edge.url}/admin/solutions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        problem: "A crate holds 17 rows of 23 jars. How many jars are in the crate?",
+        solution: "17 rows of 23 jars make 17 × 23 = 391 jars.",
+        program: "print(391)\n",
+        answer: "391",
+      }),
+    });
+    expect(res.status).toBe(201);
+    const blockId = ((await res.json()) as { block: { sha256: string } }).block.sha256;
+    const direct = createGpuClient({ baseUrl: gpu.url, secret: SECRET, timeoutMs: 30_000 });
+    expect((await direct.listBlocks()).map((m) => m.sha256)).toContain(blockId);
+    // Give the edge's background work (heartbeats, rebalancing) time to run, then look again.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect((await direct.listBlocks()).map((m) => m.sha256)).toContain(blockId);
+    const graft = await fetch(`${edge.url}/v1/solve`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        problem: "A crate holds 12 rows of 30 jars. How many jars are in the crate?",
+        maxTokens: 2,
+      }),
+    });
+    const body = (await graft.json()) as { source?: string };
+    expect(graft.status, JSON.stringify(body)).toBe(200);
+    expect(body.source).toBe("graft");
+  });
+});
+
 describe("GPU node slow, black-holed, stopped or restarted", () => {
   it("answers normally through the proxy, and a delay below the timeout only adds latency", async () => {
     const normal = await solve();
