@@ -18,7 +18,9 @@ import { type EdgeServer, startEdgeServer } from "../edge/node.js";
 import { createGpuClient, type GpuNodeClient } from "../gpu-node/gpu-client.js";
 import { DomainError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
+import { CHUNK_SHA256_HEADER, LIMITS } from "../shared/protocol.js";
 import { placementSpread, rendezvousPick } from "../shared/rendezvous.js";
+import { createUploadGrant } from "../shared/upload-grant.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const root = join(import.meta.dirname, "..");
@@ -252,6 +254,64 @@ describe("several GPU nodes behind one edge", () => {
     // Over four blocks every same-fingerprint node holds something only if HRW says so.
     const counts = await Promise.all(SAME.map(async (id) => (await holdings(id)).size));
     expect(counts.reduce((a, b) => a + b, 0)).toBe(2 * blocks.length);
+  });
+
+  it("a node accepts the edge's upload grant on its import routes, for that one block only", async () => {
+    const id = blocks[3] as string;
+    const p = await placement(id);
+    const third = nodes.get(SAME.find((n) => !p.desired.includes(n)) as string) as Node;
+    const { manifest, body } = await (nodes.get(p.desired[0]) as Node).client.openBlockFile(id);
+    const bytes = new Uint8Array(await new Response(body).arrayBuffer());
+    const claims = {
+      v: 1 as const,
+      jti: "0".repeat(32),
+      sha256: id,
+      sizeBytes: bytes.length,
+      problemId: "any",
+      exp: Math.floor(Date.now() / 1000) + 60,
+      keyId: "key",
+    };
+    const grant = await createUploadGrant(SECRET, claims);
+    const send = (path: string, token: string, init: RequestInit = {}) =>
+      fetch(`${third.url}${path}`, {
+        ...init,
+        headers: { authorization: `KvgraftUpload ${token}`, ...(init.headers as Record<string, string>) },
+      });
+    const start = (token: string) =>
+      send("/v1/imports", token, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ manifest, sizeBytes: bytes.length, chunkBytes: LIMITS.importChunkBytes }),
+      });
+    expect((await send("/v1/blocks", grant)).status).toBe(403);
+    expect((await start(await createUploadGrant("another-secret-0123456789", claims))).status).toBe(401);
+    const expired = await createUploadGrant(SECRET, { ...claims, exp: Math.floor(Date.now() / 1000) - 1 });
+    expect((await start(expired)).status).toBe(401);
+    const wrong = await start(await createUploadGrant(SECRET, { ...claims, sha256: blocks[0] as string }));
+    expect(wrong.status).toBe(403);
+    expect(((await wrong.json()) as Json).error.code).toBe("grant_mismatch");
+
+    const started = await start(grant);
+    expect(started.status).toBe(201);
+    const { importId, chunkCount } = (await started.json()) as { importId: string; chunkCount: number };
+    for (let i = 0; i < chunkCount; i++) {
+      const chunk = bytes.subarray(i * LIMITS.importChunkBytes, (i + 1) * LIMITS.importChunkBytes);
+      const put = await send(`/v1/imports/${importId}/chunks/${i}`, grant, {
+        method: "PUT",
+        headers: {
+          "content-type": "application/octet-stream",
+          [CHUNK_SHA256_HEADER]: await sha256Hex(chunk),
+        },
+        body: chunk,
+      });
+      expect(put.status).toBe(200);
+    }
+    const committed = await send(`/v1/imports/${importId}/commit`, grant, { method: "POST" });
+    expect(committed.status).toBe(201);
+    expect(((await committed.json()) as Json).sha256).toBe(id);
+    expect((await holdings(third.id)).has(id)).toBe(true);
+    // Leave placement as it was.
+    await third.client.deleteBlock(id);
   });
 
   it("a graft goes to the replica where the block is hot", async () => {
