@@ -598,10 +598,21 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
         throw err instanceof DomainError ? err : toDomainError(err, options.timeoutMs);
       }),
     async getBlock(id) {
-      const candidates = (await graftCandidates(id)).map((c) => c.id);
-      const order = candidates.length ? candidates : await anyNodes();
+      // Recorded holders first, then every other live node (a block imported straight into a node
+      // is not recorded yet): a cheap metadata read, so all of them may be asked.
+      const first = (await graftCandidates(id)).map((c) => c.id);
+      const order = [...new Set([...first, ...(await anyNodes())])];
       if (order.length === 0) throw noReplica(id);
-      return (await routed(order, (c) => c.getBlock(id))).result;
+      let last: unknown;
+      for (const nodeId of order) {
+        try {
+          return await client(nodeId).getBlock(id);
+        } catch (err) {
+          last = err;
+          if (classify(err) === "verdict") break;
+        }
+      }
+      throw toDomainError(last, options.timeoutMs);
     },
     async deleteBlock(id) {
       const live = (await nodes()).filter((n) => n.live);

@@ -84,10 +84,7 @@ export const blockReplicas = sqliteTable(
     nodeId: text("node_id").notNull(),
     createdAt: createdAt(),
   },
-  (t) => [
-    primaryKey({ columns: [t.blockSha256, t.nodeId] }),
-    index("block_replicas_node_idx").on(t.nodeId),
-  ],
+  (t) => [primaryKey({ columns: [t.blockSha256, t.nodeId] }), index("block_replicas_node_idx").on(t.nodeId)],
 );
 
 export const nodeStatuses = ["up", "down"] as const;
