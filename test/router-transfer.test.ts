@@ -1,23 +1,26 @@
 /**
  * Parametric programs and the routes of /v1/solve through a real edge (Node entry, libSQL file
  * database) and a loopback GPU node whose /v1/sandbox/run is the real sandbox and whose /v1/graft
- * answers a fixed generation, recording every request. The parametric flag is what the deposit
- * check (`isParametric`, real sandbox) decides.
+ * answers a fixed generation (and /v1/blocks a manifest for deposits), recording every request.
+ * The parametric flag is what the deposit check (`isParametric`, real sandbox) decides. Last,
+ * `kvgraft eval router --edge` against that edge.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { localProgramRunner } from "../cli/commands/eval.js";
+import { localProgramRunner, wilson95 } from "../cli/commands/eval.js";
 import { isParametric } from "../edge/admin.service.js";
 import { queries as queryLog } from "../edge/db/schema.js";
 import type { GpuClient } from "../edge/gpu.js";
 import { addSolution, registerBlock, registerProblem } from "../edge/library.service.js";
 import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
-import { gpuPaths } from "../shared/protocol.js";
+import { BLOCK_FORMAT_VERSION, gpuPaths } from "../shared/protocol.js";
 
 const SECRET = "router-test-secret-0123456789abcdef";
 const APPLES =
@@ -35,6 +38,38 @@ const PARAMETRIC = [
 const HARD_CODED = "count, price, paid = PARAMS\nprint(20 - 12 * 0.75)\n";
 
 const WORK = new Set<string>([gpuPaths.graft, gpuPaths.sandboxRun, gpuPaths.generate, gpuPaths.solve]);
+
+/** A block manifest for a deposited text (what a node without a model can truthfully hash). */
+async function manifestFor(text: string) {
+  const hex = (s: string) => sha256Hex(s);
+  return {
+    formatVersion: BLOCK_FORMAT_VERSION,
+    sha256: await hex(`state:${text}`),
+    sizeBytes: 1,
+    tokenCount: 1,
+    tokensSha256: await hex(`tokens:${text}`),
+    textSha256: await hex(text),
+    model: { sha256: await hex("model"), sizeBytes: 1, architecture: "llama", name: "loopback" },
+    engine: {
+      nodeLlamaCpp: "3.21.1",
+      llamaCppRelease: "b0",
+      backend: "cpu",
+      gpuName: null,
+      computeCapability: null,
+      context: {
+        kvKeyType: "f16",
+        kvValueType: "f16",
+        flashAttention: false,
+        swaFullCache: true,
+        batchSize: 512,
+        sequences: 1,
+      },
+      id: await hex("engine"),
+    },
+    probe: { token: 0, sha256: await hex("probe") },
+    createdAt: new Date(0).toISOString(),
+  };
+}
 
 let runner: Pick<GpuClient, "runProgram">;
 let gpu: Server;
@@ -58,6 +93,11 @@ beforeAll(async () => {
       if (req.url === gpuPaths.sandboxRun) {
         const { program, params, expect } = JSON.parse(body);
         return send(200, await runner.runProgram({ program, params, expect }));
+      }
+      if (req.url === gpuPaths.blocks && req.method === "POST") {
+        // A deposit: a manifest for the text, as the node reports it (no model here).
+        const { text } = JSON.parse(body);
+        return send(200, await manifestFor(text));
       }
       if (req.url === gpuPaths.graft) {
         const { blockId } = JSON.parse(body);
@@ -83,6 +123,7 @@ beforeAll(async () => {
       LIBSQL_URL: `file:${join(dir, "edge.db")}`,
       KVGRAFT_GPU_URL: `http://127.0.0.1:${(gpu.address() as AddressInfo).port}`,
       KVGRAFT_GPU_SECRET: SECRET,
+      KVGRAFT_RATE_LIMIT: "10000",
     },
     port: 0,
     host: "127.0.0.1",
@@ -224,4 +265,82 @@ describe("routes through /v1/solve", () => {
       runnerUp: expect.any(Number),
     });
   });
+});
+
+/** `kvgraft <args>` in a child process without blocking this one; JSON is the last stdout line. */
+function cliAsync(args: string[]): Promise<{ status: number | null; stderr: string; json: unknown }> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(import.meta.dirname, "..", "cli", "main.ts"), ...args],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (c) => {
+    stdout += c;
+  });
+  child.stderr.on("data", (c) => {
+    stderr += c;
+  });
+  return new Promise((resolve) =>
+    child.on("close", (status) => {
+      let json: unknown;
+      try {
+        json = JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+      } catch {
+        json = undefined;
+      }
+      resolve({ status, stderr, json });
+    }),
+  );
+}
+
+describe("kvgraft eval router --edge", () => {
+  it("deposits the library through the admin API and routes the queries through /v1/solve", async () => {
+    const ids = new Set(["hypotenuse", "gcd"]);
+    const lines = (name: string) =>
+      readFileSync(join(import.meta.dirname, "fixtures", name), "utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== "");
+    const library = lines("router-library.jsonl").filter((l) => ids.has(JSON.parse(l).id));
+    const queries = lines("router-queries.jsonl").filter((l) => {
+      const q = JSON.parse(l);
+      return ids.has(q.expect) || (q.expect === null && /common multiple|lined up|capital/.test(q.query));
+    });
+    writeFileSync(join(dir, "lib.jsonl"), `${library.join("\n")}\n`);
+    writeFileSync(join(dir, "q.jsonl"), `${queries.join("\n")}\n`);
+    const before = requests.length;
+    // The edge runs in this process: the CLI must run beside it, not block it (spawnSync).
+    const r = await cliAsync([
+      "eval",
+      "router",
+      "--library",
+      join(dir, "lib.jsonl"),
+      "--queries",
+      join(dir, "q.jsonl"),
+      "--edge",
+      edge.url,
+      "--admin-key",
+      adminKey,
+      "--json",
+    ]);
+    expect(r.status, r.stderr).toBe(0);
+    const inLibrary = queries.filter((l) => JSON.parse(l).expect !== null).length;
+    const outOfLibrary = queries.length - inLibrary;
+    expect(r.json).toEqual({
+      inLibrary: { n: inLibrary, correct: inLibrary, wilson95: wilson95(inLibrary, inLibrary) },
+      outOfLibrary: {
+        n: outOfLibrary,
+        abstained: outOfLibrary,
+        wilson95: wilson95(outOfLibrary, outOfLibrary),
+      },
+      wrongRoutes: 0,
+      transfer: { n: 2, correct: 2 },
+      p50RouteMs: expect.any(Number),
+    });
+    // Paraphrases grafted the deposited blocks; new numbers ran the programs (transfer).
+    expect(requests.slice(before)).toContain(gpuPaths.graft);
+  }, 60_000);
 });
