@@ -18,7 +18,7 @@
  *   number words like `five` count), so the grafted worked solution is about this very instance.
  * Pure scoring lives in `decideSimilar`, so scripts/calibrate-router.ts can sweep the constants.
  */
-import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq } from "drizzle-orm";
 import { sha256Hex } from "../shared/hash.js";
 import { problemTemplate } from "../shared/normalize.js";
 import type { Database } from "./db/database.js";
@@ -306,7 +306,7 @@ async function withBlock<T extends RouteDecision>(db: Database, decision: T): Pr
   const [block] = await db
     .select({ sha256: blocks.sha256 })
     .from(blocks)
-    .where(and(inArray(blocks.problemId, [decision.problemId]), eq(blocks.state, "ready")))
+    .where(and(eq(blocks.problemId, decision.problemId), eq(blocks.state, "ready")))
     .orderBy(desc(blocks.createdAt))
     .limit(1);
   return block ? { ...decision, blockId: block.sha256 } : decision;
