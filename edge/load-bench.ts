@@ -292,6 +292,8 @@ export interface BenchEdgeOptions {
   url?: string;
   key?: string;
   dataDir?: string;
+  /** Unreported warm-up at the first rate (default 3 s). */
+  warmupS?: number;
   /** Pause between rates, for queues to drain. */
   pauseS?: number;
   log?: (line: string) => void;
@@ -328,6 +330,23 @@ export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
     const prepared = await prepareWorkload(url, key, o.path, o.maxTokens);
     workload = { path: o.path, source: prepared.source, distinctBodies: prepared.bodies.length };
     log(`workload ${o.path}: first answer from ${prepared.source}`);
+    if ((o.warmupS ?? 3) > 0) {
+      // Not reported: JIT, connection pools, caches and the node's first evaluations.
+      log(`warm-up: ${o.rates[0]} req/s for ${o.warmupS ?? 3} s`);
+      await runLoad(
+        {
+          url,
+          key,
+          path: o.path,
+          rate: o.rates[0] as number,
+          durationS: o.warmupS ?? 3,
+          timeoutMs: o.timeoutMs,
+          maxTokens: o.maxTokens,
+        },
+        prepared.bodies,
+      );
+      await new Promise((r) => setTimeout(r, (o.pauseS ?? 3) * 1000));
+    }
     for (const [k, rate] of o.rates.entries()) {
       if (k > 0) await new Promise((r) => setTimeout(r, (o.pauseS ?? 3) * 1000));
       log(`${o.path}: ${rate} req/s for ${o.durationS} s ...`);
