@@ -202,7 +202,8 @@ export class Rebalancer {
     await Promise.all(copies.map((a) => this.copy(blockId, a.from, a.to)));
     const desired = desiredNodes(blockId, info, nodes, this.pool.settings.replicas);
     const now = (await recordedHolders(this.pool.db, [blockId])).get(blockId) ?? new Set<string>();
-    if (desired.every((id) => now.has(id)))
+    // Only with a full desired set in place (never when none is known: that would drop the last copy).
+    if (desired.length > 0 && desired.every((id) => now.has(id)))
       for (const id of now) {
         const live = nodes.find((n) => n.id === id)?.live;
         if (live && !desired.includes(id)) await this.drop(blockId, id);
