@@ -64,6 +64,8 @@ export const blockManifestSchema = z.object({
   engine: engineFingerprintSchema,
   /** One decode step after restore must reproduce this probability-vector hash. */
   probe: z.object({ token: z.number().int().nonnegative(), sha256: sha256Schema }),
+  /** SHA-256 of each `bytes`-sized chunk of the state file, so reads can check it in parallel. */
+  chunks: z.object({ bytes: z.number().int().positive(), sha256: z.array(sha256Schema).min(1) }).optional(),
   createdAt: z.string(),
 });
 export type BlockManifest = z.infer<typeof blockManifestSchema>;

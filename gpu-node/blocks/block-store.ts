@@ -10,6 +10,7 @@ import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promis
 import { join } from "node:path";
 import { conflict, notFound } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
+import { HASH_CHUNK_BYTES, hashFileWithChunks, verifyFileChunks } from "./file-hash.js";
 
 /** Streams a file through SHA-256. */
 export async function sha256File(path: string): Promise<string> {
@@ -148,7 +149,7 @@ export class BlockStore {
     tempStatePath: string,
     manifest: Omit<BlockManifest, "sha256" | "sizeBytes">,
   ): Promise<BlockManifest> {
-    const sha = await sha256File(tempStatePath);
+    const { sha256: sha, chunks } = await hashFileWithChunks(tempStatePath);
     const existing = this.manifests.get(sha);
     if (existing) {
       await rm(tempStatePath, { force: true });
@@ -158,7 +159,12 @@ export class BlockStore {
     const { size } = await stat(tempStatePath);
     await rename(tempStatePath, this.statePath(sha));
     await fsyncPath(this.blocksDir);
-    const full = blockManifestSchema.parse({ ...manifest, sha256: sha, sizeBytes: size });
+    const full = blockManifestSchema.parse({
+      ...manifest,
+      sha256: sha,
+      sizeBytes: size,
+      chunks: { bytes: HASH_CHUNK_BYTES, sha256: chunks },
+    });
     await writeFileAtomic(this.blocksDir, this.tmpDir, `${sha}.json`, `${JSON.stringify(full, null, 2)}\n`);
     this.manifests.set(sha, full);
     return full;
@@ -169,19 +175,26 @@ export class BlockStore {
    * truncation) the block is quarantined and a 409 `block_corrupt` is thrown.
    */
   async checkedStatePath(sha: string): Promise<string> {
-    this.get(sha);
+    const manifest = this.get(sha);
     const path = this.statePath(sha);
-    let actual: string;
-    try {
-      actual = await sha256File(path);
-    } catch {
-      actual = "missing";
-    }
-    if (actual !== sha) {
+    if (!(await this.matches(path, manifest))) {
       await this.quarantineBlock(sha);
-      throw conflict("block_corrupt", `block ${sha} failed its hash check and was quarantined`, { actual });
+      throw conflict("block_corrupt", `block ${sha} failed its hash check and was quarantined`);
     }
     return path;
+  }
+
+  /** Whether the file's bytes are the block's: per-chunk hashes in parallel when recorded. */
+  private async matches(path: string, manifest: BlockManifest): Promise<boolean> {
+    try {
+      const { size } = await stat(path);
+      if (size !== manifest.sizeBytes) return false;
+      if (manifest.chunks)
+        return await verifyFileChunks(path, size, manifest.chunks.sha256, manifest.chunks.bytes);
+      return (await sha256File(path)) === manifest.sha256;
+    } catch {
+      return false;
+    }
   }
 
   /** Moves a block's files to quarantine and forgets it. */
