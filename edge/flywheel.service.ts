@@ -444,13 +444,18 @@ export async function flywheelProgress(deps: Pick<AdminDeps, "db">) {
   };
 }
 
-/** The progress and the items (optionally of one status). */
+/** The progress and the items (optionally of one status); candidates are counted, not listed. */
 export async function listFlywheelItems(
   deps: Pick<AdminDeps, "db">,
   options: { status?: FlywheelStatus; limit?: number },
 ) {
   const [progress, items] = await Promise.all([flywheelProgress(deps), listFlywheel(deps.db, options)]);
-  return { progress, items };
+  const brief = (item: FlywheelItem) => {
+    if (!item.result || !Array.isArray(item.result.candidates)) return item;
+    const { candidates, ...rest } = item.result;
+    return { ...item, result: { ...rest, candidateCount: candidates.length } };
+  };
+  return { progress, items: items.map(brief) };
 }
 
 export async function getFlywheelItem(deps: Pick<AdminDeps, "db">, id: string): Promise<FlywheelItem> {

@@ -87,7 +87,7 @@ beforeAll(async () => {
   });
   key = edge.generatedAdminKey as string;
   deps = { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock };
-}, 120_000);
+});
 
 afterAll(async () => {
   await edge?.close();
@@ -195,7 +195,12 @@ describe("flywheel", () => {
     });
     const shown = await api("GET", `/admin/flywheel/${rejectedId}`);
     expect(shown.body.item.cost).toEqual(cost);
-  }, 60_000);
+    expect(shown.body.item.result.candidates).toHaveLength(2);
+    // The list counts candidates instead of carrying them.
+    const [brief] = (await api("GET", "/admin/flywheel?status=rejected")).body.items;
+    expect(brief).toMatchObject({ id: rejectedId, result: { candidateCount: 2 } });
+    expect(brief.result.candidates).toBeUndefined();
+  });
 
   it("an admin's reference answer that no candidate matches is refused; still no block", async () => {
     const before = await blockCount();
@@ -228,7 +233,7 @@ describe("flywheel", () => {
     expect(again.body).toMatchObject({ source: "library", verified: true, answer: reference, queued: false });
     const twice = await api("POST", `/admin/flywheel/${rejectedId}/accept`, { referenceAnswer: reference });
     expect(twice.status).toBe(409);
-  }, 60_000);
+  });
 
   it("the worker accepts by itself when a candidate matches a reference given at enqueue", async () => {
     const problem = "A shelf holds 6 rows of 9 jars. How many jars are on the shelf?";
@@ -253,7 +258,7 @@ describe("flywheel", () => {
     const item = (await api("GET", `/admin/flywheel/${queued.body.item.id}`)).body.item;
     expect(item).toMatchObject({ status: "accepted", result: { accepted: { basis: "reference_stated" } } });
     expect(await blockCount()).toBe(before + 1);
-  }, 90_000);
+  });
 
   it("does not deposit what the model already answers confidently", async () => {
     const problem = "A crate holds 12 boxes of 30 pens. How many pens are in the crate?";
@@ -268,7 +273,7 @@ describe("flywheel", () => {
     });
     expect(item?.cost).toMatchObject({ requests: BUDGET.baseline.samples });
     expect(await blockCount()).toBe(before);
-  }, 60_000);
+  });
 
   it("an admin rejects a queued item: nothing is solved or deposited", async () => {
     const queued = await api("POST", "/admin/flywheel", { problem: "What is 7 times 8?" });
@@ -310,5 +315,5 @@ describe("flywheel", () => {
     );
     expect(r.status).toBe(0);
     expect(r.json).toMatchObject({ item: null, progress: { queued: 0, accepted: 2 } });
-  }, 60_000);
+  });
 });
