@@ -418,6 +418,11 @@ describe("several GPU nodes behind one edge", () => {
     expect(pool.rebalancer.status().maxConcurrentTransfers).toBeLessThanOrEqual(
       pool.settings.transferConcurrency,
     );
+    // Progress and the last report are visible to admins.
+    const progress = await admin("GET", "/admin/rebalance");
+    expect(progress.status).toBe(200);
+    expect(progress.body.rebalance.last).toMatchObject({ failed: [], finishedAt: expect.any(String) });
+    expect(progress.body.rebalance.runs).toBeGreaterThan(0);
 
     // The node comes back with an empty disk under the same id: the rebalancer copies to it what
     // rendezvous hashing assigns it again, and removes the copies that moved back.
@@ -467,7 +472,7 @@ describe("several GPU nodes behind one edge", () => {
     expect(text).not.toMatch(/kvgraft_edge_node_copies_in_total\{node="gpu-odd"\} [1-9]/);
   });
 
-  it("with no replica alive a graft is a 503 no_replica", async () => {
+  it("with no replica alive a graft is a 503 no_replica; a draining node leaves routing at once", async () => {
     const id = blocks[2] as string;
     const holders = (await placement(id)).desired as string[];
     await Promise.all(holders.map((n) => kill(n)));
@@ -480,5 +485,14 @@ describe("several GPU nodes behind one edge", () => {
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DomainError);
     expect(err).toMatchObject({ status: 503, code: "no_replica" });
+
+    // SIGTERM: the node's last heartbeat says it is draining, and the edge marks it down.
+    const last = SAME.find((n) => !holders.includes(n)) as string;
+    (nodes.get(last) as Node).child.kill("SIGTERM");
+    await until("the draining heartbeat", async () => {
+      const r = await admin("GET", "/admin/nodes");
+      const row = r.body.nodes.find((n: Json) => n.id === last);
+      return row?.status === "down" && row.health.status === "draining" && !row.live;
+    });
   });
 });
