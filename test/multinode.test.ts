@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type GpuPool, isGpuPool } from "../edge/gpu-pool.js";
 import { type EdgeServer, startEdgeServer } from "../edge/node.js";
 import { createGpuClient, type GpuNodeClient } from "../gpu-node/gpu-client.js";
+import { type Heartbeat, sendHeartbeat } from "../gpu-node/server/heartbeat.js";
 import { DomainError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { CHUNK_SHA256_HEADER, LIMITS } from "../shared/protocol.js";
@@ -218,9 +219,26 @@ describe("several GPU nodes behind one edge", () => {
     expect(a.engineFingerprint).toBe(byId.get("gpu-c")?.engineFingerprint);
     expect(byId.get("gpu-odd")?.modelFingerprint).not.toBe(a.modelFingerprint);
 
-    // An unsigned or tampered heartbeat is refused.
+    // An unsigned heartbeat, or one signed with another secret, is refused.
     const unsigned = await fetch(`${edge.url}/cluster/heartbeat`, { method: "POST", body: "{}" });
     expect(unsigned.status).toBe(401);
+    const health = await (nodes.get("gpu-a") as Node).client.health();
+    const beat: Heartbeat = {
+      id: "gpu-forged",
+      url: "http://127.0.0.1:1",
+      status: "ok" as const,
+      model: health.model,
+      engine: health.engine,
+      capacity: { slots: 2, queueCapacity: 6, tiers: ["hot", "warm", "cold"] },
+      tiers: { hot: [], warm: [], coldCount: 0 },
+      queue: { depth: 0, capacity: 6 },
+    };
+    await expect(
+      sendHeartbeat({ edgeUrl: edge.url, secret: "not-the-secret-0123456789" }, beat),
+    ).rejects.toThrow(/HTTP 401/);
+    expect((await admin("GET", "/admin/nodes")).body.nodes.some((n: Json) => n.id === "gpu-forged")).toBe(
+      false,
+    );
   });
 
   it("places blocks stably and evenly (rendezvous over the live nodes of one fingerprint)", async () => {
