@@ -437,7 +437,7 @@ describe("GPU node failures", () => {
     expect(ms).toBeLessThan(3000);
     // the request that reached it was signed
     const last = gpu.requests.at(-1);
-    expect(last?.path).toBe("/v1/generate");
+    expect(last?.path).toBe("/v1/solve");
     expect(last?.headers["x-kvgraft-signature"]).toMatch(/^[0-9a-f]{64}$/);
   });
 

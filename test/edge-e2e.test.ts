@@ -262,7 +262,7 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     expect(r.body).toMatchObject({
       source: "model",
       verified: false,
-      route: { reason: "no_template_match" },
+      route: { decision: "abstain" },
     });
     expect(r.body.cost.gpuTokensIn).toBeGreaterThan(0);
     expect(r.body.cost.gpuTokensOut).toBeGreaterThan(0);
