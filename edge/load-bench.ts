@@ -113,13 +113,22 @@ export async function prepareWorkload(
       if (probe.status === 200 && probe.body.source === "library")
         return { bodies: [body], source: "library" };
     }
-    throw new Error("no library problem is answered from the library (fast path); deposit one first");
+    // An empty library (`--stack serve`): deposit one checked solution, then ask its exact text.
+    const dep = await api(url, key, "POST", "/admin/solutions", CRATE);
+    if (dep.status !== 200 && dep.status !== 201)
+      throw new Error(`POST /admin/solutions: HTTP ${dep.status} ${JSON.stringify(dep.body)}`);
+    const body = JSON.stringify({ problem: CRATE.problem });
+    const probe = await api(url, key, "POST", "/v1/solve", JSON.parse(body));
+    if (probe.status === 200 && probe.body.source === "library") return { bodies: [body], source: "library" };
+    throw new Error("no library problem is answered from the library (fast path)");
   }
   const dep = await api(url, key, "POST", "/admin/solutions", CRATE);
   if (dep.status !== 200 && dep.status !== 201)
     throw new Error(`POST /admin/solutions: HTTP ${dep.status} ${JSON.stringify(dep.body)}`);
-  // A few distinct numbers, cycled: each is its own query, but the flywheel gets a bounded queue.
-  const bodies = Array.from({ length: 8 }, (_, i) =>
+  // One query with new numbers, repeated: every request grafts the same block (routing, graft
+  // and decoding each time), and the flywheel worker that `kvgraft start` runs gets one item to
+  // re-solve in the background, not one per request competing with the measured grafts.
+  const bodies = Array.from({ length: 1 }, (_, i) =>
     JSON.stringify({
       problem: `A crate holds ${12 + i} rows of ${30 + i} jars. How many jars are in the crate?`,
       maxTokens,
@@ -129,6 +138,20 @@ export async function prepareWorkload(
   if (probe.status !== 200)
     throw new Error(`graft probe: HTTP ${probe.status} ${JSON.stringify(probe.body)}`);
   return { bodies, source: String(probe.body.source) };
+}
+
+/** Waits until the edge's flywheel runs nothing; returns the ms waited. */
+export async function waitFlywheelIdle(url: string, key: string, maxMs: number): Promise<number> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < maxMs) {
+    const r = await api(url, key, "GET", "/admin/flywheel?limit=1").catch(() => null);
+    const p =
+      r?.status === 200 ? (r.body?.progress as { queued?: number; running?: number } | undefined) : undefined;
+    // Queued items wait for a worker that may not exist (`--stack serve`); running ones use the GPU.
+    if (!p || (p.running ?? 0) === 0) break;
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  return performance.now() - t0;
 }
 
 /** Sends `rate` requests per second for `durationS` seconds and waits for every answer. */
@@ -282,6 +305,77 @@ export async function startKvgraft(options: {
   };
 }
 
+/**
+ * The two services without `kvgraft start`'s extras (starter library, flywheel worker):
+ * `kvgraft serve gpu` and `kvgraft serve edge` as child processes on the tiny model. The flywheel
+ * re-solves unsure answers on the same GPU node in the background, which makes graft-path figures
+ * depend on its queue; this stack measures the serving path alone.
+ */
+export async function startServeStack(options: {
+  dataDir: string;
+  log?: (line: string) => void;
+}): Promise<{ url: string; key: string; stop(): Promise<number | null> }> {
+  const entry = process.argv[1];
+  if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
+  const { randomBytes } = await import("node:crypto");
+  const { existsSync, mkdirSync } = await import("node:fs");
+  const { resolveSpec } = await import("../gpu-node/synth/presets.js");
+  const { writeSyntheticModel } = await import("../gpu-node/synth/synth-model.js");
+  mkdirSync(options.dataDir, { recursive: true });
+  const model = process.env.MODEL_PATH ?? join(options.dataDir, "tiny-llama-seed0.gguf");
+  if (!existsSync(model)) writeSyntheticModel(model, resolveSpec("tiny-llama", {}), "0");
+  const secret = randomBytes(24).toString("hex");
+  const log = createWriteStream(join(options.dataDir, "serve.log"));
+  const run = (args: string[], env: Record<string, string>) => {
+    const child = spawn(process.execPath, [...process.execArgv, entry, ...args], {
+      env: { ...process.env, KVGRAFT_GPU_SECRET: secret, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stderr?.pipe(log, { end: false });
+    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+    const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
+      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+        if (line.startsWith("{")) resolve(JSON.parse(line));
+      });
+      void exited.then((code) =>
+        reject(new Error(`kvgraft ${args.join(" ")} exited ${code} (see serve.log)`)),
+      );
+    });
+    const stop = async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      return exited;
+    };
+    return { ready, stop };
+  };
+  const gpu = run(
+    ["serve", "gpu", "--model", model, "--port", "0", "--data-dir", join(options.dataDir, "gpu"), "--json"],
+    {},
+  );
+  const gpuUrl = String((await gpu.ready).url);
+  const edge = run(
+    ["serve", "edge", "--port", "0", "--db", `file:${join(options.dataDir, "edge.db")}`, "--json"],
+    {
+      KVGRAFT_GPU_URL: gpuUrl,
+      KVGRAFT_RATE_LIMIT: process.env.KVGRAFT_RATE_LIMIT ?? "1000000",
+    },
+  );
+  const ready = await edge.ready.catch(async (err: Error) => {
+    await gpu.stop();
+    throw err;
+  });
+  options.log?.(`kvgraft serve gpu + serve edge are up: edge ${String(ready.url)}`);
+  return {
+    url: String(ready.url),
+    key: String(ready.adminKey),
+    stop: async () => {
+      const e = await edge.stop();
+      const g = await gpu.stop();
+      log.end();
+      return e === 0 && g === 0 ? 0 : (e ?? g ?? 1);
+    },
+  };
+}
+
 export interface BenchEdgeOptions {
   path: LoadPath;
   rates: number[];
@@ -292,6 +386,8 @@ export interface BenchEdgeOptions {
   url?: string;
   key?: string;
   dataDir?: string;
+  /** What to start without --url: `kvgraft start` (default) or `serve` (serve gpu + serve edge, no flywheel). */
+  stack?: "start" | "serve";
   /** Unreported warm-up at the first rate (default 3 s). */
   warmupS?: number;
   /** Pause between rates, for queues to drain. */
@@ -300,7 +396,7 @@ export interface BenchEdgeOptions {
 }
 
 export interface BenchEdgeResult {
-  edge: { url: string; startedHere: boolean; exitCode: number | null };
+  edge: { url: string; startedHere: boolean; stack: "start" | "serve" | null; exitCode: number | null };
   machine: { cpus: number; node: string; platform: string };
   workload: { path: LoadPath; source: string; distinctBodies: number };
   runs: LoadReport[];
@@ -310,15 +406,19 @@ export interface BenchEdgeResult {
 export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
   const log = o.log ?? (() => undefined);
   const os = await import("node:os");
-  let started: Awaited<ReturnType<typeof startKvgraft>> | null = null;
+  let started: { url: string; key: string; stop(): Promise<number | null> } | null = null;
   let ownDir: string | null = null;
   let url = o.url;
   let key = o.key;
   if (!url) {
     const dataDir = o.dataDir ?? mkdtempSync(join(tmpdir(), "kvgraft-bench-edge-"));
     if (!o.dataDir) ownDir = dataDir;
-    log(`starting kvgraft start in ${dataDir} (tiny random-weight model unless MODEL_PATH is set) ...`);
-    started = await startKvgraft({ dataDir, log });
+    const stack = o.stack ?? "start";
+    log(
+      `starting kvgraft ${stack === "start" ? "start" : "serve gpu + serve edge"} in ${dataDir} (tiny model unless MODEL_PATH is set) ...`,
+    );
+    started =
+      stack === "start" ? await startKvgraft({ dataDir, log }) : await startServeStack({ dataDir, log });
     url = started.url;
     key = started.key;
   }
@@ -349,6 +449,10 @@ export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
     }
     for (const [k, rate] of o.rates.entries()) {
       if (k > 0) await new Promise((r) => setTimeout(r, (o.pauseS ?? 3) * 1000));
+      // Background GPU work queued by earlier requests (the flywheel's re-solves, which
+      // `kvgraft start` runs) would compete with the measured requests: let it finish first.
+      const waited = await waitFlywheelIdle(url, key, 60_000);
+      if (waited > 0) log(`waited ${Math.round(waited / 1000)} s for the flywheel queue to empty`);
       log(`${o.path}: ${rate} req/s for ${o.durationS} s ...`);
       const report = await runLoad(
         {
@@ -370,7 +474,7 @@ export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
     if (ownDir) rmSync(ownDir, { recursive: true, force: true });
   }
   return {
-    edge: { url, startedHere: started !== null, exitCode },
+    edge: { url, startedHere: started !== null, stack: started ? (o.stack ?? "start") : null, exitCode },
     machine: { cpus: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.release()}` },
     workload,
     runs,

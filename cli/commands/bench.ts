@@ -12,6 +12,7 @@ const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994]
          [--kv q8_0] [--data-dir DIR] [--json]
        kvgraft bench http --model FILE [--runs 10] [--context 4096] [--json]
        kvgraft bench edge --rate R[,R2,...] [--duration 10] [--path fast|graft] [--url URL --key KEY]
+         [--stack start|serve]
          [--max-tokens 4] [--timeout-ms 30000] [--json]
        kvgraft bench router [--problems 10000] [--rounds 5] [--json]
 
@@ -30,7 +31,8 @@ development queries routed after a warm-up; p50/p95 of the router and the dev-se
 bench edge: open-loop load through the edge at a constant arrival rate (each rate in turn), fast
 path (a verified library answer) or graft path (a block grafted on the GPU node): throughput,
 p50/p95/p99 latency from each request's due time, error rate, status and error codes, health
-afterwards. Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model).`;
+afterwards. Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model), or with
+--stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).`;
 
 /** `kvgraft bench <graft|library|edge>`. */
 export default async function bench(argv: string[]): Promise<number> {
@@ -179,17 +181,21 @@ async function benchEdgeCommand(argv: string[]): Promise<number> {
     url: { type: "string" },
     key: { type: "string" },
     "data-dir": { type: "string" },
+    stack: { type: "string", default: "start" },
     "max-tokens": { type: "string" },
     "timeout-ms": { type: "string" },
     json: { type: "boolean", default: false },
   });
   if (flags.path !== "fast" && flags.path !== "graft") throw new UsageError("--path must be fast or graft");
+  if (flags.stack !== "start" && flags.stack !== "serve")
+    throw new UsageError("--stack must be start or serve");
   const rates = intListFlag(requireFlag(flags.rate, "rate"), "rate", []);
   if (rates.length === 0 || rates.some((r) => r < 1)) throw new UsageError("--rate takes positive integers");
   const key = flags.key ?? process.env.KVGRAFT_API_KEY ?? process.env.KVGRAFT_ADMIN_KEY;
   const { benchEdge, loadLine } = await import("../../edge/load-bench.js");
   const result = await benchEdge({
     path: flags.path,
+    stack: flags.stack,
     rates,
     durationS: intFlag(flags.duration, "duration", 10),
     timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000),
