@@ -225,6 +225,19 @@ export const nodeSchema = z.object({
   createdAt: isoDate,
 });
 
+/** A node as `GET /admin/nodes` describes it: the registry row plus liveness, tiers and metrics. */
+export const nodeViewSchema = nodeSchema.extend({
+  lastHeartbeatAt: isoDate.nullable(),
+  createdAt: isoDate.nullable(),
+  live: z.boolean(),
+  source: z.enum(["registry", "static"]).optional(),
+  tiers: z
+    .object({ hot: z.array(z.string()), warm: z.array(z.string()), coldCount: z.number().int().nullable() })
+    .optional(),
+  queueDepth: z.number().int().optional(),
+  metrics: z.record(z.string(), z.unknown()).optional(),
+});
+
 export const uploadRequestSchema = z
   .object({
     problemId: z.string().min(1).max(100).describe("The registered problem the block belongs to."),
