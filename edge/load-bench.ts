@@ -388,7 +388,7 @@ export interface BenchEdgeOptions {
   dataDir?: string;
   /** What to start without --url: `kvgraft start` (default) or `serve` (serve gpu + serve edge, no flywheel). */
   stack?: "start" | "serve";
-  /** Unreported warm-up at the first rate (default 3 s). */
+  /** Unreported warm-up at the first rate (default 10 s). */
   warmupS?: number;
   /** Pause between rates, for queues to drain. */
   pauseS?: number;
@@ -430,16 +430,16 @@ export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
     const prepared = await prepareWorkload(url, key, o.path, o.maxTokens);
     workload = { path: o.path, source: prepared.source, distinctBodies: prepared.bodies.length };
     log(`workload ${o.path}: first answer from ${prepared.source}`);
-    if ((o.warmupS ?? 3) > 0) {
+    if ((o.warmupS ?? 10) > 0) {
       // Not reported: JIT, connection pools, caches and the node's first evaluations.
-      log(`warm-up: ${o.rates[0]} req/s for ${o.warmupS ?? 3} s`);
+      log(`warm-up: ${o.rates[0]} req/s for ${o.warmupS ?? 10} s`);
       await runLoad(
         {
           url,
           key,
           path: o.path,
           rate: o.rates[0] as number,
-          durationS: o.warmupS ?? 3,
+          durationS: o.warmupS ?? 10,
           timeoutMs: o.timeoutMs,
           maxTokens: o.maxTokens,
         },
