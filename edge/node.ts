@@ -102,6 +102,10 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
       ) as Server;
       s.once("error", reject);
     });
+    // Idle keep-alive sockets outlive the clients' own (undici: 4 s), so a client never reuses a
+    // socket the server is closing at that moment (a POST would fail with a socket error).
+    started.keepAliveTimeout = 65_000;
+    started.headersTimeout = 66_000;
     server = started;
     const port = (started.address() as AddressInfo).port;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
@@ -105,7 +106,10 @@ export async function startGpuNode(
           }
         : {}),
     });
-    const server = createAdaptorServer({ fetch: service.app.fetch });
+    const server = createAdaptorServer({ fetch: service.app.fetch }) as Server;
+    // Idle keep-alive sockets outlive the clients' own (undici: 4 s): no reuse-while-closing race.
+    server.keepAliveTimeout = 65_000;
+    server.headersTimeout = 66_000;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(config.port, config.host, () => {
