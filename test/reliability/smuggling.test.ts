@@ -157,3 +157,27 @@ describe.each([
     expectNoDesync(responses, raw);
   });
 });
+
+describe("signed requests to the GPU node, beyond test/gpu-server.test.ts", () => {
+  it("a signature made for GET cannot delete: the method is signed", async () => {
+    const block = await gpu.client.deposit("Problem: 5 + 5. Answer: 10.");
+    const path = `/v1/blocks/${block.sha256}`;
+    const headers = await signRequest({ secret: SECRET, method: "GET", path });
+    const del = await fetch(`${gpu.url}${path}`, { method: "DELETE", headers });
+    expect(del.status).toBe(401);
+    expect(((await del.json()) as { error: { code: string } }).error.code).toBe("signature_invalid");
+    // The nonce was not burnt by the forgery: the GET it was made for still works once.
+    expect((await fetch(`${gpu.url}${path}`, { headers })).status).toBe(200);
+    expect((await gpu.client.listBlocks()).some((m) => m.sha256 === block.sha256)).toBe(true);
+  });
+
+  it("signature headers sent twice (comma-joined by the parser) are refused, not half-checked", async () => {
+    const path = "/v1/blocks";
+    const a = await signRequest({ secret: SECRET, method: "GET", path });
+    const b = await signRequest({ secret: SECRET, method: "GET", path });
+    const lines = [...Object.entries(a), ...Object.entries(b)].map(([k, v]) => `${k}: ${v}\r\n`).join("");
+    const { responses, raw } = await rawExchange(gpu.url, `GET ${path} HTTP/1.1\r\nHost: x\r\n${lines}\r\n`);
+    expect(responses[0]?.status, raw.slice(0, 300)).toBe(401);
+    expect(JSON.parse(responses[0]?.body ?? "{}").error.code).toBe("signature_malformed");
+  });
+});
