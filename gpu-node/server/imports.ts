@@ -67,7 +67,7 @@ export class ImportSessions {
   private prepared: Promise<void> | undefined;
 
   constructor(
-    /** A folder of its own: it is emptied on first use, removing uploads a crash left behind. */
+    /** A folder of its own: it is emptied at start, removing uploads a crash left behind. */
     readonly dir: string,
     readonly limits: ImportLimits,
     private readonly node: {
@@ -75,7 +75,17 @@ export class ImportSessions {
       engine: z.infer<typeof engineFingerprintSchema>;
       hasBlock: (sha256: string) => boolean;
     },
-  ) {}
+  ) {
+    // At once, not at the next import: a killed upload can be gigabytes of disk.
+    this.prepared = this.sweep();
+    this.prepared.catch(() => undefined); // a failure surfaces at the next start()
+  }
+
+  private sweep(): Promise<void> {
+    return rm(this.dir, { recursive: true, force: true }).then(async () => {
+      await mkdir(this.dir, { recursive: true });
+    });
+  }
 
   /** Sessions open now. */
   get count(): number {
@@ -109,9 +119,7 @@ export class ImportSessions {
     if (this.sessions.size >= this.limits.maxSessions)
       throw tooManyRequests("imports_busy", "too many imports are open; retry later", 5);
 
-    this.prepared ??= rm(this.dir, { recursive: true, force: true }).then(async () => {
-      await mkdir(this.dir, { recursive: true });
-    });
+    this.prepared ??= this.sweep();
     await this.prepared;
     const id = randomBytes(16).toString("hex");
     const path = join(this.dir, `${id}.part`);

@@ -241,6 +241,8 @@ describe("an import in flight when the node dies", () => {
       await restartNode();
       const listed = (await direct().listBlocks()).find((m) => m.sha256 === built.sha256);
       outcomes.push(`${answered} @${killedAt}ms -> ${listed ? "listed" : "absent"}`);
+      // The restarted node removed what the killed upload had written, before any new import.
+      await until(() => readdirSync(join(dataDir, "imports")).length === 0, 2_000, "imports/ swept at start");
       if (answered === "committed") expect(listed, outcomes.join("; ")).toBeDefined();
       if (listed) expect((await direct().verifyBlock(built.sha256)).ok).toBe(true);
       // Nothing half-written: blocks/ holds exactly the listed blocks' files.
