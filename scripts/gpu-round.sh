@@ -6,6 +6,7 @@
 #   bash scripts/gpu-round.sh graft q8_0  # 12b preset: kvgraft bench graft, q8_0 KV
 #   bash scripts/gpu-round.sh library     # 1b-compact-kv: kvgraft bench library, 88 x 32,768 tokens, 7 depths
 #   bash scripts/gpu-round.sh energy      # 12b preset: recompute vs hot vs warm energy at 11,994 tokens
+#   bash scripts/gpu-round.sh load        # 12b preset: kvgraft bench edge --path graft at 8, 16, 32 req/s
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
 set -euo pipefail
 out=${OUT:-$PWD/out}
@@ -36,9 +37,14 @@ case "${1:-}" in
     $cli bench graft --model "$(model 12b)" --lengths 11994 --kv f16 --runs 3 --energy-seconds 20 --json \
       2>"$out/energy-12b.log" | tee "$out/energy-12b.txt"
     tail -n 1 "$out/energy-12b.txt" > "$out/energy-12b.json" ;;
+  load)
+    # The graft path through serve gpu (12b, CUDA) + serve edge, at three constant arrival rates.
+    MODEL_PATH="$(model 12b)" $cli bench edge --stack serve --rate 8,16,32 --duration 15 --path graft \
+      --json 2>"$out/load-12b.log" | tee "$out/load-12b.txt"
+    tail -n 1 "$out/load-12b.txt" > "$out/load-12b.json" ;;
   http)
     $cli bench http --model "$(model 1b)" --runs 20 --json 2>"$out/http-1b.log" | tee "$out/http-1b.txt"
     tail -n 1 "$out/http-1b.txt" > "$out/http-1b.json" ;;
-  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | library | energy | http" >&2; exit 2 ;;
+  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | library | energy | load | http" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$out/gpu.txt" || true
