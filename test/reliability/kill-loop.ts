@@ -133,7 +133,8 @@ export async function runKillLoop(o: KillLoopOptions): Promise<KillLoopReport> {
         await stateFileLands(join(o.dataDir, "blocks"), 10_000);
         how = "as a state file landed in blocks/";
       } else {
-        const delay = Math.floor(random() * depositMs * 1.2);
+        // Up to 3x the last deposit: the first deposit after a restart is slower than the last one timed.
+        const delay = Math.floor(random() * depositMs * 3);
         await new Promise((r) => setTimeout(r, delay));
         how = `${delay} ms into a deposit (last took ${Math.round(depositMs)} ms)`;
       }
