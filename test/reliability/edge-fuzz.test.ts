@@ -77,7 +77,11 @@ afterAll(async () => {
   rmSync(temp, { recursive: true, force: true });
   // What the fuzzer reached, per endpoint and status (shows the properties were not vacuous).
   const lines = [...seen].map(([k, m]) => `${k}: ${[...m].map(([s, n]) => `${s}x${n}`).join(" ")}`);
-  process.stderr.write(`edge fuzz statuses\n${lines.join("\n")}\n`);
+  process.stderr.write(
+    `edge fuzz statuses\n${lines.join("\n")}\nconnections dropped: ${dropped.length} ${dropped.join(", ")}\n`,
+  );
+  // A retried drop is tolerated once; more means the edge drops connections, which is a bug.
+  expect(dropped.length, dropped.join(", ")).toBeLessThanOrEqual(1);
 });
 
 interface Sent {
@@ -86,19 +90,34 @@ interface Sent {
   text: string;
 }
 
+/**
+ * Connections closed without an answer (the request is then sent once more on a new connection).
+ * Seen in about one run in four of this whole file, always on POST /admin/solutions with ordinary
+ * bodies, never when that property runs alone: most likely the keep-alive race of an idle pooled
+ * connection reused as the server's 5 s keep-alive timeout closes it, not the edge dropping a
+ * request. Counted and bounded below rather than hidden.
+ */
+const dropped: string[] = [];
+
 async function send(
   method: string,
   path: string,
   body: string | undefined,
   key: string | null,
 ): Promise<Sent> {
-  const res = await fetch(`${edge.url}${path}`, {
-    method,
-    headers: {
-      ...(key ? { authorization: `Bearer ${key}` } : {}),
-      ...(body !== undefined ? { "content-type": "application/json" } : {}),
-    },
-    ...(body !== undefined ? { body } : {}),
+  const request = () =>
+    fetch(`${edge.url}${path}`, {
+      method,
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      },
+      ...(body !== undefined ? { body } : {}),
+    });
+  const res = await request().catch((err: Error & { cause?: { code?: string } }) => {
+    if (err.cause?.code !== "UND_ERR_SOCKET") throw err;
+    dropped.push(`${method} ${path}`);
+    return request();
   });
   const text = await res.text();
   let json: unknown;
