@@ -19,7 +19,8 @@ import {
 import type { Engine } from "../engine/engine.js";
 import { evaluateProbe } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
-import { BlockStore, type StoreRecovery, sha256File } from "./block-store.js";
+import { BlockStore, type StoreRecovery } from "./block-store.js";
+import { hashFileWithChunks } from "./file-hash.js";
 import { type SlotLease, SlotPool } from "./slot-pool.js";
 import type { BlockCheck, Blocks, GenerationOptions, TierSnapshot } from "./types.js";
 import { WarmTier } from "./warm-tier.js";
@@ -295,7 +296,8 @@ export class BlockService implements Blocks {
     try {
       assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
       if (this.store.has(manifest.sha256)) return this.store.get(manifest.sha256);
-      const actual = await sha256File(tempPath);
+      const hashed = await hashFileWithChunks(tempPath);
+      const actual = hashed.sha256;
       if (actual !== manifest.sha256)
         throw conflict("import_hash_mismatch", "the uploaded file's SHA-256 differs from its manifest", {
           actual,
@@ -315,7 +317,7 @@ export class BlockService implements Blocks {
         lease.release(null);
       }
       const { sha256: _sha, sizeBytes: _size, ...rest } = manifest;
-      return await this.store.commit(tempPath, rest);
+      return await this.store.commit(tempPath, rest, hashed);
     } finally {
       await rm(tempPath, { force: true });
     }

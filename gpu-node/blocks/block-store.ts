@@ -143,13 +143,15 @@ export class BlockStore {
 
   /**
    * Moves a fully written temp state file into the store under its SHA-256 and writes the
-   * manifest after it. Idempotent: the same bytes give the same block.
+   * manifest after it. Idempotent: the same bytes give the same block. `hashed` is the file's
+   * hash when the caller has just computed it (an import checks it first), so it is read once.
    */
   async commit(
     tempStatePath: string,
     manifest: Omit<BlockManifest, "sha256" | "sizeBytes">,
+    hashed?: { sha256: string; chunks: string[] },
   ): Promise<BlockManifest> {
-    const { sha256: sha, chunks } = await hashFileWithChunks(tempStatePath);
+    const { sha256: sha, chunks } = hashed ?? (await hashFileWithChunks(tempStatePath));
     const existing = this.manifests.get(sha);
     if (existing) {
       await rm(tempStatePath, { force: true });

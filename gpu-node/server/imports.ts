@@ -6,7 +6,6 @@
  * Whatever ends a session (commit, failure, abort, idle timeout, shutdown) removes its file.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { createReadStream } from "node:fs";
 import { type FileHandle, mkdir, open, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
@@ -51,12 +50,6 @@ interface Session {
   writes: Set<Promise<unknown>>;
   timer: NodeJS.Timeout;
   state: "open" | "committing" | "ended";
-}
-
-async function sha256OfFile(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 22 })) hash.update(chunk as Buffer);
-  return hash.digest("hex");
 }
 
 export const importIdSchema = z.string().regex(/^[0-9a-f]{32}$/, "expected an import id");
@@ -202,8 +195,8 @@ export class ImportSessions {
   }
 
   /**
-   * Checks the file's SHA-256 and hands it to `accept` (the block service's import); the session
-   * and its file are gone afterwards whatever happens.
+   * Hands the complete file to `accept` (the block service's import, which checks its SHA-256,
+   * fingerprints and probe); the session and its file are gone afterwards whatever happens.
    */
   async commit(id: string, accept: (path: string, manifest: BlockManifest) => Promise<BlockManifest>) {
     this.assertComplete(id);
@@ -214,16 +207,6 @@ export class ImportSessions {
       await Promise.allSettled(s.writes);
       await s.file.sync();
       await s.file.close();
-      const sha256 = await sha256OfFile(s.path);
-      if (sha256 !== s.manifest.sha256)
-        throw unprocessable(
-          "import_hash_mismatch",
-          "the uploaded file does not match the manifest's SHA-256",
-          {
-            expected: s.manifest.sha256,
-            actual: sha256,
-          },
-        );
       return await accept(s.path, s.manifest);
     } finally {
       await this.end(s);
