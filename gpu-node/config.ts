@@ -17,6 +17,12 @@ const envSchema = z.object({
   KVGRAFT_ACCESS_AUD: z.string().min(1).optional(),
   /** Cloudflare Access team domain, e.g. https://team.cloudflareaccess.com (issuer and key host). */
   KVGRAFT_ACCESS_TEAM_DOMAIN: z.url().optional(),
+  /** The edge this node registers with and sends heartbeats to. */
+  KVGRAFT_EDGE_URL: z.url().optional(),
+  /** A fixed node id (otherwise one is kept in the data folder). */
+  KVGRAFT_NODE_ID: z.string().min(1).optional(),
+  /** The URL the edge should use to reach this node, when it differs from the listening address. */
+  KVGRAFT_PUBLIC_URL: z.url().optional(),
 });
 
 export type GpuEnv = z.infer<typeof envSchema>;

@@ -68,9 +68,9 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     ...int("max-waiting", "maxWaiting", 0),
     ...int("drain-timeout-ms", "drainTimeoutMs", 0),
     ...int("heartbeat-ms", "heartbeatMs", 1),
-    ...optional("edgeUrl", str("edge-url") ?? process.env.KVGRAFT_EDGE_URL),
-    ...optional("nodeId", str("node-id") ?? process.env.KVGRAFT_NODE_ID),
-    ...optional("publicUrl", str("public-url") ?? process.env.KVGRAFT_PUBLIC_URL),
+    ...optional("edgeUrl", str("edge-url") ?? env.KVGRAFT_EDGE_URL),
+    ...optional("nodeId", str("node-id") ?? env.KVGRAFT_NODE_ID),
+    ...optional("publicUrl", str("public-url") ?? env.KVGRAFT_PUBLIC_URL),
     ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
     ...(env.KVGRAFT_ACCESS_AUD || env.KVGRAFT_ACCESS_TEAM_DOMAIN
       ? { access: { audience: env.KVGRAFT_ACCESS_AUD, teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN } }
