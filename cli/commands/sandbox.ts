@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { type ProgramResult, Sandbox } from "../../gpu-node/sandbox/sandbox.js";
+import { DomainError } from "../../shared/errors.js";
 import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft sandbox --file PROGRAM.py [--params JSON] [--expect ANSWER] [--json]
@@ -7,7 +8,9 @@ const HELP = `usage: kvgraft sandbox --file PROGRAM.py [--params JSON] [--expect
 Runs one Python program in the sandbox (the strongest isolation this machine allows) and prints
 its verdict: ok, wrong_answer, timeout, memory, output_limit or error. The line
 PARAMS = <--params, a JSON array of numbers> is prepended to the program; its answer is its last
-non-empty stdout line, compared with --expect when given. Exit 0 when the verdict is ok, else 1.`;
+non-empty stdout line, compared with --expect when given. Exit 0 when the verdict is ok, 1 when
+not, 3 when the sandbox is unavailable here (it needs python3 and bubblewrap, and refuses to run
+programs without them).`;
 
 /** `kvgraft sandbox`: runs one program file and reports the verdict. */
 export default async function sandbox(argv: string[]): Promise<number> {
@@ -27,7 +30,16 @@ export default async function sandbox(argv: string[]): Promise<number> {
     throw new UsageError(`cannot read --file ${file}: ${err.code ?? err.message}`);
   });
   const params = flags.params === undefined ? [] : parseParams(flags.params);
-  const result = await (await Sandbox.create()).run({ source, params, expect: flags.expect });
+  let sandbox: Sandbox;
+  try {
+    sandbox = await Sandbox.create();
+  } catch (err) {
+    if (!(err instanceof DomainError)) throw err;
+    process.stderr.write(`kvgraft sandbox: ${err.message}\n`);
+    if (flags.json) printJson({ error: { code: err.code, message: err.message } });
+    return 3;
+  }
+  const result = await sandbox.run({ source, params, expect: flags.expect });
   process.stdout.write(summary(result));
   if (flags.json) {
     const { verdict, stdout, stderr, cpuMs, wallMs, isolation } = result;

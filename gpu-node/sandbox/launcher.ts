@@ -22,7 +22,7 @@ export interface LauncherReport {
 
 /**
  * The trusted first process inside the sandbox (run with `python -I -B -c`): sets the rlimits,
- * drops to the job's uid, then forks the program into a fresh interpreter with an empty
+ * drops to the job's uid and every capability, then forks the program into a fresh interpreter with an empty
  * environment and reports its exit status and CPU time (rusage, children included) on fd 3.
  * Node cannot set rlimits on a child or read its rusage; this tiny supervisor can.
  */
@@ -38,6 +38,11 @@ if uid is not None:
     os.setuid(uid)
     if os.getuid() != uid or os.geteuid() != uid:
         sys.exit("sandbox: could not drop privileges")
+    # setuid clears the permitted and effective sets but not the inheritable one: clear all three.
+    import ctypes
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    if ctypes.CDLL(None, use_errno=True).capset(header, (ctypes.c_uint32 * 6)()) != 0:
+        sys.exit("sandbox: could not clear capabilities")
 pid = os.fork()
 if pid == 0:
     try:
@@ -54,18 +59,20 @@ report = {
 os.write(${REPORT_FD}, json.dumps(report).encode())
 `;
 
-/** The rlimits for a job; RLIMIT_NPROC only when the job has a process count of its own (it counts per uid). */
-export function rlimitsFor(limits: SandboxLimits, limitProcesses: boolean): LauncherConfig["rlimits"] {
-  const rlimits: LauncherConfig["rlimits"] = [
+/**
+ * The rlimits for a job. RLIMIT_NPROC counts per uid (per user namespace): it binds because every
+ * job runs as a fresh uid (root) or in a user namespace of its own (not root).
+ */
+export function rlimitsFor(limits: SandboxLimits): LauncherConfig["rlimits"] {
+  return [
     // The soft limit sends SIGXCPU; the hard one a second later SIGKILLs a program that ignores it.
     ["RLIMIT_CPU", limits.cpuSeconds, limits.cpuSeconds + 1],
     ["RLIMIT_AS", limits.memoryBytes, limits.memoryBytes],
     ["RLIMIT_FSIZE", limits.fileBytes, limits.fileBytes],
     ["RLIMIT_CORE", 0, 0],
     ["RLIMIT_NOFILE", 64, 64],
+    ["RLIMIT_NPROC", limits.processes, limits.processes],
   ];
-  if (limitProcesses) rlimits.push(["RLIMIT_NPROC", limits.processes, limits.processes]);
-  return rlimits;
 }
 
 /** Parses the launcher's report; null when it is missing or malformed (the launcher was killed). */

@@ -4,17 +4,17 @@ import { badRequest } from "../../shared/errors.js";
 export interface SandboxLimits {
   /** CPU seconds per process (RLIMIT_CPU; a whole number). */
   cpuSeconds: number;
-  /** Wall-clock limit enforced by the parent, which then kills the whole process group. */
+  /** Wall-clock limit enforced by the parent, which then kills bubblewrap and so the job's pid namespace. */
   wallMs: number;
   /** Address-space limit per process (RLIMIT_AS). */
   memoryBytes: number;
-  /** Processes and threads the job's private uid may have (RLIMIT_NPROC). */
+  /** Processes and threads the job may have (RLIMIT_NPROC on its own uid or user namespace). */
   processes: number;
   /** Largest file the program may write (RLIMIT_FSIZE). */
   fileBytes: number;
   /** Bytes of stdout, and separately of stderr, kept; more kills the program (`output_limit`). */
   outputBytes: number;
-  /** Size of the scratch directory where it is a tmpfs (bwrap). */
+  /** Total size of the scratch directory (a size-limited tmpfs). */
   scratchBytes: number;
 }
 

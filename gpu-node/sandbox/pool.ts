@@ -1,72 +1,73 @@
 import { availableParallelism } from "node:os";
-import { tooManyRequests } from "../../shared/errors.js";
+import { unavailable } from "../../shared/errors.js";
+import { AdmissionQueue } from "../server/queue.js";
 import { type ProgramJob, type ProgramResult, Sandbox, type SandboxOptions } from "./sandbox.js";
 
 export interface SandboxPoolOptions extends SandboxOptions {
   /** Jobs running at once; default the machine's available parallelism. */
   concurrency?: number;
-  /** Jobs allowed to wait; one more is refused with 429 `sandbox_busy`. */
+  /** Jobs allowed to wait; one more is refused at once with 429 `sandbox_busy`. Default 32 (a solve's most samples). */
   maxQueued?: number;
+  /** Longest wait for a slot; past it the job is refused with 503 `sandbox_busy`. Default 10 s. */
+  maxWaitMs?: number;
+  /** Retry-After of a refusal. */
+  retryAfterS?: number;
 }
 
-/** Runs sandbox jobs with bounded concurrency; the rest wait in a FIFO queue. */
+/**
+ * Runs sandbox jobs through the same admission control as model work (`AdmissionQueue`): bounded
+ * concurrency, a short bounded FIFO queue, and a wait that ends at the caller's signal (a request's
+ * deadline) or at `maxWaitMs`, so a backlog turns into fast, retryable refusals instead of latency.
+ */
 export class SandboxPool {
-  private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly queue: AdmissionQueue;
+  private readonly maxWaitMs: number;
 
   constructor(
     private readonly sandbox: Sandbox,
-    readonly concurrency = availableParallelism(),
-    private readonly maxQueued = 1000,
+    options: Omit<SandboxPoolOptions, keyof SandboxOptions> = {},
   ) {
-    if (!Number.isInteger(concurrency) || concurrency < 1)
-      throw new Error(`sandbox concurrency must be a positive integer, got ${concurrency}`);
+    const concurrency = options.concurrency ?? availableParallelism();
+    this.queue = new AdmissionQueue(concurrency, options.maxQueued ?? 32, options.retryAfterS ?? 1, {
+      code: "sandbox_busy",
+      message: "too many programs are waiting for the sandbox; retry later",
+    });
+    this.maxWaitMs = options.maxWaitMs ?? 10_000;
   }
 
-  /** Detects the isolation (see `Sandbox.create`) and builds a pool around it. */
+  /** Checks the sandbox (see `Sandbox.create`; 503 `sandbox_unavailable` when it cannot isolate) and builds a pool. */
   static async create(options: SandboxPoolOptions = {}): Promise<SandboxPool> {
-    return new SandboxPool(await Sandbox.create(options), options.concurrency, options.maxQueued);
+    return new SandboxPool(await Sandbox.create(options), options);
   }
 
-  /** The isolation in force, for health endpoints. */
+  /** The isolation in force, for health endpoints and verdicts. */
   get isolation() {
     return this.sandbox.isolation;
   }
 
-  /** Whether RLIMIT_NPROC binds each job, for health endpoints. */
-  get limitsProcesses() {
-    return this.sandbox.limitsProcesses;
+  /** Jobs running now, waiting, and refused so far. */
+  get stats() {
+    return this.queue.stats;
   }
 
-  /** Jobs running now and jobs waiting. */
-  get load(): { running: number; queued: number } {
-    return { running: this.running, queued: this.waiting.length };
-  }
-
-  /** Runs one job when a slot is free. */
-  async runProgram(job: ProgramJob): Promise<ProgramResult> {
-    await this.acquire();
+  /** Runs one job when a slot is free; `signal` (e.g. the request's deadline) bounds only the wait. */
+  async runProgram(job: ProgramJob, signal?: AbortSignal): Promise<ProgramResult> {
+    const waited = AbortSignal.timeout(this.maxWaitMs);
+    let release: () => void;
+    try {
+      release = await this.queue.acquire(signal ? AbortSignal.any([signal, waited]) : waited);
+    } catch (err) {
+      if (!waited.aborted || signal?.aborted) throw err;
+      throw unavailable(
+        "sandbox_busy",
+        `no sandbox slot came free within ${this.maxWaitMs} ms`,
+        this.queue.retryAfterS,
+      );
+    }
     try {
       return await this.sandbox.run(job);
     } finally {
-      this.release();
+      release();
     }
-  }
-
-  private async acquire(): Promise<void> {
-    if (this.running < this.concurrency) {
-      this.running++;
-      return;
-    }
-    if (this.waiting.length >= this.maxQueued)
-      throw tooManyRequests("sandbox_busy", "too many programs are waiting for the sandbox", 1);
-    // The slot passes straight from the releasing job to this one, so `running` is unchanged.
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-
-  private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.running--;
   }
 }

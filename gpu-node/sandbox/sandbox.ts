@@ -1,8 +1,8 @@
-import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { badRequest, tooLarge } from "../../shared/errors.js";
-import { ISOLATION_MODES, Isolation, type IsolationMode } from "./isolation.js";
+import { badRequest, tooLarge, unavailable } from "../../shared/errors.js";
+import { Isolation, type IsolationMode } from "./isolation.js";
 import { DEFAULT_LIMITS, mergeLimits, type SandboxLimits } from "./limits.js";
 import { runProcess } from "./process.js";
 import { resolvePython } from "./python.js";
@@ -44,8 +44,6 @@ export interface ProgramResult {
 export interface SandboxOptions {
   /** Python command to resolve (a shim is fine); default "python3". */
   python?: string;
-  /** Force one mode instead of the strongest that works (tests use this for the weaker paths). */
-  isolation?: IsolationMode;
   /** Default limits for every job. */
   limits?: Partial<SandboxLimits>;
   /** Where job directories are made (and removed); default the OS temp directory. */
@@ -54,9 +52,22 @@ export interface SandboxOptions {
 
 const MAX_SOURCE_BYTES = 1024 * 1024;
 const MAX_PARAMS = 10_000;
-const PROBE: ProgramJob = { source: "print(sum(PARAMS))", params: [40, 2], expect: "42" };
+/** Run once at creation: the sandbox must compute, and must hold (no root, no capabilities, no /etc). */
+const PROBE: ProgramJob = {
+  source: [
+    "import os",
+    'assert os.getuid() != 0 and os.geteuid() != 0, "runs as uid 0"',
+    'assert open("/proc/self/status").read().split("CapEff:")[1].split()[0].strip("0") == "", "has capabilities"',
+    'assert not os.path.exists("/etc/passwd"), "sees host files"',
+    "print(sum(PARAMS))",
+  ].join("\n"),
+  params: [40, 2],
+  expect: "42",
+};
+const INSTALL_BWRAP =
+  "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap)";
 
-/** Runs Python programs as separate, isolated, resource-limited processes. */
+/** Runs Python programs as separate processes under bubblewrap, isolated and resource-limited. */
 export class Sandbox {
   private constructor(
     private readonly isolator: Isolation,
@@ -65,53 +76,44 @@ export class Sandbox {
   ) {}
 
   /**
-   * Resolves the interpreter and picks the strongest isolation that actually runs a tiny program
-   * here (or checks the forced one). Throws when none works.
+   * Resolves the interpreter, finds bubblewrap and checks that it runs and isolates a tiny program
+   * here. Fails closed: throws 503 `sandbox_unavailable` (saying what to install) otherwise.
    */
   static async create(options: SandboxOptions = {}): Promise<Sandbox> {
     const python = await resolvePython(options.python ?? "python3");
     const limits = mergeLimits(DEFAULT_LIMITS, options.limits);
-    const workDir = options.workDir ?? tmpdir();
-    const failures: string[] = [];
-    for (const mode of options.isolation ? [options.isolation] : ISOLATION_MODES) {
-      const isolation = Isolation.forMode(mode, python, workDir);
-      if (!isolation) {
-        failures.push(`${mode}: not installed`);
-        continue;
-      }
-      const sandbox = new Sandbox(isolation, limits, workDir);
-      const probe = await sandbox.run(PROBE);
-      if (probe.verdict === "ok") return sandbox;
-      failures.push(`${mode}: ${probe.verdict} ${probe.stderr.trim().slice(0, 300)}`);
+    const isolation = Isolation.detect(python);
+    if (!isolation)
+      throw unavailable(
+        "sandbox_unavailable",
+        `programs are not run: bwrap is not on PATH; ${INSTALL_BWRAP}`,
+      );
+    const sandbox = new Sandbox(isolation, limits, options.workDir ?? tmpdir());
+    const probe = await sandbox.run(PROBE);
+    if (probe.verdict !== "ok") {
+      const why = `${probe.verdict}: ${probe.stderr.trim().slice(-300)}`;
+      throw unavailable(
+        "sandbox_unavailable",
+        `programs are not run: bubblewrap does not isolate here (${why})`,
+      );
     }
-    throw new Error(`no sandbox isolation works here (${failures.join("; ")})`);
+    return sandbox;
   }
 
-  /** The isolation in force, for health endpoints. */
+  /** The isolation in force, for health endpoints and verdicts. */
   get isolation(): IsolationMode {
     return this.isolator.mode;
   }
 
-  /** Whether RLIMIT_NPROC binds each job (see `Isolation.limitsProcesses`), for health endpoints. */
-  get limitsProcesses(): boolean {
-    return this.isolator.limitsProcesses;
-  }
-
-  /** Runs one job in a fresh scratch directory, removed afterwards. Bad input is a 4xx DomainError. */
+  /** Runs one job in a fresh job directory, removed afterwards. Bad input is a 4xx DomainError. */
   async run(job: ProgramJob): Promise<ProgramResult> {
     const limits = mergeLimits(this.limits, job.limits);
     const source = programSource(job);
-    const jobDir = await mkdtemp(join(this.workDir, "kvgraft-sandbox-"));
+    const dir = await mkdtemp(join(this.workDir, "kvgraft-sandbox-"));
     try {
-      const files = { program: join(jobDir, "main.py"), scratch: join(jobDir, "scratch") };
-      await writeFile(files.program, source, { mode: 0o644 });
-      await mkdir(files.scratch, { mode: 0o700 });
-      const plan = this.isolator.plan(files, limits);
-      if (plan.uid !== null) {
-        await chmod(jobDir, 0o711);
-        await chown(files.scratch, plan.uid, plan.uid);
-      }
-      const outcome = await runProcess(plan, limits);
+      const program = join(dir, "main.py");
+      await writeFile(program, source, { mode: 0o644 });
+      const outcome = await runProcess(this.isolator.plan({ program, dir }, limits), limits);
       const { verdict, answer } = judge(outcome, limits.cpuSeconds, job.expect);
       return {
         verdict,
@@ -124,7 +126,7 @@ export class Sandbox {
         answer,
       };
     } finally {
-      await rm(jobDir, { recursive: true, force: true });
+      await rm(dir, { recursive: true, force: true });
     }
   }
 }

@@ -72,7 +72,8 @@ export interface ServerLimits {
 /** The sandbox as the server needs it (a SandboxPool fits). */
 export interface SandboxRunner {
   readonly isolation: string;
-  runProgram(job: ProgramJob): Promise<ProgramResult>;
+  /** Runs one job; `signal` ends its wait for a slot (the request's deadline, client and shutdown). */
+  runProgram(job: ProgramJob, signal?: AbortSignal): Promise<ProgramResult>;
 }
 
 export interface GpuAppOptions {
@@ -690,13 +691,25 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
 
   app.post("/v1/sandbox/run", async (c) => {
     const req = sandboxRunRequestSchema.parse(await readJson(c));
-    if (!options.sandbox) throw unavailable("sandbox_unavailable", "this node has no sandbox");
+    if (!options.sandbox)
+      throw unavailable(
+        "sandbox_unavailable",
+        "this node runs no programs (no bubblewrap or python3; see its start log)",
+      );
     if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
-    const r = await options.sandbox.runProgram({
+    // The sandbox's own admission queue: the request's deadline bounds the wait (504), a full queue is a 429.
+    const deadline = AbortSignal.timeout(deadlineMs(c));
+    const client = c.var.clientSignal;
+    const job = {
       source: req.program,
       params: req.params,
       ...(req.expect !== undefined ? { expect: req.expect } : {}),
-    });
+    };
+    const r = await options.sandbox
+      .runProgram(job, AbortSignal.any([deadline, client, shutdown.signal]))
+      .catch((err: unknown) => {
+        throw abortError(err, { deadline, client });
+      });
     const { verdict, stdout, stderr, exitCode, cpuMs, wallMs, isolation, answer } = r;
     return c.json({ verdict, stdout, stderr, exitCode, cpuMs, wallMs, isolation, answer });
   });

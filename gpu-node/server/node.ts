@@ -83,10 +83,14 @@ export async function startGpuNode(
     const openedBlocks = blocks;
     const sandbox = config.sandbox
       ? await SandboxPool.create().catch((err: Error) => {
-          log(`sandbox unavailable, /v1/sandbox/run will answer 503: ${err.message}`);
+          log(
+            `sandbox unavailable: programs are not run (deposits, transfers, solves answer 503): ${err.message}`,
+          );
           return undefined;
         })
       : undefined;
+    if (sandbox)
+      log(`sandbox: isolation ${sandbox.isolation} (bubblewrap namespaces, no network, no host files)`);
     const service = createGpuApp({
       blocks,
       secret: config.secret,

@@ -16,6 +16,8 @@ export class AdmissionQueue {
     readonly maxWaiting: number,
     /** Retry-After sent with a refusal. */
     readonly retryAfterS = 1,
+    /** Code and message of the 429 refusal (the sandbox's queue says `sandbox_busy`). */
+    private readonly refusal = { code: "queue_full", message: "the model work queue is full; retry later" },
   ) {
     if (!Number.isInteger(concurrency) || concurrency < 1)
       throw new RangeError(`queue concurrency must be a positive integer, got ${concurrency}`);
@@ -38,7 +40,7 @@ export class AdmissionQueue {
   }
 
   /**
-   * Waits for a free slot. Throws 429 `queue_full` when the wait list is full, or the signal's
+   * Waits for a free slot. Throws 429 (`queue_full` unless told otherwise) when the wait list is full, or the signal's
    * reason when it aborts while waiting (the job then never runs). Call the returned function
    * when the job ends; later calls are ignored.
    */
@@ -50,7 +52,7 @@ export class AdmissionQueue {
     }
     if (this.waiting.length >= this.maxWaiting) {
       this.rejectedCount++;
-      throw tooManyRequests("queue_full", "the model work queue is full; retry later", this.retryAfterS);
+      throw tooManyRequests(this.refusal.code, this.refusal.message, this.retryAfterS);
     }
     await new Promise<void>((resolve, reject) => {
       const admit = () => {

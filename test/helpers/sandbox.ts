@@ -1,0 +1,24 @@
+/**
+ * Whether this machine can run the sandbox (python3 and bubblewrap, see gpu-node/sandbox): tests
+ * that need it skip with the stated reason only when bubblewrap is not on PATH; where it is, a
+ * sandbox that fails to start is a test failure, not a skip.
+ */
+import { accessSync, constants } from "node:fs";
+import { delimiter, join } from "node:path";
+
+/** True when an executable `bwrap` is on PATH. */
+export function bubblewrapOnPath(): boolean {
+  return (process.env.PATH ?? "").split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir, "bwrap"), constants.X_OK);
+      return dir !== "";
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The reason sandbox tests skip here, or null when they must run. */
+export const NO_SANDBOX_REASON: string | null = bubblewrapOnPath()
+  ? null
+  : "bubblewrap is not installed: the sandbox refuses to run programs (sandbox_unavailable), which test/sandbox-unavailable.test.ts checks";
