@@ -245,7 +245,8 @@ interface Analyzed {
 }
 
 function analyze(template: string): Analyzed {
-  let text = template;
+  // Normalized text keeps case where it can carry meaning; word matching here is case-blind.
+  let text = template.toLowerCase();
   for (const [pattern, canonical] of THESAURUS) text = text.replace(pattern, canonical);
   const words = (text.match(/[a-z]+|#|[-+*/^=<>!]/g) ?? []).map((w) => (w in NUMBER_WORDS ? "#" : stem(w)));
   return { words, content: new Set(words.filter((w) => /^[a-z]/.test(w) && !STOP_WORDS.has(w))) };
@@ -291,7 +292,7 @@ function editDistance(a: string[], b: string[]): number {
 /** The text's numbers as sorted multisets: digits alone, and digits plus number words. */
 function numberKeys(normalizedText: string): [string, string] {
   const digits = problemTemplate(normalizedText).params;
-  const words = (normalizedText.match(/[a-z]+/g) ?? []).flatMap((w) => NUMBER_WORDS[w] ?? []);
+  const words = (normalizedText.toLowerCase().match(/[a-z]+/g) ?? []).flatMap((w) => NUMBER_WORDS[w] ?? []);
   const key = (xs: number[]) => [...xs].sort((x, y) => x - y).join(",");
   return [key(digits), key([...digits, ...words])];
 }

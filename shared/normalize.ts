@@ -4,6 +4,8 @@
  *
  * Rules, in the order they apply (the whole pass repeats until nothing changes, so the result is
  * a fixpoint and normalizeProblem is idempotent):
+ * - Vulgar fractions keep their value: `3¾` -> `3 3/4` (NFKC alone gives `33⁄4`, i.e. 33/4),
+ *   `¾x` -> `(3/4)x`; likewise `1³⁄₄` -> `1 3/4`.
  * - Unicode superscript/subscript runs become `^...`/`_...` (NFKC alone would turn `x²` into `x2`),
  *   then NFKC; `×·⋅∗` -> `*`, `÷` -> `/`, dashes and `−` -> `-`, `≤ ≥ ≠ ≈` -> `<= >= != ~=`,
  *   `π` -> `pi`, `°` -> ` degrees`, `∞` -> `infinity`, curly quotes -> ASCII, `√x` -> `sqrt(x)`.
@@ -11,8 +13,12 @@
  *   so `$20`, `\$20` and `20` agree); `\frac{a}{b}` -> `a/b` (non-atomic sides parenthesized);
  *   `\sqrt{x}` -> `sqrt(x)`; `^{..}` -> `^(..)`; `\cdot`, `\times` -> `*`; `\le` etc. as above;
  *   `\left`, `\right`, spacing commands and `~` dropped; `\text{..}`-like wrappers unwrapped;
- *   `^\circ` -> ` degrees`; any other command loses its backslash (`\pi` -> `pi`).
- * - Lower case, `**` -> `^`, whitespace runs -> one space.
+ *   `^\circ` -> ` degrees`; capital Greek commands become the letter (`\Gamma` -> `Γ`); any other
+ *   command loses its backslash (`\pi` -> `pi`). Groups nest at most MAX_LATEX_DEPTH deep (400
+ *   `problem_too_nested` beyond).
+ * - Case is folded only where it is spelling (see foldCase): `What`, `Sam`, `GCD`, a sentence's
+ *   `In` or article `A` go lower case; variables (`A` vs `a`), units (`mA`, `MHz`), capitals words
+ *   and non-ASCII letters keep theirs. `**` -> `^`, whitespace runs -> one space.
  * - Thousands separators `1,000,000` -> `1000000`, but not where commas separate items: in
  *   `[..]`, `{..}`, a call `gcd(120,180)` or a tuple `(100,200)`; `1\,000` / `1{,}000` in LaTeX.
  * - Spacing: none around `+ * / ^ = < > ~`, none around a binary `-` (`a - b` -> `a-b`; `a -b`
@@ -28,6 +34,7 @@
  * - Trailing whitespace and `. ? , ; :` are stripped (`!` stays: `5!` is a factorial).
  */
 
+import { badRequest } from "./errors.js";
 import { sha256Hex } from "./hash.js";
 
 /** Slot that stands for a number in a template. */
@@ -199,6 +206,20 @@ const LATEX_UNWRAP = new Set([
   "widehat",
   "widetilde",
 ]);
+/** Capital Greek letters as LaTeX commands, kept as the symbols (case folding would merge them). */
+const GREEK_CAPITALS: Record<string, string> = {
+  Gamma: "Γ",
+  Delta: "Δ",
+  Theta: "Θ",
+  Lambda: "Λ",
+  Xi: "Ξ",
+  Pi: "Π",
+  Sigma: "Σ",
+  Upsilon: "Υ",
+  Phi: "Φ",
+  Psi: "Ψ",
+  Omega: "Ω",
+};
 const LATEX_FRACS = new Set(["frac", "dfrac", "tfrac", "cfrac"]);
 const LATEX_BINOMS = new Set(["binom", "dbinom", "tbinom"]);
 
@@ -248,8 +269,18 @@ function readArg(s: string, i: number): Arg {
   return { raw: c, braced: false, end: j + 1 };
 }
 
+/**
+ * Most nested LaTeX groups a problem may have: the conversion recurses per group, and a flood of
+ * nested braces would otherwise exhaust the stack (a 500) instead of being refused (a 400).
+ */
+export const MAX_LATEX_DEPTH = 64;
+
 /** LaTeX markup to plain text; text without markup passes through unchanged. */
-function latexToPlain(s: string): string {
+function latexToPlain(s: string, depth = 0): string {
+  if (depth > MAX_LATEX_DEPTH)
+    throw badRequest("problem_too_nested", `The problem nests LaTeX groups deeper than ${MAX_LATEX_DEPTH}.`, {
+      maxDepth: MAX_LATEX_DEPTH,
+    });
   let out = "";
   let i = 0;
   while (i < s.length) {
@@ -263,7 +294,7 @@ function latexToPlain(s: string): string {
         while (isLetter(s[k])) k++;
         const name = s.slice(i + 1, k);
         if (s[k] === "*") k++;
-        const r = latexCommand(name, s, k, out);
+        const r = latexCommand(name, s, k, out, depth);
         out += r.text;
         i = r.end;
       } else {
@@ -279,8 +310,8 @@ function latexToPlain(s: string): string {
       const arg = readArg(s, i + 1);
       const raw = arg.raw.trim();
       if (c === "^" && (raw === "\\circ" || raw === "\\degree")) out += " degrees";
-      else if (arg.braced) out += `${c}(${latexToPlain(arg.raw).trim()})`;
-      else out += c + latexToPlain(arg.raw);
+      else if (arg.braced) out += `${c}(${latexToPlain(arg.raw, depth + 1).trim()})`;
+      else out += c + latexToPlain(arg.raw, depth + 1);
       i = arg.end;
     } else if (c === "{") {
       if (s.startsWith("{,}", i)) {
@@ -292,7 +323,7 @@ function latexToPlain(s: string): string {
           out += c;
           i++;
         } else {
-          out += `{${latexToPlain(s.slice(i + 1, close))}}`;
+          out += `{${latexToPlain(s.slice(i + 1, close), depth + 1)}}`;
           i = close + 1;
         }
       }
@@ -328,7 +359,14 @@ function controlSymbol(x: string, s: string, i: number, out: string): string {
 }
 
 /** A control word `\name` whose arguments start at `k`; `out` is the text produced so far. */
-function latexCommand(name: string, s: string, k: number, out: string): { text: string; end: number } {
+function latexCommand(
+  name: string,
+  s: string,
+  k: number,
+  out: string,
+  depth: number,
+): { text: string; end: number } {
+  const plain = (x: string) => latexToPlain(x, depth + 1);
   const symbol = LATEX_SYMBOLS[name];
   if (symbol !== undefined) return { text: symbol, end: k };
   if (LATEX_DROP.has(name)) {
@@ -339,13 +377,13 @@ function latexCommand(name: string, s: string, k: number, out: string): { text: 
   }
   if (LATEX_UNWRAP.has(name)) {
     const arg = readArg(s, k);
-    return { text: latexToPlain(arg.raw), end: arg.end };
+    return { text: plain(arg.raw), end: arg.end };
   }
   if (name === "begin" || name === "end") return { text: " ", end: readArg(s, k).end };
   if (LATEX_FRACS.has(name)) {
     const a = readArg(s, k);
     const b = readArg(s, a.end);
-    const body = `${parenthesize(latexToPlain(a.raw).trim())}/${parenthesize(latexToPlain(b.raw).trim())}`;
+    const body = `${parenthesize(plain(a.raw).trim())}/${parenthesize(plain(b.raw).trim())}`;
     const prev = out.at(-1);
     const next = s[b.end];
     if (
@@ -359,7 +397,7 @@ function latexCommand(name: string, s: string, k: number, out: string): { text: 
   if (LATEX_BINOMS.has(name)) {
     const a = readArg(s, k);
     const b = readArg(s, a.end);
-    return { text: `binom(${latexToPlain(a.raw).trim()}, ${latexToPlain(b.raw).trim()})`, end: b.end };
+    return { text: `binom(${plain(a.raw).trim()}, ${plain(b.raw).trim()})`, end: b.end };
   }
   if (name === "sqrt") {
     let j = k;
@@ -368,20 +406,21 @@ function latexCommand(name: string, s: string, k: number, out: string): { text: 
     if (s[j] === "[") {
       const close = matching(s, j, "[", "]");
       if (close > 0) {
-        index = latexToPlain(s.slice(j + 1, close)).trim();
+        index = plain(s.slice(j + 1, close)).trim();
         j = close + 1;
       }
     }
     const arg = readArg(s, j);
-    const radicand = latexToPlain(arg.raw).trim();
+    const radicand = plain(arg.raw).trim();
     if (index === undefined) return { text: `sqrt(${radicand})`, end: arg.end };
     return { text: `${parenthesize(radicand)}^(1/${parenthesize(index)})`, end: arg.end };
   }
   if (name === "pmod") {
     const arg = readArg(s, k);
-    return { text: ` (mod ${latexToPlain(arg.raw).trim()})`, end: arg.end };
+    return { text: ` (mod ${plain(arg.raw).trim()})`, end: arg.end };
   }
-  return { text: name, end: k };
+  // Capital Greek letters keep their case as symbols (`\Gamma` is not `\gamma`).
+  return { text: GREEK_CAPITALS[name] ?? name, end: k };
 }
 
 /**
@@ -412,9 +451,9 @@ function separatesItems(s: string, at: number): boolean {
   }
   const start = open.at(-1);
   if (start === undefined) return false;
-  if (s[start] !== "(" || /[a-z0-9)\]]/.test(s[start - 1] ?? "")) return true;
+  if (s[start] !== "(" || /[a-zA-Z0-9)\]]/.test(s[start - 1] ?? "")) return true;
   const close = s.indexOf(")", at);
-  return !/[a-z]/.test(s.slice(start + 1, close < 0 ? undefined : close));
+  return !/[a-zA-Z]/.test(s.slice(start + 1, close < 0 ? undefined : close));
 }
 
 function normalizeSpacing(s: string): string {
@@ -431,11 +470,11 @@ function normalizeSpacing(s: string): string {
 
 /** Drops parentheses around a lone number or letter where no neighbour binds to them. */
 function dropAtomParens(s: string): string {
-  return s.replace(/\((-?\d+(?:\.\d+)?|[a-z])\)/g, (whole, atom: string, at: number) => {
+  return s.replace(/\((-?\d+(?:\.\d+)?|[a-zA-Z])\)/g, (whole, atom: string, at: number) => {
     const prev = s[at - 1];
     const next = s[at + whole.length];
-    if (prev !== undefined && /[a-z0-9_)\]}!'.]/.test(prev)) return whole;
-    if (next !== undefined && /[a-z0-9([{_]/.test(next)) return whole;
+    if (prev !== undefined && /[\p{L}\p{N}_)\]}!'.]/u.test(prev)) return whole;
+    if (next !== undefined && /[\p{L}\p{N}([{_]/u.test(next)) return whole;
     if (next === "." && /\d/.test(s[at + whole.length + 1] ?? "")) return whole;
     if (atom.startsWith("-") && next === "^") return whole;
     return atom;
@@ -474,7 +513,7 @@ function scanNumbers(s: string): NumberSpan[] {
     let start = at;
     let intPart = parts[0] as string;
     let fracPart = parts[1] ?? "";
-    if (parts.length === 1 && s[at - 1] === "." && !/[a-z0-9.]/.test(s[at - 2] ?? "")) {
+    if (parts.length === 1 && s[at - 1] === "." && !/[a-zA-Z0-9.]/.test(s[at - 2] ?? "")) {
       // `.5` is `0.5`.
       start = at - 1;
       fracPart = intPart;
@@ -503,17 +542,93 @@ function canonicalNumbers(s: string): string {
   return out + s.slice(last);
 }
 
+const VULGAR_FRACTIONS = "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒↉";
+const VULGAR_RE = new RegExp(`(?:(\\d)[ \\t]*)?([${VULGAR_FRACTIONS}])(?=(.?))`, "gu");
+
+/**
+ * Vulgar fractions keep their value: NFKC alone turns `3¾` into `33⁄4`, i.e. 33/4. A fraction after
+ * a whole number is a mixed number, written `3 3/4`; one before a letter, digit or bracket is
+ * parenthesized (`¾x` -> `(3/4)x`), as `\frac` is. `⅟4` is `1/4`.
+ */
+function vulgarFractions(s: string): string {
+  return s
+    .replace(VULGAR_RE, (_m, whole: string | undefined, frac: string, next: string) => {
+      const body = frac.normalize("NFKC").replace("⁄", "/");
+      const text = /[\p{L}\p{N}(]/u.test(next) ? `(${body})` : body;
+      return whole ? `${whole} ${text}` : text;
+    })
+    .replaceAll("⅟", "1/");
+}
+
+/** Words whose case is spelling only: sentence openers of one or two letters, function names. */
+const CASELESS_SHORT = new Set(
+  "a an as at be by do go he if in is it my no of on or so to up us we".split(" "),
+);
+const CASELESS_CAPS = new Set("gcd lcm hcf gcf mod sin cos tan log ln exp max min abs".split(" "));
+/** Words after a sentence-initial `A` that make it a variable (`A is 5`), not the article. */
+const VARIABLE_FOLLOWERS = new Set("is be was equals and or has plus minus times to of if".split(" "));
+
+/**
+ * Case folding that keeps case where it can carry meaning. An ASCII word is lower-cased when it is
+ * already lower case, Title case of three letters or more (`What`, `Sam`), a known function name in
+ * capitals (`GCD`), or a one- or two-letter opener of a sentence (`In`, `If`, `A` before a word that
+ * is not a verb). Everything else keeps its case: variables (`A` vs `a`), units (`mA`, `Mm`, `MHz`),
+ * capitals words (`ABC`) and every non-ASCII letter (`Δ` vs `δ`).
+ */
+function foldCase(s: string): string {
+  const articles = onlyArticles(s);
+  return s.replace(/[A-Za-z]+/g, (word: string, at: number) => {
+    const lower = word.toLowerCase();
+    if (word === lower) return word;
+    const title = word[0] === word[0]?.toUpperCase() && word.slice(1) === word.slice(1).toLowerCase();
+    if (title && word.length >= 3) return lower;
+    if (word === word.toUpperCase() && CASELESS_CAPS.has(lower)) return lower;
+    if (title && CASELESS_SHORT.has(lower) && sentenceStart(s, at))
+      return lower !== "a" || articles ? lower : word;
+    return word;
+  });
+}
+
+/**
+ * Whether every lone `a`/`A` of the text is the article: followed by a lower-case word that is not
+ * a verb (`A train`, `a car`). Only then may a sentence's `A` become `a`: with a variable `a` or
+ * `A` anywhere (`A = 5`, `A is 5`, `5a`, `A 5`), the case is the name.
+ */
+function onlyArticles(s: string): boolean {
+  for (const m of s.matchAll(/(?<![A-Za-z])[aA](?![A-Za-z])/g)) {
+    const next = /^\s+([a-z]{2,})\b/.exec(s.slice(m.index + 1))?.[1];
+    const before = s[m.index - 1];
+    if (next === undefined || VARIABLE_FOLLOWERS.has(next) || (before !== undefined && /\d/.test(before)))
+      return false;
+  }
+  return true;
+}
+/** Whether `at` starts a sentence: the text's start, or after `.`, `?` or `!` and a space. */
+function sentenceStart(s: string, at: number): boolean {
+  const before = s.slice(Math.max(0, at - 16), at);
+  return at === 0 || /[.?!]\s+$/.test(before) || /^\s+$/.test(s.slice(0, at));
+}
+
 /** Unicode super- and subscript runs to `^...` and `_...`, before NFKC flattens them to digits. */
 function scripts(s: string): string {
   return s
+    .replace(
+      /(\d?)[ \t]*([⁰¹²³⁴⁵⁶⁷⁸⁹]+)⁄([₀₁₂₃₄₅₆₇₈₉]+)/g,
+      (_m, whole: string, top: string, bottom: string) => {
+        const body = `${[...top].map((c) => SUPERSCRIPTS[c]).join("")}/${[...bottom].map((c) => SUBSCRIPTS[c]).join("")}`;
+        return whole ? `${whole} ${body}` : body;
+      },
+    )
     .replace(/[⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁽⁾ⁿ]+/g, (run) => `^${[...run].map((c) => SUPERSCRIPTS[c]).join("")}`)
     .replace(/[₀₁₂₃₄₅₆₇₈₉]+/g, (run) => `_${[...run].map((c) => SUBSCRIPTS[c]).join("")}`);
 }
 
 function normalizeOnce(s: string): string {
-  let t = s.normalize("NFKC").replace(CHAR_MAP_RE, (c) => CHAR_MAP[c] ?? c);
+  let t = vulgarFractions(s)
+    .normalize("NFKC")
+    .replace(CHAR_MAP_RE, (c) => CHAR_MAP[c] ?? c);
   t = t.replace(/√\s*(\d+(?:\.\d+)?|[a-zA-Z])/g, "sqrt($1)").replace(/√\s*/g, "sqrt");
-  t = latexToPlain(t).toLowerCase().replaceAll("**", "^");
+  t = foldCase(latexToPlain(t)).replaceAll("**", "^");
   t = t.replace(/\s+/g, " ").trim();
   t = dropThousandsSeparators(t);
   t = normalizeSpacing(t);
@@ -539,16 +654,28 @@ export function problemFingerprint(text: string): Promise<string> {
   return sha256Hex(normalizeProblem(text));
 }
 
+/** A problem's template and its numbers, in order of appearance. */
+export interface ProblemTemplate {
+  /** The normalized problem with every number replaced by `#`. */
+  template: string;
+  /** The numbers as floats: for ordering and display; large integers lose precision here. */
+  params: number[];
+  /** The numbers as exact canonical text (`-12`, `0.75`, any number of digits): what programs get. */
+  literals: string[];
+}
+
 /** The normalized problem with every number replaced by `#`, and those numbers in order of appearance. */
-export function problemTemplate(text: string): { template: string; params: number[] } {
+export function problemTemplate(text: string): ProblemTemplate {
   const normalized = normalizeProblem(text);
   const params: number[] = [];
+  const literals: string[] = [];
   let template = "";
   let last = 0;
   for (const span of scanNumbers(normalized)) {
     template += normalized.slice(last, span.start) + TEMPLATE_SLOT;
     params.push(span.value);
+    literals.push(span.text);
     last = span.end;
   }
-  return { template: template + normalized.slice(last), params };
+  return { template: template + normalized.slice(last), params, literals };
 }
