@@ -6,7 +6,7 @@ import { normalizeProblem, problemFingerprint, problemTemplate } from "./normali
 /** Pairs that must normalize to the same text. */
 const equivalent: [string, string][] = [
   ["What is 2+2?", "what is 2 + 2 ?"],
-  ["What is 2+2?", "  What   is 2+2  "],
+  ["What is 2+2?", "  WHAT   is 2+2  "],
   ["Find $\\frac{1}{2} \\cdot 10$.", "find 1/2 * 10"],
   ["Find $\\dfrac{3}{4}\\times 8$", "Find 3/4 × 8"],
   ["Solve $x^{2} - 5x + 6 = 0$.", "solve x^2 - 5x + 6 = 0"],

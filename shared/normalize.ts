@@ -560,32 +560,32 @@ function vulgarFractions(s: string): string {
     .replaceAll("⅟", "1/");
 }
 
-/** Words whose case is spelling only: sentence openers of one or two letters, function names. */
+/** Words of one or two letters whose case is spelling only when they open a sentence. */
 const CASELESS_SHORT = new Set(
   "a an as at be by do go he if in is it my no of on or so to up us we".split(" "),
 );
-const CASELESS_CAPS = new Set("gcd lcm hcf gcf mod sin cos tan log ln exp max min abs".split(" "));
 /** Words after a sentence-initial `A` that make it a variable (`A is 5`), not the article. */
 const VARIABLE_FOLLOWERS = new Set("is be was equals and or has plus minus times to of if".split(" "));
 
 /**
- * Case folding that keeps case where it can carry meaning. An ASCII word is lower-cased when it is
- * already lower case, Title case of three letters or more (`What`, `Sam`), a known function name in
- * capitals (`GCD`), or a one- or two-letter opener of a sentence (`In`, `If`, `A` before a word that
- * is not a verb). Everything else keeps its case: variables (`A` vs `a`), units (`mA`, `Mm`, `MHz`),
- * capitals words (`ABC`) and every non-ASCII letter (`Δ` vs `δ`).
+ * Case folding that keeps case where it can carry meaning. An ASCII word (apostrophes inside it
+ * included: `TOWN'S`) is lower-cased when it is Title case of three letters or more (`What`,
+ * `Sam`), capitals of three letters or more (`BUS`, `POPULATION`; a vertex list `ABC` names the
+ * same triangle as `abc`; `GCD`), or a one- or two-letter opener of a sentence (`In`, `If`, the
+ * article `A`); a text written all in capitals is lower-cased whole. Everything else keeps its
+ * case: variables (`A` vs `a`, `AB`), units (`mA`, `Mm`, `MHz`) and non-ASCII letters (`Δ`, `δ`).
  */
 function foldCase(s: string): string {
-  const articles = onlyArticles(s);
-  return s.replace(/[A-Za-z]+/g, (word: string, at: number) => {
+  if (!/[a-z]/.test(s) && /[A-Z]{3}/.test(s)) return s.replace(/[A-Z]+/g, (w) => w.toLowerCase());
+  const words = s.replace(/[A-Za-z]+(?:'[A-Za-z]+)*/g, (word: string) => {
+    const spelling = /^[A-Z](?:[a-z']*|[A-Z']*)$/.test(word) && word.replaceAll("'", "").length >= 3;
+    return spelling ? word.toLowerCase() : word;
+  });
+  const articles = onlyArticles(words);
+  return words.replace(/(?<![A-Za-z'])[A-Z][a-z]?(?![A-Za-z'])/g, (word: string, at: number) => {
     const lower = word.toLowerCase();
-    if (word === lower) return word;
-    const title = word[0] === word[0]?.toUpperCase() && word.slice(1) === word.slice(1).toLowerCase();
-    if (title && word.length >= 3) return lower;
-    if (word === word.toUpperCase() && CASELESS_CAPS.has(lower)) return lower;
-    if (title && CASELESS_SHORT.has(lower) && sentenceStart(s, at))
-      return lower !== "a" || articles ? lower : word;
-    return word;
+    if (!CASELESS_SHORT.has(lower) || !sentenceStart(words, at)) return word;
+    return lower !== "a" || articles ? lower : word;
   });
 }
 
@@ -603,6 +603,7 @@ function onlyArticles(s: string): boolean {
   }
   return true;
 }
+
 /** Whether `at` starts a sentence: the text's start, or after `.`, `?` or `!` and a space. */
 function sentenceStart(s: string, at: number): boolean {
   const before = s.slice(Math.max(0, at - 16), at);
