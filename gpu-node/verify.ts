@@ -1,7 +1,7 @@
 /**
  * The byte-exact graft proof: for each trial, prefill random tokens in slot A and save the
  * state, probe slot A (fresh), load the state into slot B (graft) and probe it; hash both
- * probability vectors. Optionally measures the shift residual: llama.cpp moves the same
+ * full probability vectors (every vocabulary entry in token order) and compare them by KL. Optionally measures the shift residual: llama.cpp moves the same
  * cached text K positions by re-rotating its keys (RoPE), once by K and once in two steps of
  * K/2; the two results differ only by float rounding, the same order as the residual of
  * restoring a state at positions other than its own. (node-llama-cpp 3.21.1 exposes no way to
@@ -30,6 +30,8 @@ export interface TrialResult {
   argmaxEqual: boolean;
   freshSha256: string;
   graftSha256: string;
+  /** Nonzero probabilities hashed: the fewer of the fresh and the grafted vector's. */
+  probeEntries: number;
   stateBytes: number;
   prefillMs: number;
   restoreMs: number;
@@ -43,6 +45,9 @@ export interface VerifyReport {
   klMedian: number;
   klP99: number;
   argmaxAgreement: number;
+  /** Nonzero probabilities that went into each hash (fewest over all trials); the vocabulary size for a random-weight model. */
+  probeEntries: number;
+  vocabSize: number;
   stateBytes: number;
   prefillMs: number;
   restoreMs: number;
@@ -121,6 +126,7 @@ export async function verifyGraft(engine: Engine, options: VerifyOptions): Promi
         argmaxEqual: fresh.argmax === graft.argmax,
         freshSha256: fresh.sha256,
         graftSha256: graft.sha256,
+        probeEntries: Math.min(fresh.entries, graft.entries),
         stateBytes: fileSize,
         prefillMs,
         restoreMs,
@@ -148,6 +154,8 @@ export async function verifyGraft(engine: Engine, options: VerifyOptions): Promi
     klMedian: quantile(kls, 0.5),
     klP99: quantile(kls, 0.99),
     argmaxAgreement: results.filter((r) => r.argmaxEqual).length / Math.max(1, results.length),
+    probeEntries: results.length ? Math.min(...results.map((r) => r.probeEntries)) : 0,
+    vocabSize: engine.vocabSize,
     stateBytes: results[0]?.stateBytes ?? 0,
     prefillMs: quantile(
       results.map((r) => r.prefillMs),

@@ -8,7 +8,8 @@ const HELP = `usage: kvgraft verify --model FILE [--trials 50] [--tokens 1024] [
 
 Proves that grafting is byte-exact: per trial, prefill random tokens in slot A and save the state,
 probe slot A (fresh), load the state into slot B (graft) and probe it; the SHA-256 of both full
-probability vectors must be equal. Exit code 1 if any trial differs.
+probability vectors (float32, every vocabulary entry in token order; probeEntries in the JSON counts
+the nonzero ones hashed) must be equal. Exit code 1 if any trial differs.
 Environment: KV_LLAMA=cpu|lastBuild|auto selects the llama.cpp binary (default cpu).`;
 
 /** `kvgraft verify`: the byte-exact graft proof. */
@@ -61,7 +62,7 @@ export default async function verify(argv: string[]): Promise<number> {
         ),
     });
     process.stdout.write(
-      `${report.shaEqual}/${report.trials} probability hashes equal; KL median ${report.klMedian}, p99 ${report.klP99}; ` +
+      `${report.shaEqual}/${report.trials} probability hashes equal (${report.probeEntries} of ${report.vocabSize} entries); KL median ${report.klMedian}, p99 ${report.klP99}; ` +
         `argmax agreement ${(100 * report.argmaxAgreement).toFixed(1)}%; state ${report.stateBytes} bytes; ` +
         `prefill ${report.prefillMs.toFixed(1)} ms vs restore ${report.restoreMs.toFixed(1)} ms (medians)\n`,
     );

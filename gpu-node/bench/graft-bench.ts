@@ -3,6 +3,8 @@
  * the block), warm restore (state file in RAM) and cold restore (file on disk, hash-checked
  * first, page cache dropped where permitted), each followed by the same one-token probe whose
  * probability hash must be equal on every path. Medians over runs after a warm-up, one process.
+ * The probe's full vocabulary vector is hashed; the timed regions end when the engine has
+ * returned the probabilities, and the conversion to a vector and the hash come after.
  */
 
 import { existsSync } from "node:fs";
@@ -10,9 +12,11 @@ import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
+import type { BlockManifest } from "../../shared/protocol.js";
 import { BlockStore } from "../blocks/block-store.js";
+import { ProbeGate } from "../blocks/probe-check.js";
 import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
-import { evaluateProbe } from "../engine/probe.js";
+import { digestProbe, type ProbeProbabilities, type ProbeResult, sampleProbe } from "../engine/probe.js";
 import { loadSequenceState } from "../engine/state.js";
 import { Xoshiro128 } from "../synth/random.js";
 import { quantile, randomTokens } from "../verify.js";
@@ -48,6 +52,8 @@ export interface GraftBenchRow {
   warmMs: number;
   coldMs: number;
   coldHashMs: number;
+  /** The post-restore probe check a verified graft adds (probe-check.ts: one decode step, digest, erase). */
+  probeCheckMs: number;
   coldCacheDropped: boolean;
   stateBytes: number;
   restoreGBps: number;
@@ -55,6 +61,8 @@ export interface GraftBenchRow {
   warmSpeedup: number;
   coldSpeedup: number;
   hashesEqual: boolean;
+  /** Nonzero probabilities that went into each hash (fewest over all paths and runs). */
+  probeEntries: number;
   peakVramBytes: number | null;
   energy?: { idleWatts: number; recompute: EnergyFigure; hot: EnergyFigure; warm: EnergyFigure };
 }
@@ -131,19 +139,29 @@ export async function benchGraft(
             warm: [] as number[],
             cold: [] as number[],
             hash: [] as number[],
+            check: [] as number[],
           };
+          const gate = new ProbeGate(engine.vocabSize, (id) => store.quarantineBlock(id));
           const hashes = new Set<string>();
+          let probeEntries = engine.vocabSize;
+          const record = async (map: ProbeProbabilities): Promise<ProbeResult> => {
+            const probe = await digestProbe(map, engine.vocabSize);
+            hashes.add(probe.sha256);
+            probeEntries = Math.min(probeEntries, probe.entries);
+            return probe;
+          };
           let stateBytes = 0;
           let dropped = false;
+          let block: BlockManifest | null = null;
           let sha = "";
           for (let run = 0; run <= o.runs; run++) {
             const timed = run > 0; // run 0 warms this length up
             await a.clearHistory();
             let t = performance.now();
             await a.evaluateWithoutGeneratingNewTokens(tokens);
-            const fresh = await evaluateProbe(a, probe, engine.vocabSize);
+            const freshMap = await sampleProbe(a, probe);
             if (timed) times.recompute.push(performance.now() - t);
-            hashes.add(fresh.sha256);
+            const fresh = await record(freshMap);
             await sampleVram();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
             if (run === 0) {
@@ -159,6 +177,7 @@ export async function benchGraft(
                 probe: { token: probe, sha256: fresh.sha256 },
                 createdAt: new Date().toISOString(),
               });
+              block = manifest;
               sha = manifest.sha256;
               stateBytes = manifest.sizeBytes;
               await copyFile(store.statePath(sha), join(ramDir, `${sha}.state`));
@@ -166,27 +185,32 @@ export async function benchGraft(
             // Hot: the block is resident in slot A; erase the probe and evaluate it again.
             t = performance.now();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
-            const hot = await evaluateProbe(a, probe, engine.vocabSize);
+            const hot = await sampleProbe(a, probe);
             if (timed) times.hot.push(performance.now() - t);
-            hashes.add(hot.sha256);
+            await record(hot);
             // Warm: load the RAM copy into slot B.
             t = performance.now();
             await loadSequenceState(b, join(ramDir, `${sha}.state`));
-            const warm = await evaluateProbe(b, probe, engine.vocabSize);
+            const warm = await sampleProbe(b, probe);
             if (timed) times.warm.push(performance.now() - t);
-            hashes.add(warm.sha256);
+            await record(warm);
+            // The probe check on the restored block, timed as a graft with verifyProbe pays it.
+            await b.eraseContextTokenRanges([{ start: length, end: b.nextTokenIndex }]);
+            t = performance.now();
+            await gate.check(b, block as BlockManifest);
+            if (timed) times.check.push(performance.now() - t);
             // Cold: hash-check the disk file, then load it, with the page cache dropped first.
             dropped = await dropPageCache();
             t = performance.now();
             const path = await store.checkedStatePath(sha);
             const hashed = performance.now();
             await loadSequenceState(b, path);
-            const cold = await evaluateProbe(b, probe, engine.vocabSize);
+            const cold = await sampleProbe(b, probe);
             if (timed) {
               times.cold.push(performance.now() - t);
               times.hash.push(hashed - t);
             }
-            hashes.add(cold.sha256);
+            await record(cold);
             await sampleVram();
             await b.clearHistory();
           }
@@ -198,6 +222,7 @@ export async function benchGraft(
             warmMs: median(times.warm),
             coldMs: median(times.cold),
             coldHashMs: median(times.hash),
+            probeCheckMs: median(times.check),
             coldCacheDropped: dropped,
             stateBytes,
             restoreGBps: stateBytes / 1e9 / (median(times.warm) / 1000),
@@ -205,6 +230,7 @@ export async function benchGraft(
             warmSpeedup: median(times.recompute) / median(times.warm),
             coldSpeedup: median(times.recompute) / median(times.cold),
             hashesEqual: hashes.size === 1,
+            probeEntries,
             peakVramBytes: engine.llama.gpu === false ? null : peakVram,
           };
           if (o.energySeconds) {
@@ -213,15 +239,15 @@ export async function benchGraft(
             const recompute = await measureEnergy(o.energySeconds, async () => {
               await a.clearHistory();
               await a.evaluateWithoutGeneratingNewTokens(tokens);
-              await evaluateProbe(a, probe, engine.vocabSize);
+              await sampleProbe(a, probe);
             });
             const hot = await measureEnergy(o.energySeconds, async () => {
               await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
-              await evaluateProbe(a, probe, engine.vocabSize);
+              await sampleProbe(a, probe);
             });
             const warm = await measureEnergy(o.energySeconds, async () => {
               await loadSequenceState(b, ramPath);
-              await evaluateProbe(b, probe, engine.vocabSize);
+              await sampleProbe(b, probe);
             });
             if (idle !== null && recompute && hot && warm)
               row.energy = { idleWatts: idle, recompute, hot, warm };
@@ -231,7 +257,7 @@ export async function benchGraft(
           o.log(
             `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +
               `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
-              `hashes ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
+              `probe check ${row.probeCheckMs.toFixed(2)} ms, hashes of ${row.probeEntries} entries ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
           );
           await store.delete(sha);
           await rm(join(ramDir, `${sha}.state`), { force: true });
@@ -250,12 +276,12 @@ export async function benchGraft(
 /** The rows as a Markdown table. */
 export function graftBenchTable(rows: GraftBenchRow[]): string {
   const head =
-    "| length | KV | recompute ms | hot ms | warm ms | cold ms (hash ms) | hot x | warm x | cold x | state MB | restore GB/s | hashes equal |\n" +
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+    "| length | KV | recompute ms | hot ms | warm ms | cold ms (hash ms) | hot x | warm x | cold x | state MB | restore GB/s | probe check ms | probe entries | hashes equal |\n" +
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
   const lines = rows.map(
     (r) =>
       `| ${r.length} | ${r.kv} | ${r.recomputeMs.toFixed(1)} | ${r.hotMs.toFixed(2)} | ${r.warmMs.toFixed(1)} | ${r.coldMs.toFixed(1)} (${r.coldHashMs.toFixed(1)}) | ` +
-      `${r.hotSpeedup.toFixed(1)} | ${r.warmSpeedup.toFixed(2)} | ${r.coldSpeedup.toFixed(2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.hashesEqual ? "yes" : "NO"} |`,
+      `${r.hotSpeedup.toFixed(1)} | ${r.warmSpeedup.toFixed(2)} | ${r.coldSpeedup.toFixed(2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.probeCheckMs.toFixed(2)} | ${r.probeEntries} | ${r.hashesEqual ? "yes" : "NO"} |`,
   );
   return [head, ...lines].join("\n");
 }

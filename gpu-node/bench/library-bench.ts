@@ -2,12 +2,16 @@
  * `bench library`: deposit N blocks of T tokens (resumable: an index of deposited blocks is kept
  * in the data folder), then access blocks at given depths of the library in random order, cold
  * (page cache dropped, from disk, hash-checked) and warm (from the RAM tier), each access
- * verifying the block's probe hash after the restore and evaluating a short query.
+ * verifying the block's probe hash after the restore (a graft with `verifyProbe`: one more
+ * decode step and the full probability vector hashed, inside the timed access) and evaluating a
+ * short query. A block that fails its probe check is quarantined by the graft; it is counted, and
+ * its later accesses are skipped (a resumed run deposits it again).
  */
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
+import { DomainError } from "../../shared/errors.js";
 import { BlockService } from "../blocks/block-service.js";
 import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
 import { evaluateProbe } from "../engine/probe.js";
@@ -35,6 +39,10 @@ export interface DepthResult {
   warmMedianMs: number;
   warmP95Ms: number;
   probeChecks: number;
+  /** Accesses refused with `block_probe_mismatch`. */
+  probeMismatches: number;
+  /** Accesses skipped because an earlier probe mismatch quarantined the block. */
+  skipped: number;
 }
 
 export interface LibraryBenchResult {
@@ -45,6 +53,11 @@ export interface LibraryBenchResult {
   depositSeconds: number;
   resumedBlocks: number;
   depths: DepthResult[];
+  /** Post-restore probe checks run by the block service during the accesses. */
+  probeChecks: number;
+  probeMismatches: number;
+  /** Fewest nonzero probabilities hashed by one check: the vocabulary size for a random-weight model. */
+  probeEntries: number | null;
   allProbesEqual: boolean;
   cacheDropped: boolean;
   vramBaselineBytes: number | null;
@@ -114,35 +127,47 @@ export async function benchLibrary(o: LibraryBenchOptions): Promise<LibraryBench
       const j = rng.next() % (i + 1);
       [plan[i], plan[j]] = [plan[j] as number, plan[i] as number];
     }
-    const times = new Map<number, { cold: number[]; warm: number[] }>();
-    let probeChecks = 0;
+    type Tally = { cold: number[]; warm: number[]; mismatches: number; skipped: number };
+    const times = new Map<number, Tally>();
+    const checksBefore = blocks.probes.counts.checks;
     let cacheDropped = true;
     const blockAt = (depth: number) => Math.min(o.blocks - 1, Math.floor(depth / o.blockTokens));
     for (const depth of plan) {
       const sha = index[blockAt(depth)] as string;
-      const entry = times.get(depth) ?? { cold: [], warm: [] };
+      const entry = times.get(depth) ?? { cold: [], warm: [], mismatches: 0, skipped: 0 };
       times.set(depth, entry);
-      // Cold: nothing resident, nothing in RAM, page cache dropped.
-      blocks.pool.evict(sha);
-      await blocks.warm.remove(sha);
-      cacheDropped &&= await dropPageCache();
-      let t = performance.now();
-      const cold = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
-      entry.cold.push(performance.now() - t);
-      if (cold.tier !== "cold") throw new Error(`expected a cold access, got ${cold.tier}`);
-      // Warm: the RAM copy, not the slot.
-      await blocks.prefetch(sha, "warm");
-      blocks.pool.evict(sha);
-      t = performance.now();
-      const warm = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
-      entry.warm.push(performance.now() - t);
-      if (warm.tier !== "warm") throw new Error(`expected a warm access, got ${warm.tier}`);
-      probeChecks += 2;
-      await blocks.warm.remove(sha);
+      if (!blocks.store.has(sha)) {
+        entry.skipped++;
+        continue;
+      }
+      try {
+        // Cold: nothing resident, nothing in RAM, page cache dropped.
+        blocks.pool.evict(sha);
+        await blocks.warm.remove(sha);
+        cacheDropped &&= await dropPageCache();
+        let t = performance.now();
+        const cold = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
+        entry.cold.push(performance.now() - t);
+        if (cold.tier !== "cold") throw new Error(`expected a cold access, got ${cold.tier}`);
+        // Warm: the RAM copy, not the slot.
+        await blocks.prefetch(sha, "warm");
+        blocks.pool.evict(sha);
+        t = performance.now();
+        const warm = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
+        entry.warm.push(performance.now() - t);
+        if (warm.tier !== "warm") throw new Error(`expected a warm access, got ${warm.tier}`);
+        await blocks.warm.remove(sha);
+      } catch (err) {
+        if (!(err instanceof DomainError && err.code === "block_probe_mismatch")) throw err;
+        entry.mismatches++;
+        o.log(`block ${blockAt(depth)} (${sha}) failed its probe check and was quarantined`);
+      }
       await sampleVram();
     }
+    const probeChecks = blocks.probes.counts.checks - checksBefore;
+    const probeMismatches = [...times.values()].reduce((n, e) => n + e.mismatches, 0);
     const depths = o.depths.map((depth) => {
-      const e = times.get(depth) ?? { cold: [], warm: [] };
+      const e = times.get(depth) ?? { cold: [], warm: [], mismatches: 0, skipped: 0 };
       return {
         depth,
         block: blockAt(depth),
@@ -150,7 +175,9 @@ export async function benchLibrary(o: LibraryBenchOptions): Promise<LibraryBench
         coldP95Ms: quantile(e.cold, 0.95),
         warmMedianMs: quantile(e.warm, 0.5),
         warmP95Ms: quantile(e.warm, 0.95),
-        probeChecks: e.cold.length + e.warm.length,
+        probeChecks: e.cold.length + e.warm.length + e.mismatches,
+        probeMismatches: e.mismatches,
+        skipped: e.skipped,
       };
     });
     return {
@@ -161,8 +188,11 @@ export async function benchLibrary(o: LibraryBenchOptions): Promise<LibraryBench
       depositSeconds,
       resumedBlocks: resumed,
       depths,
-      // graft with verifyProbe throws probe_mismatch on any difference, so reaching here means equal.
-      allProbesEqual: probeChecks === plan.length * 2,
+      probeChecks,
+      probeMismatches,
+      probeEntries: blocks.probes.fewestEntries,
+      // Every access ran its two checks (the service counts them) and none mismatched.
+      allProbesEqual: probeMismatches === 0 && probeChecks === plan.length * 2,
       cacheDropped,
       vramBaselineBytes: vramBaseline,
       vramPeakBytes: vramPeak,

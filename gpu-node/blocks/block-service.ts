@@ -1,7 +1,9 @@
 /**
  * Deposit and graft over the tiers: hot (resident in a slot: erase the tail, ~free), warm (a
  * RAM copy of the file), cold (the file on disk, hash-checked). Every block is verified when it
- * is made: restored into another slot, its probe must hash like the fresh prefill's.
+ * is made: restored into another slot, its probe must hash like the fresh prefill's; and again
+ * after a restore when a graft asks, and on its first restore from a file in a process
+ * (`probe-check.ts`).
  */
 import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
@@ -21,6 +23,7 @@ import { evaluateProbe } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
 import { hashFileWithChunks } from "./file-hash.js";
+import { ProbeGate } from "./probe-check.js";
 import { type SlotLease, SlotPool } from "./slot-pool.js";
 import type { BlockCheck, Blocks, GenerationOptions, TierSnapshot } from "./types.js";
 import { WarmTier } from "./warm-tier.js";
@@ -57,6 +60,8 @@ export class BlockService implements Blocks {
   };
   private depositChain: Promise<unknown> = Promise.resolve();
   private readonly depositsInFlight = new Map<string, Promise<BlockManifest>>();
+  /** The post-restore probe check and its counters. */
+  readonly probes: ProbeGate;
 
   private constructor(
     readonly engine: Engine,
@@ -64,7 +69,13 @@ export class BlockService implements Blocks {
     readonly warm: WarmTier,
     readonly pool: SlotPool,
     readonly recovery: StoreRecovery,
-  ) {}
+  ) {
+    this.probes = new ProbeGate(engine.vocabSize, async (sha) => {
+      pool.evict(sha);
+      await warm.remove(sha);
+      await store.quarantineBlock(sha);
+    });
+  }
 
   /** Opens the store (recovering from crashes) and the tiers. */
   static async open(options: BlockServiceOptions): Promise<BlockService> {
@@ -165,6 +176,7 @@ export class BlockService implements Blocks {
         probe: { token: probe, sha256: fresh.sha256 },
         createdAt: new Date().toISOString(),
       });
+      this.probes.markChecked(manifest.sha256);
       keep = this.engine.canTruncate ? manifest.sha256 : null;
       return manifest;
     } finally {
@@ -191,11 +203,7 @@ export class BlockService implements Blocks {
     this.assertFits(manifest.tokenCount + queryTokens.length, options.maxTokens);
     const lease = await this.pool.acquire(blockId, options.signal);
     try {
-      const tier = await this.restore(
-        lease,
-        manifest,
-        manifest.engine.id !== this.engine.engineFingerprint.id,
-      );
+      const tier = await this.restore(lease, manifest, options.verifyProbe === true);
       const restoreMs = performance.now() - started;
       const result = await this.decode(lease.slot.sequence, queryTokens, options);
       lease.release(this.engine.canTruncate ? blockId : null);
@@ -276,6 +284,7 @@ export class BlockService implements Blocks {
       );
       await truncate(lease.slot.sequence, manifest.tokenCount);
       const ok = probe.sha256 === manifest.probe.sha256;
+      if (ok) this.probes.markChecked(blockId);
       if (ok && this.engine.canTruncate) keep = blockId;
       return {
         blockSha256: blockId,
@@ -317,7 +326,9 @@ export class BlockService implements Blocks {
         lease.release(null);
       }
       const { sha256: _sha, sizeBytes: _size, ...rest } = manifest;
-      return await this.store.commit(tempPath, rest, hashed);
+      const stored = await this.store.commit(tempPath, rest, hashed);
+      this.probes.markChecked(stored.sha256);
+      return stored;
     } finally {
       await rm(tempPath, { force: true });
     }
@@ -352,11 +363,17 @@ export class BlockService implements Blocks {
     await this.warm.close();
   }
 
-  /** Puts the block at [0, n) in the leased slot from the best tier; returns the tier used. */
-  private async restore(lease: SlotLease, manifest: BlockManifest, checkProbe: boolean): Promise<Tier> {
+  /**
+   * Puts the block at [0, n) in the leased slot from the best tier; returns the tier used. The
+   * probe is checked when `verifyProbe`, on the block's first restore from a file in this
+   * process, and always under an accepted engine mismatch.
+   */
+  private async restore(lease: SlotLease, manifest: BlockManifest, verifyProbe: boolean): Promise<Tier> {
     const seq = lease.slot.sequence;
     const started = performance.now();
+    const otherEngine = manifest.engine.id !== this.engine.engineFingerprint.id;
     let tier: Tier;
+    let coldPath: string | null = null;
     if (lease.hot) {
       await truncate(seq, manifest.tokenCount);
       tier = "hot";
@@ -369,16 +386,16 @@ export class BlockService implements Blocks {
         await loadSequenceState(seq, path);
       } catch (err) {
         // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
-        if (checkProbe && manifest.engine.id !== this.engine.engineFingerprint.id)
+        if (otherEngine)
           throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
         throw err;
       }
       this.stats.bytesLoaded[tier] += manifest.sizeBytes;
-      if (tier === "cold") void this.warm.add(manifest.sha256, path, manifest.sizeBytes);
+      if (tier === "cold") coldPath = path;
     }
     if (seq.nextTokenIndex !== manifest.tokenCount)
       throw new Error(`restored ${seq.nextTokenIndex} tokens, the manifest says ${manifest.tokenCount}`);
-    if (checkProbe) {
+    if (otherEngine) {
       const probe = await evaluateProbe(seq, manifest.probe.token as Token, this.engine.vocabSize);
       await truncate(seq, manifest.tokenCount);
       if (probe.sha256 !== manifest.probe.sha256)
@@ -386,7 +403,9 @@ export class BlockService implements Blocks {
           "probe_mismatch",
           "the block loaded under a different engine does not reproduce its probe hash",
         );
-    }
+    } else if (this.probes.needed(manifest.sha256, tier, verifyProbe)) await this.probes.check(seq, manifest);
+    // Only a block that passed its checks gets a RAM copy.
+    if (coldPath) void this.warm.add(manifest.sha256, coldPath, manifest.sizeBytes);
     this.stats.hits[tier]++;
     this.stats.restoreMsSum[tier] += performance.now() - started;
     return tier;
