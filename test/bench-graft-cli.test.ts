@@ -18,7 +18,9 @@ describe("kvgraft bench graft (CPU smoke check, no timing assertions)", () => {
       "--json",
     ]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/\| length \| KV \| recompute ms/);
+    expect(r.stdout).toMatch(
+      /\| length \| KV \| recompute ms .*\| probe check ms \| probe entries \| hashes equal \|/,
+    );
     const json = r.json as { results: Array<Record<string, unknown>>; engine: { backend: string } };
     expect(json.engine.backend).toBe("cpu");
     expect(json.results.map((x) => [x.length, x.kv])).toEqual([
@@ -29,8 +31,10 @@ describe("kvgraft bench graft (CPU smoke check, no timing assertions)", () => {
     ]);
     for (const row of json.results) {
       expect(row.hashesEqual).toBe(true);
+      expect(row.probeEntries).toBe(1024);
       expect(row.stateBytes).toBeGreaterThan(0);
-      for (const k of ["recomputeMs", "hotMs", "warmMs", "coldMs"]) expect(row[k]).toBeGreaterThan(0);
+      for (const k of ["recomputeMs", "hotMs", "warmMs", "coldMs", "probeCheckMs"])
+        expect(row[k]).toBeGreaterThan(0);
     }
   });
 

@@ -23,6 +23,8 @@ describe("kvgraft verify", () => {
       klMedian: 0,
       klP99: 0,
       argmaxAgreement: 1,
+      probeEntries: 1024,
+      vocabSize: 1024,
       shift: 8,
       model: { architecture: "gemma3" },
       engine: { nodeLlamaCpp: "3.21.1", backend: "cpu" },
