@@ -168,10 +168,11 @@ export const sandboxRunRequestSchema = z
   .strict();
 
 export const healthSchema = z.object({
-  status: z.enum(["ok", "draining"]),
+  /** `degraded`: a slot could not be wiped after a failed load and is out of service. */
+  status: z.enum(["ok", "degraded", "draining"]),
   model: modelFingerprintSchema,
   engine: engineFingerprintSchema,
-  slots: z.object({ total: z.number().int(), busy: z.number().int() }),
+  slots: z.object({ total: z.number().int(), busy: z.number().int(), retired: z.number().int().optional() }),
   tiers: z.object({ hot: z.array(sha256Schema), warm: z.array(sha256Schema), coldCount: z.number().int() }),
   queue: z.object({ depth: z.number().int(), capacity: z.number().int() }),
   sandbox: z.object({ isolation: z.string() }).optional(),

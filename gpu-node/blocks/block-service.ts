@@ -25,6 +25,8 @@ import { BlockStore, type StoreRecovery } from "./block-store.js";
 import { hashFileWithChunks } from "./file-hash.js";
 import { ProbeGate } from "./probe-check.js";
 import { type SlotLease, SlotPool } from "./slot-pool.js";
+import { type StateLayout, validateStateFile } from "./state-format.js";
+import { referenceLayout } from "./state-reference.js";
 import type { BlockCheck, Blocks, GenerationOptions, TierSnapshot } from "./types.js";
 import { WarmTier } from "./warm-tier.js";
 
@@ -62,6 +64,7 @@ export class BlockService implements Blocks {
   private readonly depositsInFlight = new Map<string, Promise<BlockManifest>>();
   /** The post-restore probe check and its counters. */
   readonly probes: ProbeGate;
+  private layout: Promise<StateLayout> | undefined;
 
   private constructor(
     readonly engine: Engine,
@@ -215,8 +218,7 @@ export class BlockService implements Blocks {
         started,
       });
     } catch (err) {
-      await lease.slot.sequence.clearHistory().catch(() => undefined);
-      lease.release(null);
+      await this.pool.releaseWiped(lease);
       throw err;
     }
   }
@@ -240,8 +242,7 @@ export class BlockService implements Blocks {
         started,
       });
     } catch (err) {
-      await lease.slot.sequence.clearHistory().catch(() => undefined);
-      lease.release(null);
+      await this.pool.releaseWiped(lease);
       throw err;
     }
   }
@@ -261,8 +262,7 @@ export class BlockService implements Blocks {
       lease.release(blockId);
       return "hot";
     } catch (err) {
-      await lease.slot.sequence.clearHistory().catch(() => undefined);
-      lease.release(null);
+      await this.pool.releaseWiped(lease);
       throw err;
     }
   }
@@ -313,17 +313,23 @@ export class BlockService implements Blocks {
         });
       const lease = await this.pool.acquire(null);
       try {
-        await loadSequenceState(lease.slot.sequence, tempPath);
-        const probe = await evaluateProbe(
-          lease.slot.sequence,
-          manifest.probe.token as Token,
-          this.engine.vocabSize,
-        );
+        const seq = lease.slot.sequence;
+        // Before llama.cpp sees the bytes: it trusts every count in the file.
+        await validateStateFile(tempPath, {
+          layout: await this.stateLayout(seq),
+          contextSize: this.engine.options.contextSize,
+          slidingWindow: this.engine.slidingWindow,
+          vocabSize: this.engine.vocabSize,
+          sequences: this.engine.slots.length,
+          tokenCount: manifest.tokenCount,
+          tokensSha256: manifest.tokensSha256,
+        });
+        await loadSequenceState(seq, tempPath);
+        const probe = await evaluateProbe(seq, manifest.probe.token as Token, this.engine.vocabSize);
         if (probe.sha256 !== manifest.probe.sha256)
           throw unprocessable("block_unverified", "the imported state did not reproduce its probe hash");
       } finally {
-        await lease.slot.sequence.clearHistory();
-        lease.release(null);
+        await this.pool.releaseWiped(lease);
       }
       const { sha256: _sha, sizeBytes: _size, ...rest } = manifest;
       const stored = await this.store.commit(tempPath, rest, hashed);
@@ -347,7 +353,7 @@ export class BlockService implements Blocks {
       hot,
       warm: this.warm.blocks(),
       coldCount: this.store.list().length,
-      slots: { total: this.pool.slots.length, busy: this.pool.busyCount },
+      slots: { total: this.pool.slots.length, busy: this.pool.busyCount, retired: this.pool.retiredCount },
       queue: { depth: this.pool.queueDepth, capacity: this.pool.maxWaiting },
       hits: { ...this.stats.hits },
       misses: this.stats.misses,
@@ -361,6 +367,19 @@ export class BlockService implements Blocks {
   /** Removes the warm tier's RAM folder; the engine is disposed by its owner. */
   async close(): Promise<void> {
     await this.warm.close();
+  }
+
+  /**
+   * The layout of this engine's states (caches, layers, K/V types and row sizes), read once from
+   * a one-token state saved in the leased slot: llama.cpp's own reading of the model's layers,
+   * KV heads, head sizes and KV types, which an imported state must match exactly.
+   */
+  private stateLayout(seq: LlamaContextSequence): Promise<StateLayout> {
+    this.layout ??= referenceLayout(seq, this.store.tempPath("reference")).catch((err) => {
+      this.layout = undefined;
+      throw err;
+    });
+    return this.layout;
   }
 
   /**

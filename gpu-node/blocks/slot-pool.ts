@@ -3,10 +3,12 @@
  * positions [0, n): a graft on it only erases the slot's tail. Requests for a hot block are
  * pinned to its slot and queue behind it, unless someone already waits there and another slot
  * is free, in which case a second copy is loaded. Slots are reused least-recently-used first.
- * Waiting is bounded; a full queue is a 429.
+ * Waiting is bounded; a full queue is a 429. A slot that cannot be wiped after a failure is
+ * retired: it is never leased again (the node reports itself degraded).
  */
 import type { LlamaContextSequence } from "node-llama-cpp";
-import { tooManyRequests } from "../../shared/errors.js";
+import { tooManyRequests, unavailable } from "../../shared/errors.js";
+import { wipeSequence } from "../engine/state.js";
 
 /** One sequence slot and what it holds. */
 export interface Slot {
@@ -15,6 +17,8 @@ export interface Slot {
   /** Block resident at positions [0, tokenCount), or null. */
   block: string | null;
   busy: boolean;
+  /** Could not be wiped after a failure: out of service for the life of the process. */
+  retired: boolean;
   lastUsed: number;
 }
 
@@ -48,6 +52,7 @@ export class SlotPool {
       sequence,
       block: null,
       busy: false,
+      retired: false,
       lastUsed: 0,
     }));
   }
@@ -60,6 +65,11 @@ export class SlotPool {
     return this.slots.filter((s) => s.busy).length;
   }
 
+  /** Slots retired because they could not be wiped. */
+  get retiredCount(): number {
+    return this.slots.filter((s) => s.retired).length;
+  }
+
   /** Blocks resident in slots. */
   hotBlocks(): string[] {
     return this.slots.flatMap((s) => (s.block ? [s.block] : []));
@@ -67,6 +77,7 @@ export class SlotPool {
 
   /** Acquires a slot for `block` (or for plain work when null), waiting when all are busy. */
   acquire(block: string | null, signal?: AbortSignal): Promise<SlotLease> {
+    if (this.retiredCount === this.slots.length) return Promise.reject(noSlots());
     const lease = this.tryAcquire(
       block,
       this.waiters.filter((w) => w.block !== null && w.block === block).length,
@@ -91,6 +102,16 @@ export class SlotPool {
     });
   }
 
+  /**
+   * Releases a slot after a failure with every cell of its sequence removed (a failed load can
+   * leave cells at any position); a slot that cannot be wiped or still holds cells is retired.
+   */
+  async releaseWiped(lease: SlotLease): Promise<void> {
+    const clean = await wipeSequence(lease.slot.sequence).catch(() => false);
+    if (!clean) lease.slot.retired = true;
+    lease.release(null);
+  }
+
   /** Forgets a block in every idle slot that holds it (after deletion or quarantine). */
   evict(block: string): void {
     for (const s of this.slots) if (s.block === block && !s.busy) s.block = null;
@@ -102,10 +123,10 @@ export class SlotPool {
    */
   private tryAcquire(block: string | null, waitingAhead: number): SlotLease | null {
     const holders = block ? this.slots.filter((s) => s.block === block) : [];
-    const idleHolder = holders.find((s) => !s.busy);
+    const idleHolder = holders.find((s) => !s.busy && !s.retired);
     if (idleHolder) return this.lease(idleHolder, true);
     if (holders.length > 0 && waitingAhead < this.pinQueue) return null;
-    const free = this.slots.filter((s) => !s.busy);
+    const free = this.slots.filter((s) => !s.busy && !s.retired);
     if (free.length === 0) return null;
     // Least valuable slot first: empty, then least recently used.
     free.sort((a, b) => Number(a.block !== null) - Number(b.block !== null) || a.lastUsed - b.lastUsed);
@@ -123,7 +144,7 @@ export class SlotPool {
       release: (residentBlock) => {
         if (released) return;
         released = true;
-        slot.block = residentBlock;
+        slot.block = slot.retired ? null : residentBlock;
         slot.busy = false;
         slot.lastUsed = ++this.clock;
         this.drain();
@@ -132,6 +153,10 @@ export class SlotPool {
   }
 
   private drain(): void {
+    if (this.retiredCount === this.slots.length) {
+      for (const w of this.waiters.splice(0)) w.reject(noSlots());
+      return;
+    }
     const ahead = new Map<string, number>();
     for (let i = 0; i < this.waiters.length; ) {
       const w = this.waiters[i] as Waiter;
@@ -146,4 +171,8 @@ export class SlotPool {
       w.resolve(lease);
     }
   }
+}
+
+function noSlots() {
+  return unavailable("no_slots", "every slot of this node is retired; restart it");
 }

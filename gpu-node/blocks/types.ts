@@ -24,7 +24,7 @@ export interface TierSnapshot {
   hot: string[];
   warm: string[];
   coldCount: number;
-  slots: { total: number; busy: number };
+  slots: { total: number; busy: number; retired: number };
   queue: { depth: number; capacity: number };
   hits: Record<Tier, number>;
   misses: number;

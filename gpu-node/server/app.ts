@@ -524,7 +524,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   app.get("/health", (c) => {
     const s = blocks.snapshot();
     const health: Health = {
-      status: draining ? "draining" : "ok",
+      status: draining ? "draining" : s.slots.retired > 0 ? "degraded" : "ok",
       model: options.fingerprints.model,
       engine: options.fingerprints.engine,
       slots: s.slots,

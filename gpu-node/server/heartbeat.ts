@@ -27,7 +27,8 @@ export const heartbeatSchema = z
     id: nodeIdSchema,
     /** Where the edge reaches the node. */
     url: z.url(),
-    status: z.enum(["ok", "draining"]),
+    /** `degraded`: serving with fewer slots (one could not be wiped and was retired). */
+    status: z.enum(["ok", "degraded", "draining"]),
     model: modelFingerprintSchema,
     engine: engineFingerprintSchema,
     capacity: z.object({
@@ -61,7 +62,7 @@ export function heartbeatFrom(id: string, url: string, health: Health): Heartbea
     model: health.model,
     engine: health.engine,
     capacity: {
-      slots: health.slots.total,
+      slots: health.slots.total - (health.slots.retired ?? 0),
       queueCapacity: health.queue.capacity,
       tiers: ["hot", "warm", "cold"],
     },

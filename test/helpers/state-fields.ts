@@ -1,0 +1,55 @@
+/**
+ * The header fields of a llama.cpp sequence-state file with their offsets, found by a walker
+ * written separately from the product's validator, so tests can aim mutations at each field.
+ */
+
+export interface StateField {
+  name: string;
+  offset: number;
+  bytes: 4 | 8;
+}
+
+/** Every header field of a single-sequence state (tokens and cell metadata included). */
+export function stateFields(buf: Buffer): StateField[] {
+  const fields: StateField[] = [];
+  let o = 0;
+  const field = (name: string, bytes: 4 | 8 = 4): number => {
+    fields.push({ name, offset: o, bytes });
+    const v = bytes === 4 ? buf.readUInt32LE(o) : Number(buf.readBigUInt64LE(o));
+    o += bytes;
+    return v;
+  };
+  field("magic");
+  field("version");
+  const tokens = field("tokenCount");
+  for (let i = 0; i < tokens; i++) field(`token[${i}]`);
+  for (let c = 0; o < buf.length; c++) {
+    const streams = field(`cache[${c}].streams`);
+    for (let s = 0; s < streams; s++) {
+      const cells = field(`cache[${c}].stream[${s}].cells`);
+      if (cells === 0) continue;
+      for (let i = 0; i < cells; i++) {
+        field(`cache[${c}].cell[${i}].pos`);
+        field(`cache[${c}].cell[${i}].seqIdCount`);
+        field(`cache[${c}].cell[${i}].seqId`);
+      }
+      field(`cache[${c}].vTrans`);
+      const layers = field(`cache[${c}].layers`);
+      for (const kv of ["k", "v"])
+        for (let l = 0; l < layers; l++) {
+          field(`cache[${c}].layer[${l}].${kv}Type`);
+          const row = field(`cache[${c}].layer[${l}].${kv}RowBytes`, 8);
+          o += row * cells;
+        }
+    }
+  }
+  if (o !== buf.length) throw new Error(`walked to ${o} of ${buf.length} bytes`);
+  return fields;
+}
+
+/** The offset of the named field; throws when the state has none. */
+export function fieldOffset(buf: Buffer, name: string): number {
+  const f = stateFields(buf).find((x) => x.name === name);
+  if (!f) throw new Error(`no field ${name}`);
+  return f.offset;
+}
