@@ -164,10 +164,7 @@ export class BlockService implements Blocks {
           );
         if (!b) await truncate(seqA, tokens.length);
       } finally {
-        if (b) {
-          await b.slot.sequence.clearHistory();
-          b.release(null);
-        }
+        if (b) await this.pool.releaseWiped(b);
       }
       const manifest = await this.store.commit(temp, {
         formatVersion: BLOCK_FORMAT_VERSION,
@@ -184,8 +181,8 @@ export class BlockService implements Blocks {
       return manifest;
     } finally {
       await rm(temp, { force: true });
-      if (!keep) await a.slot.sequence.clearHistory();
-      a.release(keep);
+      if (keep) a.release(keep);
+      else await this.pool.releaseWiped(a);
     }
   }
 
@@ -295,8 +292,8 @@ export class BlockService implements Blocks {
         restoreMs,
       };
     } finally {
-      if (!keep) await lease.slot.sequence.clearHistory().catch(() => undefined);
-      lease.release(keep);
+      if (keep) lease.release(keep);
+      else await this.pool.releaseWiped(lease);
     }
   }
 
