@@ -3,10 +3,10 @@
  * blocks, registering imported blocks, and issuing upload grants. Plain functions over the deps.
  */
 import { and, desc, eq } from "drizzle-orm";
-import { answersEqual } from "../shared/answers.js";
 import { DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
+import type { ProgramParam } from "../shared/params.js";
 import { type BlockManifest, CHUNK_SHA256_HEADER, gpuPaths, LIMITS } from "../shared/protocol.js";
 import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
 import { blocks, problems } from "./db/schema.js";
@@ -24,6 +24,7 @@ import {
   type Solution,
   setBlockState,
 } from "./library.service.js";
+import { isParametricProfile, profileParameters } from "./param-probe.js";
 import type { AdminSolutionRequest } from "./schemas.js";
 import { createUploadGrant } from "./upload-grant.js";
 
@@ -39,28 +40,17 @@ export interface DepositOutcome {
 }
 
 /**
- * Perturbations tried on a program's numbers, each number moved by its own amount so that ratios
- * change too: the i-th (from 0) plus i + 1, then times i + 2.
- */
-const PERTURBATIONS = [(x: number, i: number) => x + i + 1, (x: number, i: number) => x * (i + 2)];
-
-/**
- * Whether a program can be re-run on new numbers (transfer): it reads `PARAMS`, and with perturbed
- * numbers it still runs (verdict ok) and prints another answer than `answer`, the one it printed on
- * the problem's own numbers. A program that hard-codes its constants fails this.
+ * Whether a program can be re-run on new numbers (transfer): it reads at least one of its
+ * parameters (edge/param-probe.ts: perturbed alone, it prints another answer or fails). A program
+ * that hard-codes its constants fails this.
  */
 export async function isParametric(
   gpu: Pick<GpuClient, "runProgram">,
   program: string,
-  params: number[],
+  literals: readonly string[],
   answer: string,
 ): Promise<boolean> {
-  if (params.length === 0 || !/\bPARAMS\b/.test(program)) return false;
-  for (const perturb of PERTURBATIONS) {
-    const run = await gpu.runProgram({ program, params: params.map(perturb) });
-    if (run.verdict === "ok" && run.answer !== null && !answersEqual(run.answer, answer)) return true;
-  }
-  return false;
+  return isParametricProfile(await profileParameters(gpu, program, literals, answer));
 }
 
 /**
@@ -72,7 +62,7 @@ export async function isParametric(
  */
 export async function checkProgram(
   gpu: GpuClient,
-  input: { program: string; params: number[]; answer: string },
+  input: { program: string; params: readonly ProgramParam[]; answer: string },
 ): Promise<SandboxRunResult> {
   let run: SandboxRunResult;
   try {
@@ -124,9 +114,13 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
       block: await readyBlockOf(deps, existing.problem.id),
     };
 
-  const { template, params } = problemTemplate(normalizedText);
-  const run = await checkProgram(deps.gpu, { program: input.program, params, answer: input.answer });
-  const parametric = await isParametric(deps.gpu, input.program, params, input.answer);
+  const { template, params, literals } = problemTemplate(normalizedText);
+  const run = await checkProgram(deps.gpu, {
+    program: input.program,
+    params: literals,
+    answer: input.answer,
+  });
+  const paramProfile = await profileParameters(deps.gpu, input.program, literals, input.answer);
   const text = renderBlockText(input);
   // A pool deposits on one node, then copies the block to its R nodes (edge/gpu-pool.ts).
   const placed = isGpuPool(deps.gpu)
@@ -148,14 +142,15 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
     worked: input.solution,
     program: input.program,
     answer: input.answer,
-    parametric,
+    parametric: isParametricProfile(paramProfile),
     verified: true,
     verification: {
       method: "sandbox",
       verdict: run.verdict,
       expected: input.answer,
       got: run.answer,
-      params,
+      params: literals,
+      paramProfile,
       isolation: run.isolation ?? null,
       wallMs: run.wallMs ?? null,
       blockSha256: manifest.sha256,

@@ -12,6 +12,7 @@ import type { z } from "zod";
 import { ZodError } from "zod";
 import { createGpuClient, GpuError } from "../gpu-node/gpu-client.js";
 import { DomainError } from "../shared/errors.js";
+import type { ProgramParam } from "../shared/params.js";
 import type {
   BlockManifest,
   GenerationResult,
@@ -36,7 +37,11 @@ export interface GpuClient {
   /** The sampled solve pipeline (k samples, programs run in the sandbox, a vote); abortable. */
   solve(req: SolveRequest, signal?: AbortSignal): Promise<SolveResult>;
   /** Runs a program in the node's sandbox (`PARAMS = [...]` prepended; see gpu-node/sandbox). */
-  runProgram(req: { program: string; params: number[]; expect?: string }): Promise<SandboxRunResult>;
+  runProgram(req: {
+    program: string;
+    params: readonly ProgramParam[];
+    expect?: string;
+  }): Promise<SandboxRunResult>;
   /** A stored block's manifest. */
   getBlock(id: string): Promise<BlockManifest>;
   /** Deletes a block from the node's store. */
@@ -85,7 +90,9 @@ export function createEdgeGpuClient(options: EdgeGpuClientOptions): GpuClient {
     solve: mapped((req: SolveRequest, signal?: AbortSignal) =>
       node.solve(req, signal ? { ...work, signal } : work),
     ),
-    runProgram: mapped((req: { program: string; params: number[]; expect?: string }) => node.sandboxRun(req)),
+    runProgram: mapped((req: { program: string; params: readonly ProgramParam[]; expect?: string }) =>
+      node.sandboxRun(req),
+    ),
     getBlock: mapped((id: string) => node.getBlock(id)),
     deleteBlock: mapped((id: string) => node.deleteBlock(id)),
     health: mapped(() => probe.health(), options.healthTimeoutMs ?? options.timeoutMs),

@@ -3,7 +3,9 @@
  * generated from them (z.toJSONSchema), so the document cannot drift from what is enforced.
  */
 import { z } from "zod";
+import { transferRefusalCodes } from "../shared/params.js";
 import { blockManifestSchema, errorBodySchema, LIMITS, sha256Schema } from "../shared/protocol.js";
+import { answerChecks } from "./answer-checks.js";
 import { apiKeyRoles, blockStates } from "./db/schema.js";
 
 const problemText = z.string().trim().min(1).max(LIMITS.queryChars);
@@ -56,9 +58,52 @@ export const solveResponseSchema = z.object({
     .string()
     .nullable()
     .describe("The answer (last non-empty line of generated text); null for none."),
-  text: z.string().nullable().describe("The full generated or program output; null for library/none."),
+  text: z
+    .string()
+    .nullable()
+    .describe(
+      "The full generated text; null for library, transfer (a program's output never leaves) and none.",
+    ),
   source: z.enum(solveSources),
-  verified: z.boolean().describe("True only for answers whose program was checked by execution."),
+  verified: z
+    .boolean()
+    .describe(
+      "True only for the verified answer of this exact problem (library), or an answer a verified program " +
+        "computed on numbers of the kind, sign and role it was verified with (transfer); `verification` says how.",
+    ),
+  verification: z
+    .object({
+      method: z
+        .enum(["library_answer", "program_transfer"])
+        .describe(
+          "library_answer: the stored answer of the same problem; program_transfer: a verified program re-run.",
+        ),
+      solutionId: z.string(),
+      params: z
+        .enum(["same_problem", "kind_sign_and_role_match"])
+        .describe("What was checked about the numbers against the verified ones."),
+      answerCheck: z
+        .enum(answerChecks)
+        .nullable()
+        .describe(
+          "The independent check the answer passed (gcd, power remainder, root substituted); null if none applies.",
+        ),
+      note: z.string(),
+    })
+    .nullable()
+    .describe("How a verified answer was verified; null when `verified` is false."),
+  transferRefused: z
+    .object({
+      code: z.enum(transferRefusalCodes),
+      param: z
+        .number()
+        .int()
+        .nullable()
+        .describe("Index of the number (order of appearance), when about one."),
+      message: z.string(),
+    })
+    .nullable()
+    .describe("Why a template match with a verified program was not answered by transfer; null otherwise."),
   confidence: z
     .number()
     .min(0)

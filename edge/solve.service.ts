@@ -2,7 +2,8 @@
  * Answering one problem (flow 1 of docs/DESIGN): normalize; an exact fingerprint with a verified
  * solution answers from the library with no GPU call; otherwise route on the problem's template:
  * a parametric verified program of the same template is re-run on the new numbers in the GPU
- * node's sandbox (`transfer`), else that problem's ready block is grafted and the model answers
+ * node's sandbox when they play the roles they played at deposit (`transfer`, edge/transfer.ts;
+ * else the response's `transferRefused` says why), else that problem's ready block is grafted and the model answers
  * after it (`graft`); with no template match the router (edge/router.ts) may find a reworded library
  * problem (`similar`), whose block is grafted (never transfer: its template differs); otherwise
  * the model answers alone (`model`), or nothing does (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
@@ -26,6 +27,7 @@ import {
 } from "./library.service.js";
 import { routeSimilar } from "./router.js";
 import type { SolveRequest, SolveResponse } from "./schemas.js";
+import { tryTransfer } from "./transfer.js";
 
 /** Who asked, for the log and the response. */
 export interface SolveContext {
@@ -35,7 +37,12 @@ export interface SolveContext {
   startedMs: number;
 }
 
-type Outcome = Omit<SolveResponse, "cost" | "hashes" | "queued" | "queryId" | "requestId"> & {
+type Outcome = Omit<
+  SolveResponse,
+  "cost" | "hashes" | "queued" | "queryId" | "requestId" | "verification" | "transferRefused"
+> & {
+  verification?: SolveResponse["verification"];
+  transferRefused?: SolveResponse["transferRefused"];
   gpu: { tokensIn: number; tokensOut: number; ms: number };
   outputSha256: string | null;
   /** Set by the sampled model path: only an unsure answer queues for the flywheel. */
@@ -95,6 +102,8 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
     text: outcome.text,
     source: outcome.source,
     verified: outcome.verified,
+    verification: outcome.verification ?? null,
+    transferRefused: outcome.transferRefused ?? null,
     confidence: outcome.confidence,
     route: outcome.route,
     cost,
@@ -131,6 +140,13 @@ async function route(
       text: null,
       source: "library",
       verified: true,
+      verification: {
+        method: "library_answer",
+        solutionId: hit.solution.id,
+        params: "same_problem",
+        answerCheck: null,
+        note: "The stored answer of this exact problem, printed by its program in the sandbox at deposit.",
+      },
       confidence: 1,
       route: {
         decision: "answer",
@@ -145,33 +161,30 @@ async function route(
   }
   if (req.mode === "verified") return none("mode_verified_only");
 
-  // 2. Same template, new numbers.
-  const { template, params } = problemTemplate(normalized);
+  // 2. Same template, new numbers: a transfer of a verified program, when the numbers fit it.
+  const { template, literals } = problemTemplate(normalized);
   const matches = await findByTemplate(deps.db, template);
-  const transfer = pickTransfer(matches);
-  if (transfer?.solution?.program) {
-    const started = deps.clock.monotonicMs();
-    const run = await deps.gpu.runProgram({ program: transfer.solution.program, params });
-    const ms = deps.clock.monotonicMs() - started;
-    if (run.verdict === "ok" && run.answer !== null)
-      return {
-        answer: run.answer,
-        text: run.stdout ?? run.answer,
-        source: "transfer",
-        verified: false,
-        confidence: null,
-        route: {
-          decision: "template",
-          blockId: transfer.blocks.at(-1)?.sha256 ?? null,
-          problemId: transfer.problem.id,
-          score: 1,
-          reason: "template_transfer",
-        },
-        gpu: { tokensIn: 0, tokensOut: 0, ms },
-        outputSha256: null,
-      };
-    // The program failed on these numbers: fall through to grafting its block.
-  }
+  const transfer = await tryTransfer(deps.gpu, deps.clock, { normalized, template, literals }, matches);
+  if (transfer?.ok)
+    return {
+      answer: transfer.answer,
+      text: null,
+      source: "transfer",
+      verified: true,
+      verification: transfer.verification,
+      confidence: null,
+      route: {
+        decision: "template",
+        blockId: transfer.match.blocks.at(-1)?.sha256 ?? null,
+        problemId: transfer.match.problem.id,
+        score: 1,
+        reason: "template_transfer",
+      },
+      gpu: { tokensIn: 0, tokensOut: 0, ms: transfer.ms },
+      outputSha256: null,
+    };
+  // Not a transfer (the response says why): fall through to grafting the template's block.
+  const transferRefused = transfer?.refusal ?? null;
   // 3. Without a template match, the router's lexical step: a reworded library problem grafts
   // its block (never transfer: the template differs), else it abstains.
   const target = await graftTarget(deps, normalized, matches);
@@ -186,14 +199,14 @@ async function route(
           await setBlockState(deps.db, blockId, "quarantined").catch(() => undefined);
         throw err;
       });
-    return generated(result, deps.clock.monotonicMs() - started, "graft", target);
+    return { ...generated(result, deps.clock.monotonicMs() - started, "graft", target), transferRefused };
   }
 
   // 4. Nothing in the library fits.
-  if (req.mode === "library") return none("mode_library_only");
+  if (req.mode === "library") return { ...none("mode_library_only"), transferRefused };
   const started = deps.clock.monotonicMs();
   const solved = await deps.gpu.solve({ problem: req.problem, maxTokens });
-  return sampled(solved, deps.clock.monotonicMs() - started, target);
+  return { ...sampled(solved, deps.clock.monotonicMs() - started, target), transferRefused };
 }
 
 /**
@@ -254,11 +267,6 @@ async function graftTarget(
     ...(r.runnerUp === undefined ? {} : { runnerUp: r.runnerUp }),
     reason: r.decision === "similar" && !blockId ? "no_block" : r.reason,
   };
-}
-
-/** The newest problem of the template with a verified parametric program, if any. */
-function pickTransfer(matches: TemplateMatch[]): TemplateMatch | undefined {
-  return [...matches].reverse().find((m) => m.solution?.parametric && m.solution.program);
 }
 
 function none(reason: "mode_verified_only" | "mode_library_only"): Outcome {

@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import { sha256Hex } from "../shared/hash.js";
+import type { ProgramParam } from "../shared/params.js";
 import {
   type BlockManifest,
   blockListSchema,
@@ -282,8 +283,11 @@ export function createGpuClient(options: GpuClientOptions) {
     /** The sampled solve pipeline (k samples, programs in the sandbox, a vote). */
     solve: (req: SolveRequest, opts?: CallOptions): Promise<SolveResult> =>
       call("POST", gpuPaths.solve, solveResultSchema, req, opts),
-    sandboxRun: (req: { program: string; params?: number[]; expect?: string }): Promise<SandboxRun> =>
-      call("POST", gpuPaths.sandboxRun, sandboxRunResultSchema, req),
+    sandboxRun: (req: {
+      program: string;
+      params?: readonly ProgramParam[];
+      expect?: string;
+    }): Promise<SandboxRun> => call("POST", gpuPaths.sandboxRun, sandboxRunResultSchema, req),
 
     /**
      * Uploads a block file in chunks (each with its SHA-256), then commits it; the node checks

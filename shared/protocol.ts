@@ -3,6 +3,7 @@
  * bodies as zod schemas, with the paths they travel on.
  */
 import { z } from "zod";
+import { programParamSchema } from "./params.js";
 
 export const sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, "expected a lower-case hex SHA-256");
 
@@ -162,7 +163,7 @@ export const importStartSchema = z
 export const sandboxRunRequestSchema = z
   .object({
     program: z.string().min(1).max(LIMITS.programChars),
-    params: z.array(z.number().finite()).max(64).default([]),
+    params: z.array(programParamSchema).max(64).default([]),
     expect: z.string().max(1000).optional(),
   })
   .strict();

@@ -2,7 +2,8 @@
  * Parametric programs and the routes of /v1/solve through a real edge (Node entry, libSQL file
  * database) and a loopback GPU node whose /v1/sandbox/run is the real sandbox and whose /v1/graft
  * answers a fixed generation (and /v1/blocks a manifest for deposits), recording every request.
- * The parametric flag is what the deposit check (`isParametric`, real sandbox) decides. Last,
+ * The parametric flag and the parameter profile are what the deposit check (`profileParameters`,
+ * real sandbox) decides. Last,
  * `kvgraft eval router --edge` against that edge.
  */
 import { spawn } from "node:child_process";
@@ -18,6 +19,7 @@ import { queries as queryLog } from "../edge/db/schema.js";
 import type { GpuClient } from "../edge/gpu.js";
 import { addSolution, registerBlock, registerProblem } from "../edge/library.service.js";
 import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+import { isParametricProfile, profileParameters } from "../edge/param-probe.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 import { BLOCK_FORMAT_VERSION, gpuPaths } from "../shared/protocol.js";
@@ -142,8 +144,9 @@ afterAll(async () => {
 /** Registers the problem as a deposit does, the parametric flag from the real deposit check. */
 async function deposit(problem: string, program: string, answer: string, blockSha: string) {
   const normalizedText = normalizeProblem(problem);
-  const { template, params } = problemTemplate(normalizedText);
-  const parametric = await isParametric(runner, program, params, answer);
+  const { template, params, literals } = problemTemplate(normalizedText);
+  const paramProfile = await profileParameters(runner, program, literals, answer);
+  const parametric = isParametricProfile(paramProfile);
   const { problem: row } = await registerProblem(edge.db, {
     normalizedText,
     fingerprint: await problemFingerprint(problem),
@@ -157,7 +160,7 @@ async function deposit(problem: string, program: string, answer: string, blockSh
     answer,
     parametric,
     verified: true,
-    verification: { method: "test" },
+    verification: { method: "test", paramProfile },
   });
   const fp = { sha256: "f".repeat(64) };
   await registerBlock(edge.db, {
@@ -190,13 +193,23 @@ async function solve(problem: string, mode = "auto") {
 
 describe("parametric check at deposit", () => {
   it("a program that computes from PARAMS is parametric; hard-coded constants are not", async () => {
-    const { params } = problemTemplate(APPLES);
-    expect(await isParametric(runner, PARAMETRIC, params, "11")).toBe(true);
-    expect(await isParametric(runner, HARD_CODED, params, "11")).toBe(false);
-    // No PARAMS at all, or a program that crashes on other numbers.
-    expect(await isParametric(runner, "print(11)", params, "11")).toBe(false);
+    const { literals } = problemTemplate(APPLES);
+    expect(await isParametric(runner, PARAMETRIC, literals, "11")).toBe(true);
+    expect(await isParametric(runner, HARD_CODED, literals, "11")).toBe(false);
+    // No PARAMS at all.
+    expect(await isParametric(runner, "print(11)", literals, "11")).toBe(false);
+    // A program that checks a number reads it: it fails on another one, so that number is `read`.
     const fragile = "count, price, paid = PARAMS\nassert count == 12\nprint(paid - count * price)\n";
-    expect(await isParametric(runner, fragile, params, "11")).toBe(false);
+    const profile = await profileParameters(runner, fragile, literals, "11");
+    expect(profile.params.map((p) => [p.literal, p.kind, p.sign, p.role])).toEqual([
+      ["12", "integer", "positive", "read"],
+      ["0.75", "decimal", "positive", "read"],
+      ["20", "integer", "positive", "read"],
+    ]);
+    // The exponent of this quadratic's program is not read: it must keep its value in a transfer.
+    const quadratic = "_, b, c, rhs = PARAMS\nprint(max((b + (b * b - 4 * (c - rhs)) ** 0.5) / 2, 0))\n";
+    const q = await profileParameters(runner, quadratic, ["2", "5", "6", "0"], "3.0");
+    expect(q.params.map((p) => p.role)).toEqual(["ignored", "read", "read", "read"]);
   });
 });
 
@@ -231,7 +244,10 @@ describe("routes through /v1/solve", () => {
     expect(r.body).toMatchObject({
       source: "transfer",
       answer: "13.25",
-      verified: false,
+      text: null,
+      verified: true,
+      verification: { method: "program_transfer", params: "kind_sign_and_role_match", answerCheck: null },
+      transferRefused: null,
       route: { decision: "template", reason: "template_transfer", problemId: stored.id },
       cost: { gpuTokensIn: 0, gpuTokensOut: 0 },
     });

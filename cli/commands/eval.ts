@@ -172,17 +172,17 @@ export async function registerLibrary(
   const byProblem = new Map<string, string>();
   for (const entry of library) {
     const normalizedText = normalizeProblem(entry.problem);
-    const { template, params } = problemTemplate(normalizedText);
+    const { template, params, literals } = problemTemplate(normalizedText);
     const fingerprint = await sha256Hex(normalizedText);
     const { problem } = await registerProblem(db, { normalizedText, fingerprint, template, params });
-    const check = await runner.runProgram({ program: entry.program, params, expect: entry.answer });
+    const check = await runner.runProgram({ program: entry.program, params: literals, expect: entry.answer });
     const verified = check.verdict === "ok";
     await addSolution(db, {
       problemId: problem.id,
       worked: entry.solution,
       program: entry.program,
       answer: entry.answer,
-      parametric: verified && (await isParametric(runner, entry.program, params, entry.answer)),
+      parametric: verified && (await isParametric(runner, entry.program, literals, entry.answer)),
       verified,
       verification: { method: "sandbox", verdict: check.verdict, params },
     });
@@ -216,7 +216,7 @@ async function routeInProcess(
       if (route.decision === "template" && id !== null && parametric.has(id)) {
         const run = await runner.runProgram({
           program: programs.get(id) as string,
-          params: problemTemplate(normalized).params,
+          params: problemTemplate(normalized).literals,
         });
         r.transferAnswer = run.verdict === "ok" ? run.answer : null;
       }

@@ -2,8 +2,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { badRequest, tooLarge, unavailable } from "../../shared/errors.js";
+import type { ProgramParam } from "../../shared/params.js";
 import { Isolation, type IsolationMode } from "./isolation.js";
 import { DEFAULT_LIMITS, mergeLimits, type SandboxLimits } from "./limits.js";
+import { paramsLine } from "./params.js";
 import { runProcess } from "./process.js";
 import { resolvePython } from "./python.js";
 import { judge, type Verdict } from "./verdict.js";
@@ -13,15 +15,15 @@ export type { SandboxLimits } from "./limits.js";
 export type { Verdict } from "./verdict.js";
 
 /**
- * One program to run. Parameters convention: the sandbox prepends the line `PARAMS = [...]` (the
- * JSON array of `params`, which is valid Python) to `source`. A program reads its problem's numbers
+ * One program to run. Parameters convention: the sandbox prepends the line `PARAMS = [...]`
+ * (`params` as exact Python literals, see ./params.ts) to `source`. A program reads its problem's numbers
  * from `PARAMS` in their order of appearance in the problem text and prints the answer as its last
  * non-empty stdout line; with `expect`, that line must equal it (see `answersEqual`). Because of
  * that first line, a program cannot begin with `from __future__` imports.
  */
 export interface ProgramJob {
   source: string;
-  params?: readonly number[];
+  params?: readonly ProgramParam[];
   expect?: string;
   limits?: Partial<SandboxLimits>;
 }
@@ -51,7 +53,6 @@ export interface SandboxOptions {
 }
 
 const MAX_SOURCE_BYTES = 1024 * 1024;
-const MAX_PARAMS = 10_000;
 /** Run once at creation: the sandbox must compute, and must hold (no root, no capabilities, no /etc). */
 const PROBE: ProgramJob = {
   source: [
@@ -136,8 +137,5 @@ function programSource(job: ProgramJob): string {
   if (typeof job.source !== "string") throw badRequest("invalid_program", "program source must be a string");
   if (Buffer.byteLength(job.source) > MAX_SOURCE_BYTES)
     throw tooLarge("program_too_large", `program source is over ${MAX_SOURCE_BYTES} bytes`);
-  const params = job.params ?? [];
-  if (!Array.isArray(params) || params.length > MAX_PARAMS || !params.every(Number.isFinite))
-    throw badRequest("invalid_params", `params must be an array of at most ${MAX_PARAMS} finite numbers`);
-  return `PARAMS = ${JSON.stringify(params)}\n${job.source}`;
+  return `${paramsLine(job.params)}\n${job.source}`;
 }
