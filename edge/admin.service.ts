@@ -114,7 +114,7 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
       block: await readyBlockOf(deps, existing.problem.id),
     };
 
-  const { template, params, literals } = problemTemplate(normalizedText);
+  const { template, literals } = problemTemplate(normalizedText);
   const run = await checkProgram(deps.gpu, {
     program: input.program,
     params: literals,
@@ -134,7 +134,12 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
       got: manifest.textSha256,
     });
 
-  const { problem } = await registerProblem(deps.db, { normalizedText, fingerprint, template, params });
+  const { problem } = await registerProblem(deps.db, {
+    normalizedText,
+    fingerprint,
+    template,
+    params: literals,
+  });
   const block = await registerBlock(deps.db, blockInput(manifest, problem.id, placed.nodeId));
   if (isGpuPool(deps.gpu)) await deps.gpu.replicate(manifest.sha256, placed.nodeId);
   const solution = await addSolution(deps.db, {

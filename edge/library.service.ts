@@ -23,7 +23,8 @@ export interface ProblemInput {
   normalizedText: string;
   fingerprint: string;
   template: string;
-  params: number[];
+  /** Exact literals (`problemTemplate().literals`); numbers are accepted from older callers. */
+  params: readonly (number | string)[];
 }
 
 /** Registers a problem once per fingerprint; a repeat returns the stored row with `created: false`. */
@@ -38,7 +39,7 @@ export async function registerProblem(
       normalizedText: input.normalizedText,
       fingerprint: input.fingerprint,
       template: input.template,
-      params: input.params,
+      params: [...input.params],
     })
     .onConflictDoNothing({ target: problems.fingerprint })
     .returning();

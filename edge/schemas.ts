@@ -151,7 +151,11 @@ export const problemSchema = z.object({
   normalizedText: z.string(),
   fingerprint: sha256Schema,
   template: z.string(),
-  params: z.array(z.number()),
+  params: z
+    .array(z.union([z.string(), z.number()]))
+    .describe(
+      "The problem's numbers in order: exact literals (strings); numbers in entries deposited before.",
+    ),
   createdAt: isoDate,
 });
 export const solutionSchema = z.object({

@@ -13,7 +13,10 @@ const createdAt = () =>
     .notNull()
     .$defaultFn(() => new Date());
 
-/** A normalized problem; `template` is its text with every number a `#` slot, `params` those numbers. */
+/**
+ * A normalized problem; `template` is its text with every number a `#` slot, `params` those numbers:
+ * exact literals (`"12"`, `"0.75"`, shared/normalize `literals`), or numbers in rows from before.
+ */
 export const problems = sqliteTable(
   "problems",
   {
@@ -21,7 +24,7 @@ export const problems = sqliteTable(
     normalizedText: text("normalized_text").notNull(),
     fingerprint: text("fingerprint").notNull().unique(),
     template: text("template").notNull(),
-    params: text("params", { mode: "json" }).$type<number[]>().notNull(),
+    params: text("params", { mode: "json" }).$type<(number | string)[]>().notNull(),
     createdAt: createdAt(),
   },
   (t) => [index("problems_template_idx").on(t.template)],

@@ -1,0 +1,98 @@
+/**
+ * A loopback GPU node for edge tests that need no model: `/v1/sandbox/run` is the real sandbox,
+ * a deposit (`POST /v1/blocks`) answers a manifest for the text (what a node without a model can
+ * truthfully hash), and `/v1/graft` a fixed generation. It records the work paths it served.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { localProgramRunner } from "../../cli/commands/eval.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { BLOCK_FORMAT_VERSION, gpuPaths } from "../../shared/protocol.js";
+
+const WORK = new Set<string>([gpuPaths.graft, gpuPaths.sandboxRun, gpuPaths.generate, gpuPaths.solve]);
+
+/** A block manifest for a deposited text. */
+export async function manifestFor(text: string) {
+  const hex = (s: string) => sha256Hex(s);
+  return {
+    formatVersion: BLOCK_FORMAT_VERSION,
+    sha256: await hex(`state:${text}`),
+    sizeBytes: 1,
+    tokenCount: 1,
+    tokensSha256: await hex(`tokens:${text}`),
+    textSha256: await hex(text),
+    model: { sha256: await hex("model"), sizeBytes: 1, architecture: "llama", name: "loopback" },
+    engine: {
+      nodeLlamaCpp: "3.21.1",
+      llamaCppRelease: "b0",
+      backend: "cpu",
+      gpuName: null,
+      computeCapability: null,
+      context: {
+        kvKeyType: "f16",
+        kvValueType: "f16",
+        flashAttention: false,
+        swaFullCache: true,
+        batchSize: 512,
+        sequences: 1,
+      },
+      id: await hex("engine"),
+    },
+    probe: { token: 0, sha256: await hex("probe") },
+    createdAt: new Date(0).toISOString(),
+  };
+}
+
+export interface LoopbackGpu {
+  url: string;
+  /** Work paths served, in order. */
+  requests: string[];
+  close(): Promise<void>;
+}
+
+/** Starts the loopback node on 127.0.0.1 with a real sandbox. */
+export async function startLoopbackGpu(): Promise<LoopbackGpu> {
+  const runner = await localProgramRunner();
+  const requests: string[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => {
+      body += c;
+    });
+    req.on("end", async () => {
+      if (WORK.has(req.url ?? "")) requests.push(req.url ?? "");
+      const send = (status: number, value: unknown) =>
+        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+      if (req.url === gpuPaths.sandboxRun) {
+        const { program, params, expect } = JSON.parse(body);
+        return send(200, await runner.runProgram({ program, params, expect }));
+      }
+      if (req.url === gpuPaths.blocks && req.method === "POST")
+        return send(200, await manifestFor(JSON.parse(body).text));
+      if (req.url === gpuPaths.graft) {
+        const { blockId } = JSON.parse(body);
+        return send(200, {
+          text: "grafted\n42",
+          tokens: [7, 8],
+          outputSha256: "e".repeat(64),
+          blockSha256: blockId,
+          tier: "hot",
+          tokensIn: 5,
+          tokensOut: 2,
+          timings: { restoreMs: 0.1, queryMs: 1, decodeMs: 1, totalMs: 2.1 },
+          finishReason: "maxTokens",
+        });
+      }
+      send(404, { error: { code: "not_found", message: "not here" } });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
