@@ -155,10 +155,13 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     expect(r.body).toMatchObject({
       answer: "8.75",
       source: "transfer",
-      verified: false,
+      // A verified program on numbers of the verified kind, sign and role (issue 24): verified.
+      verified: true,
+      verification: { method: "program_transfer", params: "kind_sign_and_role_match" },
+      text: null,
       route: { reason: "template_transfer" },
       cost: { gpuTokensIn: 0, gpuTokensOut: 0 },
-      queued: true,
+      queued: false,
     });
   });
 

@@ -24,5 +24,5 @@ export function paramsLine(params: readonly ProgramParam[] | undefined): string 
       "invalid_params",
       `params must be an array of at most ${MAX_PARAMS} finite numbers or numeric literals of at most ${MAX_PARAM_CHARS} characters`,
     );
-  return `PARAMS = [${literals.join(", ")}]`;
+  return `PARAMS = [${literals.join(",")}]`;
 }
