@@ -28,7 +28,15 @@ export interface TransferVerification {
 }
 
 export type TransferResult =
-  | { ok: true; match: TemplateMatch; answer: string; verification: TransferVerification; ms: number }
+  | {
+      ok: true;
+      match: TemplateMatch;
+      /** The parameters the program ran on (a decimal parameter given an integer gets `.0`). */
+      params: string[];
+      answer: string;
+      verification: TransferVerification;
+      ms: number;
+    }
   | { ok: false; match: TemplateMatch; refusal: TransferRefusal; ms: number };
 
 /** A numeric answer: an integer of any size, a decimal, a fraction, or a list of them. */
@@ -94,6 +102,7 @@ async function run(
   return {
     ok: true,
     match,
+    params,
     answer,
     ms,
     verification: {
