@@ -40,20 +40,6 @@ export interface DepositOutcome {
 }
 
 /**
- * Whether a program can be re-run on new numbers (transfer): it reads at least one of its
- * parameters (edge/param-probe.ts: perturbed alone, it prints another answer or fails). A program
- * that hard-codes its constants fails this.
- */
-export async function isParametric(
-  gpu: Pick<GpuClient, "runProgram">,
-  program: string,
-  literals: readonly string[],
-  answer: string,
-): Promise<boolean> {
-  return isParametricProfile(await profileParameters(gpu, program, literals, answer));
-}
-
-/**
  * Checks a program by running it in the GPU node's sandbox on the problem's own numbers: it must
  * print `answer` as its last line. Rejects with 422 `program_mismatch` (another answer),
  * `program_timeout` (wall-clock or CPU limit) or `program_error` (crash, memory or output limit);

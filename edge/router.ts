@@ -289,11 +289,13 @@ function editDistance(a: string[], b: string[]): number {
   return prev[b.length] as number;
 }
 
-/** The text's numbers as sorted multisets: digits alone, and digits plus number words. */
+/** The text's numbers as sorted multisets of exact literals: digits alone, and digits plus number words. */
 function numberKeys(normalizedText: string): [string, string] {
-  const digits = problemTemplate(normalizedText).params;
-  const words = (normalizedText.toLowerCase().match(/[a-z]+/g) ?? []).flatMap((w) => NUMBER_WORDS[w] ?? []);
-  const key = (xs: number[]) => [...xs].sort((x, y) => x - y).join(",");
+  const digits = problemTemplate(normalizedText).literals;
+  const words = (normalizedText.toLowerCase().match(/[a-z]+/g) ?? []).flatMap((w) =>
+    NUMBER_WORDS[w] === undefined ? [] : [String(NUMBER_WORDS[w])],
+  );
+  const key = (xs: string[]) => [...xs].sort().join(",");
   return [key(digits), key([...digits, ...words])];
 }
 

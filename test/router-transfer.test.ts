@@ -14,7 +14,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localProgramRunner, wilson95 } from "../cli/commands/eval.js";
-import { isParametric } from "../edge/admin.service.js";
 import { queries as queryLog } from "../edge/db/schema.js";
 import type { GpuClient } from "../edge/gpu.js";
 import { addSolution, registerBlock, registerProblem } from "../edge/library.service.js";
@@ -194,10 +193,12 @@ async function solve(problem: string, mode = "auto") {
 describe("parametric check at deposit", () => {
   it("a program that computes from PARAMS is parametric; hard-coded constants are not", async () => {
     const { literals } = problemTemplate(APPLES);
-    expect(await isParametric(runner, PARAMETRIC, literals, "11")).toBe(true);
-    expect(await isParametric(runner, HARD_CODED, literals, "11")).toBe(false);
+    const parametric = async (program: string) =>
+      isParametricProfile(await profileParameters(runner, program, literals, "11"));
+    expect(await parametric(PARAMETRIC)).toBe(true);
+    expect(await parametric(HARD_CODED)).toBe(false);
     // No PARAMS at all.
-    expect(await isParametric(runner, "print(11)", literals, "11")).toBe(false);
+    expect(await parametric("print(11)")).toBe(false);
     // A program that checks a number reads it: it fails on another one, so that number is `read`.
     const fragile = "count, price, paid = PARAMS\nassert count == 12\nprint(paid - count * price)\n";
     const profile = await profileParameters(runner, fragile, literals, "11");

@@ -2,12 +2,12 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import { isParametric } from "../../edge/admin.service.js";
 import { type Database, migrateDatabase, openDatabase } from "../../edge/db/client.js";
-import { solutions } from "../../edge/db/schema.js";
 import type { GpuClient } from "../../edge/gpu.js";
-import { addSolution, registerProblem } from "../../edge/library.service.js";
+import { addSolution, findByTemplate, registerProblem } from "../../edge/library.service.js";
+import { isParametricProfile, profileParameters } from "../../edge/param-probe.js";
 import { type RouteKind, routeProblem } from "../../edge/router.js";
+import { tryTransfer } from "../../edge/transfer.js";
 import { Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../../shared/answers.js";
 import { sha256Hex } from "../../shared/hash.js";
@@ -161,8 +161,8 @@ export async function localProgramRunner(): Promise<Pick<GpuClient, "runProgram"
 
 /**
  * Registers a library in `db` the way a deposit does, without blocks: the program must print the
- * answer on the problem's numbers (else the solution is stored unverified), and is parametric when
- * perturbed numbers still run and change its output. Returns problem id -> library id.
+ * answer on the problem's numbers (else the solution is stored unverified), and its parameters are
+ * profiled (edge/param-probe.ts): parametric when it reads one. Returns problem id -> library id.
  */
 export async function registerLibrary(
   db: Database,
@@ -172,19 +172,27 @@ export async function registerLibrary(
   const byProblem = new Map<string, string>();
   for (const entry of library) {
     const normalizedText = normalizeProblem(entry.problem);
-    const { template, params, literals } = problemTemplate(normalizedText);
+    const { template, literals } = problemTemplate(normalizedText);
     const fingerprint = await sha256Hex(normalizedText);
-    const { problem } = await registerProblem(db, { normalizedText, fingerprint, template, params });
+    const { problem } = await registerProblem(db, {
+      normalizedText,
+      fingerprint,
+      template,
+      params: literals,
+    });
     const check = await runner.runProgram({ program: entry.program, params: literals, expect: entry.answer });
     const verified = check.verdict === "ok";
+    const paramProfile = verified
+      ? await profileParameters(runner, entry.program, literals, entry.answer)
+      : null;
     await addSolution(db, {
       problemId: problem.id,
       worked: entry.solution,
       program: entry.program,
       answer: entry.answer,
-      parametric: verified && (await isParametric(runner, entry.program, literals, entry.answer)),
+      parametric: paramProfile !== null && isParametricProfile(paramProfile),
       verified,
-      verification: { method: "sandbox", verdict: check.verdict, params },
+      verification: { method: "sandbox", verdict: check.verdict, params: literals, paramProfile },
     });
     byProblem.set(problem.id, entry.id);
   }
@@ -203,8 +211,7 @@ async function routeInProcess(
     const runner = await localProgramRunner();
     log(`registering ${library.length} problems (programs checked in the sandbox)`);
     const byProblem = await registerLibrary(handle.db, library, runner);
-    const programs = new Map(library.map((e) => [e.id, e.program]));
-    const parametric = await parametricIds(handle.db, byProblem);
+    const clock = { monotonicMs: () => performance.now() };
     const routed: Routed[] = [];
     for (const q of queries) {
       const normalized = normalizeProblem(q.query);
@@ -213,12 +220,12 @@ async function routeInProcess(
       const ms = performance.now() - t0;
       const id = route.problemId === undefined ? null : (byProblem.get(route.problemId) ?? null);
       const r: Routed = { decision: route.decision, id, ms: Math.round(ms * 1000) / 1000 };
-      if (route.decision === "template" && id !== null && parametric.has(id)) {
-        const run = await runner.runProgram({
-          program: programs.get(id) as string,
-          params: problemTemplate(normalized).literals,
-        });
-        r.transferAnswer = run.verdict === "ok" ? run.answer : null;
+      if (route.decision === "template" && id !== null) {
+        // The transfer /v1/solve would make (edge/transfer.ts); a refused one counts as no answer.
+        const { template, literals } = problemTemplate(normalized);
+        const matches = await findByTemplate(handle.db, template);
+        const t = await tryTransfer(runner, clock, { normalized, template, literals }, matches);
+        if (t) r.transferAnswer = t.ok ? t.answer : null;
       }
       routed.push(r);
     }
@@ -227,13 +234,6 @@ async function routeInProcess(
     handle.close();
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-async function parametricIds(db: Database, byProblem: Map<string, string>): Promise<Set<string>> {
-  const rows = await db
-    .select({ problemId: solutions.problemId, parametric: solutions.parametric })
-    .from(solutions);
-  return new Set(rows.filter((r) => r.parametric).flatMap((r) => byProblem.get(r.problemId) ?? []));
 }
 
 const solveRouteSchema = z.object({
