@@ -3,20 +3,24 @@
  * the block), warm restore (state file in RAM) and cold restore (file on disk, hash-checked
  * first, page cache dropped where permitted), each followed by the same one-token probe whose
  * probability hash must be equal on every path. Medians over runs after a warm-up, one process.
- * The probe's full vocabulary vector is hashed; the timed regions end when the engine has
- * returned the probabilities, and the conversion to a vector and the hash come after.
+ * A timed path ends with the probe token evaluated as a graft serves a token (one decode step,
+ * greedy). Then, untimed, that token is erased and the probe evaluated again at the same
+ * position for its full probability vector (every vocabulary entry), which is hashed: node-llama-cpp
+ * hands the vector over as a Map built in JavaScript (a few hundred ms at a 262,144-token
+ * vocabulary on a loaded CPU), a cost of the proof, not of serving. `probeCheckMs` times that
+ * check separately, as a graft with `verifyProbe` pays it.
  */
 
 import { existsSync } from "node:fs";
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Token } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import type { BlockManifest } from "../../shared/protocol.js";
 import { BlockStore } from "../blocks/block-store.js";
 import { ProbeGate } from "../blocks/probe-check.js";
 import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
-import { digestProbe, type ProbeProbabilities, type ProbeResult, sampleProbe } from "../engine/probe.js";
+import { evaluateProbe } from "../engine/probe.js";
 import { loadSequenceState } from "../engine/state.js";
 import { Xoshiro128 } from "../synth/random.js";
 import { quantile, randomTokens } from "../verify.js";
@@ -144,11 +148,16 @@ export async function benchGraft(
           const gate = new ProbeGate(engine.vocabSize, (id) => store.quarantineBlock(id));
           const hashes = new Set<string>();
           let probeEntries = engine.vocabSize;
-          const record = async (map: ProbeProbabilities): Promise<ProbeResult> => {
-            const probe = await digestProbe(map, engine.vocabSize);
-            hashes.add(probe.sha256);
-            probeEntries = Math.min(probeEntries, probe.entries);
-            return probe;
+          /** The timed token: one decode step of the probe, as a graft serves a token. */
+          const oneToken = (seq: LlamaContextSequence) =>
+            seq.controlledEvaluate([[probe, { generateNext: { token: true } }]]);
+          /** Untimed: erases that token and hashes the full distribution at the same position. */
+          const prove = async (seq: LlamaContextSequence) => {
+            await seq.eraseContextTokenRanges([{ start: length, end: seq.nextTokenIndex }]);
+            const result = await evaluateProbe(seq, probe, engine.vocabSize);
+            hashes.add(result.sha256);
+            probeEntries = Math.min(probeEntries, result.entries);
+            return result;
           };
           let stateBytes = 0;
           let dropped = false;
@@ -159,9 +168,9 @@ export async function benchGraft(
             await a.clearHistory();
             let t = performance.now();
             await a.evaluateWithoutGeneratingNewTokens(tokens);
-            const freshMap = await sampleProbe(a, probe);
+            await oneToken(a);
             if (timed) times.recompute.push(performance.now() - t);
-            const fresh = await record(freshMap);
+            const fresh = await prove(a);
             await sampleVram();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
             if (run === 0) {
@@ -182,18 +191,18 @@ export async function benchGraft(
               stateBytes = manifest.sizeBytes;
               await copyFile(store.statePath(sha), join(ramDir, `${sha}.state`));
             }
-            // Hot: the block is resident in slot A; erase the probe and evaluate it again.
+            // Hot: the block is resident in slot A; erase the tail and evaluate the token again.
             t = performance.now();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
-            const hot = await sampleProbe(a, probe);
+            await oneToken(a);
             if (timed) times.hot.push(performance.now() - t);
-            await record(hot);
+            await prove(a);
             // Warm: load the RAM copy into slot B.
             t = performance.now();
             await loadSequenceState(b, join(ramDir, `${sha}.state`));
-            const warm = await sampleProbe(b, probe);
+            await oneToken(b);
             if (timed) times.warm.push(performance.now() - t);
-            await record(warm);
+            await prove(b);
             // The probe check on the restored block, timed as a graft with verifyProbe pays it.
             await b.eraseContextTokenRanges([{ start: length, end: b.nextTokenIndex }]);
             t = performance.now();
@@ -205,12 +214,12 @@ export async function benchGraft(
             const path = await store.checkedStatePath(sha);
             const hashed = performance.now();
             await loadSequenceState(b, path);
-            const cold = await sampleProbe(b, probe);
+            await oneToken(b);
             if (timed) {
               times.cold.push(performance.now() - t);
               times.hash.push(hashed - t);
             }
-            await record(cold);
+            await prove(b);
             await sampleVram();
             await b.clearHistory();
           }
@@ -239,15 +248,15 @@ export async function benchGraft(
             const recompute = await measureEnergy(o.energySeconds, async () => {
               await a.clearHistory();
               await a.evaluateWithoutGeneratingNewTokens(tokens);
-              await sampleProbe(a, probe);
+              await oneToken(a);
             });
             const hot = await measureEnergy(o.energySeconds, async () => {
               await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
-              await sampleProbe(a, probe);
+              await oneToken(a);
             });
             const warm = await measureEnergy(o.energySeconds, async () => {
               await loadSequenceState(b, ramPath);
-              await sampleProbe(b, probe);
+              await oneToken(b);
             });
             if (idle !== null && recompute && hot && warm)
               row.energy = { idleWatts: idle, recompute, hot, warm };

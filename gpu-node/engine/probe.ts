@@ -30,8 +30,9 @@ export interface ProbeResult {
 
 /**
  * Evaluates `token` alone at the sequence's next position and returns the engine's probability
- * map. This is the part to time; `digestProbe` (the map-to-vector conversion and the hash, about
- * 100-200 ms for a 262,144-token vocabulary) belongs outside timed regions.
+ * map. Materialising the full vector is costly at a large vocabulary (node-llama-cpp sorts it and
+ * builds a JavaScript Map of every entry: hundreds of ms at 262,144 tokens on a loaded CPU), so
+ * timed paths evaluate their token plainly and probe afterwards (see `bench/graft-bench.ts`).
  * The probe token stays in the sequence; callers erase it when they keep the state.
  */
 export async function sampleProbe(sequence: LlamaContextSequence, token: Token): Promise<ProbeProbabilities> {
