@@ -14,7 +14,7 @@ export default defineConfig({
       miniflare: {
         bindings: {
           // Nothing listens on these: the database and the GPU node are unreachable in workerd here
-          // (no libSQL server can be installed on this machine; see docs/DESIGN.md).
+          // (no libSQL server that @libsql/client accepts can be installed on this machine).
           LIBSQL_URL: "http://127.0.0.1:9",
           KVGRAFT_GPU_URL: "http://127.0.0.1:9",
           KVGRAFT_GPU_SECRET: "workers-test-secret-0123456789",

@@ -1,6 +1,7 @@
 /**
- * Admin operations behind /admin: depositing verified solutions (flow 2 of docs/DESIGN), deleting
- * blocks, registering imported blocks, and issuing upload grants. Plain functions over the deps.
+ * Admin operations behind /admin: depositing verified solutions (sandbox run, GPU deposit,
+ * registration), deleting blocks, registering imported blocks, and issuing upload grants. Plain
+ * functions over the deps.
  */
 import { and, desc, eq } from "drizzle-orm";
 import { DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";

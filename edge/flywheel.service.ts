@@ -1,5 +1,5 @@
 /**
- * The flywheel (flow 3 of docs/DESIGN): problems the model was unsure of wait in the queue
+ * The flywheel: problems the model was unsure of wait in the queue
  * (edge/db/flywheel-queue.ts); a worker claims them one at a time and
  *  1. drops problems the library already answers and problems the model answers confidently at
  *     the plain budget (only what the model lacked is deposited),

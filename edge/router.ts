@@ -1,5 +1,5 @@
 /**
- * The router (flow 1 of docs/DESIGN): sends a normalized query to one library problem or abstains.
+ * The router: sends a normalized query to one library problem or abstains.
  * Exact fingerprint with a verified answer -> `answer`; exact template (same words, new numbers) ->
  * `template`; otherwise the FTS5 BM25 candidates over templates are re-scored here and the best one
  * is `similar` only when all of these hold, else the router abstains (no graft):

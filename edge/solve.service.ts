@@ -1,5 +1,5 @@
 /**
- * Answering one problem (flow 1 of docs/DESIGN): normalize; an exact fingerprint with a verified
+ * Answering one problem: normalize; an exact fingerprint with a verified
  * solution answers from the library with no GPU call; otherwise route on the problem's template:
  * a parametric verified program of the same template is re-run on the new numbers in the GPU
  * node's sandbox when they play the roles they played at deposit (`transfer`, edge/transfer.ts;

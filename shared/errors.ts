@@ -28,7 +28,11 @@ export const unauthorized = (code: string, message: string) => new DomainError(4
 export const forbidden = (code: string, message: string) => new DomainError(403, code, message);
 /** 404: the named resource does not exist. */
 export const notFound = (code: string, message: string) => new DomainError(404, code, message);
-/** 409: the request conflicts with current state (fingerprint mismatch, duplicate). */
+/**
+ * 409: the request conflicts with current state (fingerprint mismatch, duplicate), or a stored
+ * block fails its checks and was quarantined: `block_corrupt` (file hash), `block_probe_mismatch`
+ * (the restored state does not reproduce the manifest's probe hash).
+ */
 export const conflict = (code: string, message: string, details?: Record<string, unknown>) =>
   new DomainError(409, code, message, details);
 /** 413: body or query over its size limit. */
