@@ -10,12 +10,12 @@
  */
 import { eq } from "drizzle-orm";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { heartbeatSchema } from "../gpu-node/server/heartbeat.js";
+import { readBounded } from "../shared/body.js";
 import { badRequest, notFound, tooLarge, unauthorized, unavailable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { sha256Schema } from "../shared/protocol.js";
-import { NonceCache, verifySignature } from "../shared/signing.js";
+import { NonceCache, verifySignatureHeaders, verifySignedBody } from "../shared/signing.js";
 import { type GpuNode, listNodes, markNodeDown, upsertNode } from "./db/nodes.js";
 import { gpuNodes } from "./db/schema.js";
 import { type GpuPool, isGpuPool } from "./gpu-pool.js";
@@ -26,75 +26,71 @@ const HEARTBEAT_BODY_BYTES = 8 * 2 ** 20;
 /** `POST /cluster/heartbeat` (mounted at the root, before the keyed prefixes). */
 export function clusterRoutes(deps: Deps): Hono<AppEnv> {
   const nonces = new NonceCache();
-  return new Hono<AppEnv>().post(
-    "/cluster/heartbeat",
-    bodyLimit({
-      maxSize: HEARTBEAT_BODY_BYTES,
-      onError: () => {
-        throw tooLarge("body_too_large", "The heartbeat is too large.");
-      },
-    }),
-    async (c) => {
-      const secret = deps.config.gpu.secret;
-      if (!secret)
-        throw unavailable("registry_unavailable", "This edge has no GPU secret to check heartbeats with.");
-      const body = await c.req.arrayBuffer();
-      const url = new URL(c.req.url);
-      const verdict = await verifySignature({
-        secret,
-        method: c.req.method,
-        path: `${url.pathname}${url.search}`,
-        headers: (name) => c.req.header(name),
-        bodySha256: await sha256Hex(new Uint8Array(body)),
-        nonces,
-      });
-      if (!verdict.ok) throw unauthorized(verdict.code, verdict.message);
-      let json: unknown;
-      try {
-        json = JSON.parse(new TextDecoder().decode(body));
-      } catch {
-        throw badRequest("invalid_json", "The heartbeat is not valid JSON.");
-      }
-      const beat = heartbeatSchema.parse(json);
-      const [previous] = await deps.db.select().from(gpuNodes).where(eq(gpuNodes.id, beat.id));
-      const now = new Date(deps.clock.now());
-      let row = await upsertNode(
-        deps.db,
-        {
-          id: beat.id,
-          url: beat.url,
-          modelFingerprint: beat.model.sha256,
-          engineFingerprint: beat.engine.id,
-          capacity: { ...beat.capacity },
-          health: {
-            status: beat.status,
-            tiers: beat.tiers,
-            queue: beat.queue,
-            model: {
-              name: beat.model.name,
-              architecture: beat.model.architecture,
-              sha256: beat.model.sha256,
-            },
-            engine: { id: beat.engine.id, backend: beat.engine.backend, gpuName: beat.engine.gpuName },
+  return new Hono<AppEnv>().post("/cluster/heartbeat", async (c) => {
+    const secret = deps.config.gpu.secret;
+    if (!secret)
+      throw unavailable("registry_unavailable", "This edge has no GPU secret to check heartbeats with.");
+    const tooBig = () => tooLarge("body_too_large", "The heartbeat is too large.");
+    if (!c.req.header("transfer-encoding") && Number(c.req.header("content-length")) > HEARTBEAT_BODY_BYTES)
+      throw tooBig();
+    // The signature's headers first: an unsigned request is refused before its body is read.
+    const url = new URL(c.req.url);
+    const signed = await verifySignatureHeaders({
+      secret,
+      method: c.req.method,
+      path: `${url.pathname}${url.search}`,
+      headers: (name) => c.req.header(name),
+    });
+    if (!signed.ok) throw unauthorized(signed.code, signed.message);
+    const body = await readBounded(c.req.raw.body, HEARTBEAT_BODY_BYTES);
+    if (!body) throw tooBig();
+    const verdict = verifySignedBody(signed, await sha256Hex(body), nonces);
+    if (!verdict.ok) throw unauthorized(verdict.code, verdict.message);
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder().decode(body));
+    } catch {
+      throw badRequest("invalid_json", "The heartbeat is not valid JSON.");
+    }
+    const beat = heartbeatSchema.parse(json);
+    const [previous] = await deps.db.select().from(gpuNodes).where(eq(gpuNodes.id, beat.id));
+    const now = new Date(deps.clock.now());
+    let row = await upsertNode(
+      deps.db,
+      {
+        id: beat.id,
+        url: beat.url,
+        modelFingerprint: beat.model.sha256,
+        engineFingerprint: beat.engine.id,
+        capacity: { ...beat.capacity },
+        health: {
+          status: beat.status,
+          tiers: beat.tiers,
+          queue: beat.queue,
+          model: {
+            name: beat.model.name,
+            architecture: beat.model.architecture,
+            sha256: beat.model.sha256,
           },
+          engine: { id: beat.engine.id, backend: beat.engine.backend, gpuName: beat.engine.gpuName },
         },
-        now,
-      );
-      if (beat.status === "draining") row = await markNodeDown(deps.db, beat.id);
-      const change: "joined" | "up" | "down" | "same" = !previous
-        ? "joined"
-        : previous.status === "down" && row.status === "up"
-          ? "up"
-          : previous.status === "up" && row.status === "down"
-            ? "down"
-            : previous.url !== row.url
-              ? "up"
-              : "same";
-      if (isGpuPool(deps.gpu)) deps.gpu.heartbeatReceived(row, change);
-      const intervalMs = isGpuPool(deps.gpu) ? deps.gpu.settings.heartbeatMs : undefined;
-      return c.json({ node: { id: row.id, status: row.status }, ...(intervalMs ? { intervalMs } : {}) }, 200);
-    },
-  );
+      },
+      now,
+    );
+    if (beat.status === "draining") row = await markNodeDown(deps.db, beat.id);
+    const change: "joined" | "up" | "down" | "same" = !previous
+      ? "joined"
+      : previous.status === "down" && row.status === "up"
+        ? "up"
+        : previous.status === "up" && row.status === "down"
+          ? "down"
+          : previous.url !== row.url
+            ? "up"
+            : "same";
+    if (isGpuPool(deps.gpu)) deps.gpu.heartbeatReceived(row, change);
+    const intervalMs = isGpuPool(deps.gpu) ? deps.gpu.settings.heartbeatMs : undefined;
+    return c.json({ node: { id: row.id, status: row.status }, ...(intervalMs ? { intervalMs } : {}) }, 200);
+  });
 }
 
 /** Registered nodes with liveness, tiers and this edge's per-node metrics. */

@@ -86,7 +86,19 @@ export async function signRequest(opts: {
   };
 }
 
-const fail = (code: SignatureErrorCode, message: string): VerifyResult => ({ ok: false, code, message });
+type Refused = Extract<VerifyResult, { ok: false }>;
+const fail = (code: SignatureErrorCode, message: string): Refused => ({ ok: false, code, message });
+
+/** Where the headers of a request come from. */
+type HeaderSource = (name: string) => string | null | undefined;
+
+/** A request whose signature headers are valid; its body is not checked yet. */
+export interface SignedHeaders {
+  ok: true;
+  nonce: string;
+  claimedSha256: string;
+  nowMs: number;
+}
 
 /**
  * Checks a signed request. `bodySha256` is the hex SHA-256 of the body as received; `now` is
@@ -97,12 +109,29 @@ export async function verifySignature(opts: {
   secret: string | Uint8Array;
   method: string;
   path: string;
-  headers: (name: string) => string | null | undefined;
+  headers: HeaderSource;
   bodySha256: string;
   now?: number;
   maxSkewS?: number;
   nonces: NonceCache;
 }): Promise<VerifyResult> {
+  const signed = await verifySignatureHeaders(opts);
+  return signed.ok ? verifySignedBody(signed, opts.bodySha256, opts.nonces) : signed;
+}
+
+/**
+ * The part of the check that needs no body: headers, clock skew and the HMAC over the body hash
+ * the request claims. A server runs it before reading a body, so an unsigned or forged request
+ * costs it no more than its headers; `verifySignedBody` completes the check.
+ */
+export async function verifySignatureHeaders(opts: {
+  secret: string | Uint8Array;
+  method: string;
+  path: string;
+  headers: HeaderSource;
+  now?: number;
+  maxSkewS?: number;
+}): Promise<SignedHeaders | Refused> {
   const timestamp = opts.headers(SIGNATURE_HEADERS.timestamp);
   const nonce = opts.headers(SIGNATURE_HEADERS.nonce);
   const claimedSha256 = opts.headers(SIGNATURE_HEADERS.contentSha256);
@@ -131,11 +160,22 @@ export async function verifySignature(opts: {
     canonical(opts.method, opts.path, timestamp, nonce, claimedSha256),
   );
   if (!valid) return fail("signature_invalid", "signature does not match the request");
-  // The signature covers the claimed hash; a body that differs from it was altered in transit.
-  if (claimedSha256 !== opts.bodySha256.toLowerCase())
+  return { ok: true, nonce, claimedSha256, nowMs };
+}
+
+/**
+ * Completes `verifySignatureHeaders` once the body is read: it must hash to the signed value
+ * (else it was altered in transit), and the nonce must be new; only then is it recorded.
+ */
+export function verifySignedBody(
+  signed: SignedHeaders,
+  bodySha256: string,
+  nonces: NonceCache,
+): VerifyResult {
+  if (signed.claimedSha256 !== bodySha256.toLowerCase())
     return fail("body_hash_mismatch", "body does not match its signed SHA-256");
-  if (opts.nonces.has(nonce, nowMs)) return fail("signature_replayed", "nonce was already used");
-  opts.nonces.add(nonce, nowMs);
+  if (nonces.has(signed.nonce, signed.nowMs)) return fail("signature_replayed", "nonce was already used");
+  nonces.add(signed.nonce, signed.nowMs);
   return { ok: true };
 }
 

@@ -9,7 +9,6 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { matchedRoutes } from "hono/route";
 import { ZodError, z } from "zod";
 import {
@@ -17,7 +16,6 @@ import {
   DomainError,
   errorBody,
   forbidden,
-  tooLarge,
   unauthorized,
   unavailable,
 } from "../../shared/errors.js";
@@ -44,7 +42,7 @@ import type { Blocks, GenerationOptions } from "../blocks/types.js";
 import { BLOCK_MANIFEST_HEADER, encodeManifestHeader } from "../gpu-client.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type SolveInput, Solver } from "../solve/solver.js";
-import { type AccessConfig, accessAuth, signatureAuth } from "./auth.js";
+import { type AccessConfig, accessAuth, declaredLengthLimit, readBody, signatureAuth } from "./auth.js";
 import { ImportSessions, importIdSchema } from "./imports.js";
 import { Collector, Counter, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
 import { AdmissionQueue } from "./queue.js";
@@ -506,20 +504,10 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     return new Response(body, res);
   }
 
-  const tooBig = (what: string, max: number) => () => {
-    throw tooLarge("body_too_large", `${what} is over ${max} bytes`);
-  };
-  const jsonLimit = bodyLimit({
-    maxSize: limits.bodyBytes,
-    onError: tooBig("the request body", limits.bodyBytes),
-  });
-  const chunkLimit = bodyLimit({
-    maxSize: LIMITS.importChunkBytes,
-    onError: tooBig("an import chunk", LIMITS.importChunkBytes),
-  });
-  app.use("*", (c, next) =>
-    (c.req.method === "PUT" && CHUNK_ROUTE.test(c.req.path) ? chunkLimit : jsonLimit)(c, next),
-  );
+  // A declared length over the bound is refused here; bodies are read only after authentication.
+  const maxBody = (c: Context) =>
+    c.req.method === "PUT" && CHUNK_ROUTE.test(c.req.path) ? LIMITS.importChunkBytes : limits.bodyBytes;
+  app.use("*", declaredLengthLimit(maxBody));
 
   app.get("/health", (c) => {
     const s = blocks.snapshot();
@@ -544,6 +532,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   const signature = signatureAuth({
     secret: options.secret,
     nonces: new NonceCache(),
+    maxBodyBytes: maxBody,
     ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),
   });
   // An edge upload grant replaces the signature on the import routes only, for its one block.
@@ -557,6 +546,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     const verdict = await verifyUploadGrant(options.secret, token);
     if (!verdict.ok) throw unauthorized(verdict.code, "the upload grant is not valid");
     c.set("grant", verdict.claims);
+    await readBody(c, maxBody(c));
     await next();
   });
   /** With a grant, an import session must be the one the grant started. */
