@@ -202,6 +202,11 @@ export class NonceCache {
     return this.entries.size;
   }
 
+  /** The entries as [nonce, expiry in ms], oldest first (expired ones included until evicted). */
+  recorded(): IterableIterator<[string, number]> {
+    return this.entries.entries();
+  }
+
   /** Whether `nonce` was added and has not expired at `now` (ms). */
   has(nonce: string, now = Date.now()): boolean {
     const expiry = this.entries.get(nonce);

@@ -35,7 +35,6 @@ import {
   sha256Schema,
   solveRequestSchema,
 } from "../../shared/protocol.js";
-import { NonceCache } from "../../shared/signing.js";
 import { UPLOAD_GRANT_HEADER, type UploadGrantClaims, verifyUploadGrant } from "../../shared/upload-grant.js";
 import { BlockService } from "../blocks/block-service.js";
 import type { Blocks, GenerationOptions } from "../blocks/types.js";
@@ -45,6 +44,7 @@ import { type SolveInput, Solver } from "../solve/solver.js";
 import { type AccessConfig, accessAuth, declaredLengthLimit, readBody, signatureAuth } from "./auth.js";
 import { ImportSessions, importIdSchema } from "./imports.js";
 import { Collector, Counter, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
+import { NonceLog } from "./nonce-log.js";
 import { AdmissionQueue } from "./queue.js";
 import { EventChannel } from "./sse.js";
 
@@ -531,7 +531,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   if (access) app.use("*", (c, next) => (open(c) ? next() : access(c, next)));
   const signature = signatureAuth({
     secret: options.secret,
-    nonces: new NonceCache(),
+    nonces: NonceLog.open(join(options.dataDir, "nonces.log")),
     maxBodyBytes: maxBody,
     ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),
   });

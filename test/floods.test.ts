@@ -1,0 +1,160 @@
+/**
+ * Unauthenticated floods and replays against real `kvgraft serve` processes (issue 23): unsigned
+ * 8 MiB bodies to the GPU node's chunk route and to the edge's heartbeat are refused from their
+ * headers, so the server's resident memory stays within a stated bound; a signed request
+ * replayed after the GPU node restarts on the same data directory is refused.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { gpuPaths } from "../shared/protocol.js";
+import { signRequest } from "../shared/signing.js";
+import { syntheticModel } from "./helpers/models.js";
+
+const root = join(import.meta.dirname, "..");
+const SECRET = "test-secret-floods-0123456789";
+const BODY_BYTES = 8 * 2 ** 20;
+const REQUESTS = 60;
+const CONCURRENCY = 30;
+/** What 60 unsigned 8 MiB bodies may add to a server's RSS (480 MiB if they were all read). */
+const RSS_BOUND_BYTES = 120 * 2 ** 20;
+
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) c.kill("SIGKILL");
+});
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<unknown>;
+}
+
+/** `kvgraft serve <args> --json`; resolves with its URL once it printed its JSON line. */
+async function serve(args: string[], env: Record<string, string>): Promise<Served> {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", join(root, "cli", "main.ts"), "serve", ...args, "--json"],
+    {
+      cwd: root,
+      env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET, KV_THREADS: "1", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  children.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+      for (const line of out.split("\n"))
+        if (line.startsWith("{")) resolve((JSON.parse(line) as { url: string }).url);
+    });
+    void exited.then((code) => reject(new Error(`serve ${args[0]} exited ${code}:\n${stderr}`)));
+  });
+  return { child, url, exited };
+}
+
+function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return Number(m?.[1]) * 1024;
+}
+
+/** One request on its own connection with a chunked body; resolves with the status (0: reset). */
+function send(url: string, method: string, headers: Record<string, string>, body: Buffer): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(
+      url,
+      { method, agent: false, headers: { ...headers, "transfer-encoding": "chunked" } },
+      (res) => {
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on("error", () => resolve(0));
+    for (let off = 0; off < body.length; off += 2 ** 20) req.write(body.subarray(off, off + 2 ** 20));
+    req.end();
+  });
+}
+
+/** Sends `REQUESTS` unsigned bodies, `CONCURRENCY` at a time; returns the statuses and peak RSS growth. */
+async function flood(server: Served, url: string, method: string) {
+  const pid = server.child.pid as number;
+  const before = rssBytes(pid);
+  let peak = before;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssBytes(pid));
+  }, 20);
+  const body = Buffer.alloc(BODY_BYTES, 0x61);
+  const statuses: number[] = [];
+  try {
+    for (let i = 0; i < REQUESTS; i += CONCURRENCY)
+      statuses.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(CONCURRENCY, REQUESTS - i) }, () =>
+            send(url, method, { "content-type": "application/octet-stream" }, body),
+          ),
+        )),
+      );
+  } finally {
+    clearInterval(sampler);
+  }
+  peak = Math.max(peak, rssBytes(pid));
+  return { statuses, growth: peak - before };
+}
+
+describe("floods and replays against real servers", () => {
+  it(`keeps the GPU node's RSS within ${RSS_BOUND_BYTES / 2 ** 20} MiB under ${REQUESTS} unsigned 8 MiB bodies, and refuses a replay after a restart`, async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "kvgraft-floods-gpu-"));
+    const args = [
+      "gpu",
+      "--model",
+      syntheticModel("tiny-llama"),
+      "--port",
+      "0",
+      "--data-dir",
+      dataDir,
+      "--context",
+      "512",
+      "--no-sandbox",
+    ];
+    const node = await serve(args, {});
+    const chunkPath = gpuPaths.importChunk("0".repeat(32), 0);
+    const { statuses, growth } = await flood(node, `${node.url}${chunkPath}`, "PUT");
+    expect(statuses.filter((s) => s !== 401 && s !== 0)).toEqual([]);
+    expect(statuses.filter((s) => s === 401).length).toBeGreaterThan(REQUESTS / 2);
+    expect(growth).toBeLessThan(RSS_BOUND_BYTES);
+    // A signed request, then the same bytes again after a restart on the same data directory.
+    const path = gpuPaths.blocks;
+    const headers = await signRequest({ secret: SECRET, method: "GET", path });
+    expect((await fetch(`${node.url}${path}`, { headers })).status).toBe(200);
+    node.child.kill("SIGTERM");
+    await node.exited;
+    const again = await serve(args, {});
+    const replay = await fetch(`${again.url}${path}`, { headers });
+    expect(replay.status).toBe(401);
+    expect(((await replay.json()) as { error: { code: string } }).error.code).toBe("signature_replayed");
+    const fresh = await signRequest({ secret: SECRET, method: "GET", path });
+    expect((await fetch(`${again.url}${path}`, { headers: fresh })).status).toBe(200);
+    again.child.kill("SIGTERM");
+    await again.exited;
+  }, 180_000);
+
+  it(`keeps the edge's RSS within ${RSS_BOUND_BYTES / 2 ** 20} MiB under ${REQUESTS} unsigned 8 MiB heartbeats`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kvgraft-floods-edge-"));
+    const edge = await serve(["edge", "--port", "0", "--db", `file:${join(dir, "edge.db")}`], {});
+    const { statuses, growth } = await flood(edge, `${edge.url}/cluster/heartbeat`, "POST");
+    expect(statuses.filter((s) => s !== 401 && s !== 0)).toEqual([]);
+    expect(statuses.filter((s) => s === 401).length).toBeGreaterThan(REQUESTS / 2);
+    expect(growth).toBeLessThan(RSS_BOUND_BYTES);
+    edge.child.kill("SIGTERM");
+    await edge.exited;
+  }, 120_000);
+});
