@@ -176,7 +176,8 @@ export const healthSchema = z.object({
   slots: z.object({ total: z.number().int(), busy: z.number().int(), retired: z.number().int().optional() }),
   tiers: z.object({ hot: z.array(sha256Schema), warm: z.array(sha256Schema), coldCount: z.number().int() }),
   queue: z.object({ depth: z.number().int(), capacity: z.number().int() }),
-  sandbox: z.object({ isolation: z.string() }).optional(),
+  /** `isolation` "none", with the reason, when the node runs no programs (no bubblewrap or python3, or disabled). */
+  sandbox: z.object({ isolation: z.string(), reason: z.string().optional() }).optional(),
   uptimeS: z.number(),
 });
 export type Health = z.infer<typeof healthSchema>;

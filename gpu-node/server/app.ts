@@ -84,6 +84,8 @@ export interface GpuAppOptions {
   dataDir: string;
   limits?: Partial<ServerLimits>;
   sandbox?: SandboxRunner;
+  /** Why there is no sandbox (for /health and the 503s); default "disabled". */
+  sandboxUnavailable?: string;
   /** The solve pipeline; default one over the block service's engine and slots and the sandbox. */
   solver?: { solve(req: SolveInput, signal?: AbortSignal): ReturnType<Solver["solve"]> };
   /** When set, every signed route also needs a valid Cloudflare Access JWT. */
@@ -196,6 +198,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     (options.sandbox && blocks instanceof BlockService
       ? new Solver(blocks.engine, blocks.pool, options.sandbox)
       : undefined);
+  const noSandbox = options.sandboxUnavailable ?? "disabled";
   const started = Date.now();
   let draining = false;
   let inFlight = 0;
@@ -518,7 +521,9 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
       slots: s.slots,
       tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount },
       queue: { depth: queue.depth, capacity: queue.capacity },
-      ...(options.sandbox ? { sandbox: { isolation: options.sandbox.isolation } } : {}),
+      sandbox: options.sandbox
+        ? { isolation: options.sandbox.isolation }
+        : { isolation: "none", reason: noSandbox },
       uptimeS: Math.round((Date.now() - started) / 1000),
     };
     // 503 while draining tells load balancers to stop sending; the body says why.
@@ -682,10 +687,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   app.post("/v1/sandbox/run", async (c) => {
     const req = sandboxRunRequestSchema.parse(await readJson(c));
     if (!options.sandbox)
-      throw unavailable(
-        "sandbox_unavailable",
-        "this node runs no programs (no bubblewrap or python3; see its start log)",
-      );
+      throw unavailable("sandbox_unavailable", `this node runs no programs: ${noSandbox}`);
     if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
     // The sandbox's own admission queue: the request's deadline bounds the wait (504), a full queue is a 429.
     const deadline = AbortSignal.timeout(deadlineMs(c));

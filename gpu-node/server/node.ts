@@ -81,8 +81,10 @@ export async function startGpuNode(
   try {
     blocks = await BlockService.open({ engine, dataDir: config.dataDir });
     const openedBlocks = blocks;
+    let sandboxUnavailable = "disabled (--no-sandbox)";
     const sandbox = config.sandbox
       ? await SandboxPool.create().catch((err: Error) => {
+          sandboxUnavailable = err.message;
           log(
             `sandbox unavailable: programs are not run (deposits, transfers, solves answer 503): ${err.message}`,
           );
@@ -99,7 +101,7 @@ export async function startGpuNode(
       limits: config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {},
       log,
       blockFile: (id) => openedBlocks.store.checkedStatePath(id),
-      ...(sandbox ? { sandbox } : {}),
+      ...(sandbox ? { sandbox } : { sandboxUnavailable }),
       ...(config.access ? { access: config.access } : {}),
       ...(engine.llama.gpu
         ? {
