@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { DomainError } from "../shared/errors.js";
 import { UsageError } from "./args.js";
 
 /** One module per subcommand under ./commands; each default-exports `(argv) => Promise<exit code>`. */
@@ -39,6 +40,11 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof UsageError) {
       process.stderr.write(`kvgraft ${name}: ${err.message}\n(see kvgraft ${name} --help)\n`);
       return 2;
+    }
+    // An expected refusal (e.g. 503 sandbox_unavailable) is a message, not a stack trace.
+    if (err instanceof DomainError) {
+      process.stderr.write(`kvgraft ${name}: ${err.code}: ${err.message}\n`);
+      return 1;
     }
     throw err;
   }

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpuClient } from "../gpu-node/gpu-client.js";
+import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const root = join(import.meta.dirname, "..");
 const START_TIMEOUT_MS = 300_000;
@@ -97,7 +98,11 @@ async function api(method: string, path: string, body?: unknown): Promise<{ stat
   return { status: res.status, body: (await res.json().catch(() => ({}))) as Json };
 }
 
+// The starter library is verified in the sandbox: without bubblewrap every test here skips.
+skipWithoutSandbox();
+
 beforeAll(async () => {
+  if (NO_SANDBOX_REASON) return;
   dataDir = mkdtempSync(join(tmpdir(), "kvgraft-e2e-"));
   run = await startKvgraft(dataDir);
   url = run.summary.edgeUrl;
@@ -106,13 +111,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (run?.child.exitCode === null) await stop(run.child, "SIGTERM").catch(() => undefined);
-  rmSync(dataDir, { recursive: true, force: true });
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 }, 60_000);
 
 describe("kvgraft start: GPU node + edge + starter library", () => {
   it("reports both services, a random-weight model and the deposited starter library", async () => {
     expect(run.summary).toMatchObject({
       randomWeights: true,
+      sandbox: { isolation: "bwrap" },
       starter: { total: 12, deposited: 12, present: 0, failed: [] },
     });
     expect(run.summary.adminKey).toMatch(/^kvg_/);

@@ -23,6 +23,7 @@ import { createGpuClient, type GpuNodeClient } from "../gpu-node/gpu-client.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
+import { skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const SECRET = "flywheel-test-secret-0123456789";
 const BUDGET: FlywheelBudget = {
@@ -160,6 +161,7 @@ describe("judging candidates", () => {
 });
 
 describe("flywheel", () => {
+  skipWithoutSandbox();
   let rejectedId: string;
 
   it("queues an unsure model answer, then rejects what it cannot verify without making a block", async () => {

@@ -39,12 +39,12 @@ afterEach(() => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function cli(path: string) {
-  const child = spawnSync(
-    process.execPath,
-    ["--import", "tsx", "cli/main.ts", "sandbox", "--file", program, "--params", "[40, 2]", "--json"],
-    { encoding: "utf8", timeout: 60_000, env: { PATH: path } },
-  );
+function cli(path: string, args = ["sandbox", "--file", program, "--params", "[40, 2]", "--json"]) {
+  const child = spawnSync(process.execPath, ["--import", "tsx", "cli/main.ts", ...args], {
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { PATH: path },
+  });
   return { code: child.status, stderr: child.stderr, last: child.stdout.trimEnd().split("\n").at(-1) ?? "" };
 }
 
@@ -66,6 +66,24 @@ describe("without bubblewrap", () => {
     expect(run.stderr).toContain("kvgraft sandbox: programs are not run: bwrap is not on PATH");
     expect(run.stderr).not.toMatch(/^\s+at /m);
     expect(JSON.parse(run.last)).toMatchObject({ error: { code: "sandbox_unavailable" } });
+  });
+
+  it("commands that need it (kvgraft eval router) say so, no stack trace", () => {
+    const fixtures = join(import.meta.dirname, "fixtures");
+    const library = join(fixtures, "router-library.jsonl");
+    const run = cli(pythonOnly, [
+      "eval",
+      "router",
+      "--library",
+      library,
+      "--queries",
+      join(fixtures, "router-queries.jsonl"),
+    ]);
+    expect(run.code, run.stderr).toBe(1);
+    expect(run.stderr).toContain(
+      "kvgraft eval: sandbox_unavailable: programs are not run: bwrap is not on PATH",
+    );
+    expect(run.stderr).not.toMatch(/^\s+at /m);
   });
 });
 

@@ -3,11 +3,11 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SandboxPool } from "../gpu-node/sandbox/pool.js";
 import { type ProgramJob, type ProgramResult, Sandbox, type Verdict } from "../gpu-node/sandbox/sandbox.js";
 import { DomainError } from "../shared/errors.js";
-import { NO_SANDBOX_REASON } from "./helpers/sandbox.js";
+import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 // Small limits keep hostile programs fast; the defaults are tested for shape only.
 const LIMITS = { cpuSeconds: 1, wallMs: 2000, scratchBytes: 4 * 1024 * 1024, processes: 16 };
@@ -54,10 +54,6 @@ beforeAll(async () => {
   if (!NO_SANDBOX_REASON) sandbox = await Sandbox.create({ limits: LIMITS, workDir });
 });
 
-/** Tests that run programs skip, with the reason, only where bubblewrap is not installed. */
-const needsSandbox = () =>
-  beforeEach((ctx) => ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined));
-
 afterAll(() => {
   rmSync(workDir, { recursive: true, force: true });
   rmSync(dataDir, { recursive: true, force: true });
@@ -85,7 +81,7 @@ describe.runIf(NO_SANDBOX_REASON !== null)("without bubblewrap", () => {
 });
 
 describe("sandbox", () => {
-  needsSandbox();
+  skipWithoutSandbox();
 
   it("runs under bubblewrap and says so in every verdict", async () => {
     expect(sandbox.isolation).toBe("bwrap");
@@ -138,7 +134,7 @@ describe("sandbox", () => {
 });
 
 describe("hostile programs", () => {
-  needsSandbox();
+  skipWithoutSandbox();
 
   for (const [name, { source, verdicts }] of Object.entries(HOSTILE)) {
     it(`${name} gets ${verdicts.join(" or ")}`, async () => {
@@ -362,7 +358,7 @@ for host, port in [("127.0.0.1", ${port}), ("1.1.1.1", 80), ("8.8.8.8", 53)]:
 });
 
 describe("pool", () => {
-  needsSandbox();
+  skipWithoutSandbox();
 
   it("runs 50 mixed jobs in parallel with correct verdicts and no cross-talk", async () => {
     const pool = new SandboxPool(sandbox, { concurrency: 4, maxQueued: 50 });

@@ -18,6 +18,7 @@ import { tally } from "../gpu-node/solve/vote.js";
 import { answersEqual } from "../shared/answers.js";
 import { solveResultSchema } from "../shared/protocol.js";
 import { syntheticModel } from "./helpers/models.js";
+import { skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const SECRET = "solve-test-secret-0123456789";
 const PROBLEM = "A box holds 17 rows of 23 marbles. How many marbles are in the box?";
@@ -95,6 +96,8 @@ describe("planning, parsing and voting", () => {
 });
 
 describe("POST /v1/solve on a random-weight model", () => {
+  skipWithoutSandbox();
+
   it("samples, parses every final part, runs every program and votes", async () => {
     const r = await client.solve({ problem: PROBLEM, samples: 3, maxTokens: 240, seed: 11 });
     expect(solveResultSchema.parse(r)).toEqual(r);

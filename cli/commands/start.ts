@@ -21,6 +21,7 @@ import { adminSolutionRequestSchema } from "../../edge/schemas.js";
 import { resolveSpec } from "../../gpu-node/synth/presets.js";
 import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
 import { DomainError } from "../../shared/errors.js";
+import { healthSchema } from "../../shared/protocol.js";
 import { intFlag, parseFlags, printJson } from "../args.js";
 
 const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
@@ -121,6 +122,7 @@ export default async function start(argv: string[]): Promise<number> {
   let edge: EdgeServer | null = null;
   try {
     const gpuUrl = await waitForGpuReady(child);
+    const sandbox = await sandboxState(gpuUrl);
 
     // 3. The edge, in this process.
     edge = await startEdgeServer({
@@ -153,10 +155,12 @@ export default async function start(argv: string[]): Promise<number> {
       dataDir,
       model: modelPath,
       randomWeights,
+      sandbox,
       starter,
     };
     if (json) printJson(summary);
-    else printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem);
+    else
+      printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem, sandbox);
 
     // 6. Run until a stop signal or the GPU node dies.
     const exited = new Promise<number>((res) => child.once("exit", (code) => res(code ?? 1)));
@@ -269,6 +273,14 @@ async function depositStarterLibrary(edge: EdgeServer, say: (line: string) => vo
   return outcome;
 }
 
+type SandboxState = { isolation: string; reason?: string | undefined };
+
+/** The GPU node's sandbox as its /health reports it, for the banner and the JSON summary. */
+async function sandboxState(gpuUrl: string): Promise<SandboxState> {
+  const health = healthSchema.parse(await (await fetch(`${gpuUrl}/health`)).json());
+  return health.sandbox ?? { isolation: "none" };
+}
+
 function printBanner(
   edge: EdgeServer,
   gpuUrl: string,
@@ -277,6 +289,7 @@ function printBanner(
   randomWeights: boolean,
   modelPath: string,
   firstProblem: string | null,
+  sandbox: SandboxState,
 ): void {
   const auth = `-H "Authorization: Bearer ${keyShell}"`;
   const jsonHeader = `-H "Content-Type: application/json"`;
@@ -297,6 +310,9 @@ function printBanner(
     `  edge      ${edge.url}   (API; OpenAPI at ${edge.url}/openapi.json, health at ${edge.url}/health)`,
     `  GPU node  ${gpuUrl}   (signed requests only)`,
     `  database  ${edge.config.db.url}`,
+    sandbox.isolation === "none"
+      ? `  sandbox   NONE: programs are not run (${sandbox.reason ?? "unknown"})`
+      : `  sandbox   ${sandbox.isolation} (each program in its own bubblewrap namespaces)`,
     randomWeights
       ? `  model     ${modelPath}\n            NOTE: a tiny RANDOM-WEIGHT TEST MODEL: it produces gibberish. Library answers are real;\n            model answers are not. Set MODEL_PATH=/path/to/model.gguf for a real model.`
       : `  model     ${modelPath}`,

@@ -5,6 +5,7 @@
  */
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
+import { beforeEach } from "vitest";
 
 /** True when an executable `bwrap` is on PATH. */
 export function bubblewrapOnPath(): boolean {
@@ -22,3 +23,8 @@ export function bubblewrapOnPath(): boolean {
 export const NO_SANDBOX_REASON: string | null = bubblewrapOnPath()
   ? null
   : "bubblewrap is not installed: the sandbox refuses to run programs (sandbox_unavailable), which test/sandbox-unavailable.test.ts checks";
+
+/** Skips each test of the enclosing suite (or file), with the reason, where bubblewrap is not installed. */
+export function skipWithoutSandbox(): void {
+  beforeEach((ctx) => ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined));
+}
