@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
@@ -326,6 +327,24 @@ for address in [${JSON.stringify(pathSocket)}, ${JSON.stringify(abstract)}]:
       expect(connections).toBe(0);
     } finally {
       for (const server of servers) server.close();
+    }
+  });
+
+  it("cannot signal host processes", async () => {
+    const host = spawn("sleep", ["30"], { stdio: "ignore" });
+    try {
+      const out = await lines(`
+import os, signal
+try:
+    os.kill(${host.pid}, signal.SIGKILL)
+    print("KILLED host pid")
+except OSError as err:
+    print("blocked", err.errno)`);
+      expect(out).toEqual(["blocked 3"]);
+      expect(host.exitCode).toBeNull();
+      expect(host.signalCode).toBeNull();
+    } finally {
+      host.kill("SIGKILL");
     }
   });
 
