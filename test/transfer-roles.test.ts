@@ -225,3 +225,21 @@ describe("issue 24, case 4: integers of any size are exact", () => {
     expect(r.body).toMatchObject({ source: "transfer", answer: g.toString(), verified: true });
   });
 });
+
+describe("issue 23: deeply nested LaTeX", () => {
+  it("9,000 nested braces are a 400 problem_too_nested, on /v1/solve and on a deposit", async () => {
+    const problem = `What is ${"{".repeat(9000)}2${"}".repeat(9000)}?`;
+    const solved = await solve(problem);
+    expect(solved.status).toBe(400);
+    expect(solved.body.error).toMatchObject({ code: "problem_too_nested" });
+    expect(solved.gpu).toEqual([]);
+    const deposited = await post("/admin/solutions", {
+      problem,
+      solution: "2",
+      program: "print(2)",
+      answer: "2",
+    });
+    expect(deposited.status).toBe(400);
+    expect(deposited.body.error).toMatchObject({ code: "problem_too_nested" });
+  });
+});

@@ -86,11 +86,12 @@ export class Solver {
   async solve(req: SolveInput, signal?: AbortSignal): Promise<SolveResult> {
     const started = performance.now();
     const plan = planSolve(req.maxTokens, req.samples);
-    const { params } = problemTemplate(req.problem);
+    // Exact literals: a 400-digit number reaches the program as a Python int, not a float or null.
+    const { literals: params } = problemTemplate(req.problem);
     const finalPrompt =
       `Now the final part, as JSON {"answer": ..., "program": ...}: the answer in at most ` +
       `${plan.limits.answerChars} characters, the program in at most ${plan.limits.programChars}. ` +
-      `PARAMS = ${JSON.stringify(params)}.`;
+      `PARAMS = [${params.join(",")}].`;
     const promptTokens = this.engine.tokenize(`${SYSTEM_PROMPT}\n${req.problem}\n${finalPrompt}`).length;
     const needed = promptTokens + plan.reasoningTokens + plan.finalTokens + TEMPLATE_MARGIN;
     if (needed > this.engine.options.contextSize)
@@ -192,7 +193,7 @@ export class Solver {
   }
 
   /** Runs one program; an empty program is not run, and a refused one counts as an error. */
-  private async run(program: string, params: number[]): Promise<SolveSample["run"]> {
+  private async run(program: string, params: readonly string[]): Promise<SolveSample["run"]> {
     if (program.trim() === "") return null;
     try {
       const r = await this.sandbox.runProgram({ source: program, params });
