@@ -4,8 +4,9 @@
  * Workers). The flywheel queue and the node registry live next to it in edge/db and are re-exported
  * here so routes import the whole data layer from one place.
  */
-import { and, asc, desc, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, ne, sql } from "drizzle-orm";
 import { badRequest, conflict, notFound } from "../shared/errors.js";
+import { NORMALIZE_VERSION } from "../shared/normalize.js";
 import type { Database } from "./db/database.js";
 import { type FingerprintValue, fingerprintKey } from "./db/fingerprint.js";
 import { isId, newId } from "./db/ids.js";
@@ -27,23 +28,33 @@ export interface ProblemInput {
   params: readonly (number | string)[];
 }
 
-/** Registers a problem once per fingerprint; a repeat returns the stored row with `created: false`. */
+/**
+ * Registers a problem once per fingerprint; a repeat returns the stored row with `created: false`.
+ * A row of an older normalization with this fingerprint is brought up to this one (its text,
+ * template and numbers are this normalization's, and only such rows answer queries).
+ */
 export async function registerProblem(
   db: Database,
   input: ProblemInput,
 ): Promise<{ problem: Problem; created: boolean }> {
+  const current = {
+    normalizedText: input.normalizedText,
+    template: input.template,
+    params: [...input.params],
+    normalizeVersion: NORMALIZE_VERSION,
+  };
   const [inserted] = await db
     .insert(problems)
-    .values({
-      id: newId("prb"),
-      normalizedText: input.normalizedText,
-      fingerprint: input.fingerprint,
-      template: input.template,
-      params: [...input.params],
-    })
+    .values({ id: newId("prb"), fingerprint: input.fingerprint, ...current })
     .onConflictDoNothing({ target: problems.fingerprint })
     .returning();
   if (inserted) return { problem: inserted, created: true };
+  const [upgraded] = await db
+    .update(problems)
+    .set(current)
+    .where(and(eq(problems.fingerprint, input.fingerprint), ne(problems.normalizeVersion, NORMALIZE_VERSION)))
+    .returning();
+  if (upgraded) return { problem: upgraded, created: false };
   const [existing] = await db.select().from(problems).where(eq(problems.fingerprint, input.fingerprint));
   if (!existing) throw new Error(`problem ${input.fingerprint} neither inserted nor found`);
   return { problem: existing, created: false };
@@ -155,7 +166,7 @@ export async function findVerifiedByFingerprint(
     .select({ problem: problems, solution: solutions })
     .from(problems)
     .innerJoin(solutions, and(eq(solutions.problemId, problems.id), eq(solutions.verified, true)))
-    .where(eq(problems.fingerprint, fingerprint))
+    .where(and(eq(problems.fingerprint, fingerprint), eq(problems.normalizeVersion, NORMALIZE_VERSION)))
     .orderBy(desc(solutions.id))
     .limit(1);
   return row ? { ...row, answer: row.solution.answer } : null;
@@ -168,12 +179,12 @@ export interface TemplateMatch {
   blocks: Block[];
 }
 
-/** Every problem with exactly this template, oldest first. */
+/** Every problem with exactly this template (of this normalization), oldest first. */
 export async function findByTemplate(db: Database, template: string): Promise<TemplateMatch[]> {
   const rows = await db
     .select()
     .from(problems)
-    .where(eq(problems.template, template))
+    .where(and(eq(problems.template, template), eq(problems.normalizeVersion, NORMALIZE_VERSION)))
     .orderBy(asc(problems.id));
   const ids = rows.map((p) => p.id);
   if (ids.length === 0) return [];

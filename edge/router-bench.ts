@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { migrateDatabase, openDatabase } from "../edge/db/client.js";
 import { devFixture, generateRouterLibrary } from "../scripts/gen-router-library.js";
 import { sha256Hex } from "../shared/hash.js";
-import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
+import { NORMALIZE_VERSION, normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import { newId } from "./db/ids.js";
 import { problems, solutions } from "./db/schema.js";
 import { type RouteKind, routeProblem } from "./router.js";
@@ -59,10 +59,18 @@ export async function benchRouter(options: RouterBenchOptions): Promise<RouterBe
       const rows = await Promise.all(
         library.slice(i, i + 500).map(async (e) => {
           const normalizedText = normalizeProblem(e.problem);
-          const { template, params } = problemTemplate(normalizedText);
+          const { template, literals } = problemTemplate(normalizedText);
           const id = newId("prb");
           if (e.id === e.seed) devIds.set(id, e.id);
-          return { id, normalizedText, fingerprint: await sha256Hex(normalizedText), template, params };
+          const fingerprint = await sha256Hex(normalizedText);
+          return {
+            id,
+            normalizedText,
+            fingerprint,
+            template,
+            params: literals,
+            normalizeVersion: NORMALIZE_VERSION,
+          };
         }),
       );
       await db.insert(problems).values(rows);

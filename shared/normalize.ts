@@ -37,6 +37,13 @@
 import { badRequest } from "./errors.js";
 import { sha256Hex } from "./hash.js";
 
+/**
+ * The version of these rules, stored with every problem: a row made by another version has another
+ * fingerprint and template for the same text, and version 1 (lower-casing everything, `3¾` as
+ * `33/4`) merged problems that differ, so the edge answers only from rows of this version.
+ */
+export const NORMALIZE_VERSION = 2;
+
 /** Slot that stands for a number in a template. */
 export const TEMPLATE_SLOT = "#";
 

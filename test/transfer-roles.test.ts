@@ -9,7 +9,10 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { problems } from "../edge/db/schema.js";
+import { addSolution } from "../edge/library.service.js";
 import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+import { sha256Hex } from "../shared/hash.js";
 import { gpuPaths } from "../shared/protocol.js";
 import { type LoopbackGpu, startLoopbackGpu } from "./helpers/loopback-gpu.js";
 
@@ -241,5 +244,48 @@ describe("issue 23: deeply nested LaTeX", () => {
     });
     expect(deposited.status).toBe(400);
     expect(deposited.body.error).toMatchObject({ code: "problem_too_nested" });
+  });
+});
+
+describe("rows of an older normalization", () => {
+  it("never answer, and a new deposit brings them up to date", async () => {
+    // What version 1 stored for "What is 5½ hours in minutes?": ½ read as a digit run, 51/2.
+    const oldText = "what is 51/2 hours in minutes";
+    const [row] = await edge.db
+      .insert(problems)
+      .values({
+        id: "prb_0000000000000000000000001",
+        normalizedText: oldText,
+        fingerprint: await sha256Hex(oldText),
+        template: "what is #/# hours in minutes",
+        params: [51, 2],
+        normalizeVersion: 1,
+      })
+      .returning();
+    await addSolution(edge.db, {
+      problemId: row?.id as string,
+      worked: "5.5 h = 330 min",
+      program: "print(330)",
+      answer: "330",
+      parametric: false,
+      verified: true,
+      verification: { method: "sandbox" },
+    });
+    const asked = await solve("What is 51/2 hours in minutes?");
+    expect(asked.body.source).not.toBe("library");
+    expect(asked.body.answer).not.toBe("330");
+
+    const stored = await deposit({
+      problem: "What is 51/2 hours in minutes?",
+      solution: "51/2 h = 25.5 h = 1530 min.",
+      program: "a, b = PARAMS\nprint(a * 60 // b)\n",
+      answer: "1530",
+    });
+    expect(stored.problem).toMatchObject({ id: row?.id, params: ["51", "2"] });
+    expect((await solve("What is 51/2 hours in minutes?")).body).toMatchObject({
+      source: "library",
+      verified: true,
+      answer: "1530",
+    });
   });
 });

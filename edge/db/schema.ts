@@ -25,6 +25,12 @@ export const problems = sqliteTable(
     fingerprint: text("fingerprint").notNull().unique(),
     template: text("template").notNull(),
     params: text("params", { mode: "json" }).$type<(number | string)[]>().notNull(),
+    /**
+     * The shared/normalize NORMALIZE_VERSION that produced `normalizedText`, `fingerprint` and
+     * `template`: rows of an older normalization never answer (it merged problems that differ);
+     * depositing the problem again brings a row up to date.
+     */
+    normalizeVersion: integer("normalize_version").notNull().default(1),
     createdAt: createdAt(),
   },
   (t) => [index("problems_template_idx").on(t.template)],
