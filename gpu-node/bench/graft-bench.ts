@@ -16,7 +16,7 @@ import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
-import type { BlockManifest } from "../../shared/protocol.js";
+import { BLOCK_FORMAT_VERSION, type BlockManifest } from "../../shared/protocol.js";
 import { BlockStore } from "../blocks/block-store.js";
 import { ProbeGate } from "../blocks/probe-check.js";
 import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
@@ -177,7 +177,7 @@ export async function benchGraft(
               const temp = store.tempPath("bench");
               await a.saveStateToFile(temp);
               const manifest = await store.commit(temp, {
-                formatVersion: 1,
+                formatVersion: BLOCK_FORMAT_VERSION,
                 tokenCount: length,
                 tokensSha256: "0".repeat(64),
                 textSha256: "0".repeat(64),
