@@ -555,13 +555,16 @@ const VULGAR_RE = new RegExp(`(?:(\\d)[ \\t]*)?([${VULGAR_FRACTIONS}])(?=(.?))`,
 /**
  * Vulgar fractions keep their value: NFKC alone turns `3¾` into `33⁄4`, i.e. 33/4. A fraction after
  * a whole number is a mixed number, written `3 3/4`; one before a letter, digit or bracket is
- * parenthesized (`¾x` -> `(3/4)x`), as `\frac` is. `⅟4` is `1/4`.
+ * parenthesized, and so is one after a letter (`¾x` -> `(3/4)x`, `x½` -> `x(1/2)`), as `\frac` is.
+ * `⅟4` is `1/4`.
  */
 function vulgarFractions(s: string): string {
   return s
-    .replace(VULGAR_RE, (_m, whole: string | undefined, frac: string, next: string) => {
+    .replace(VULGAR_RE, (_m, whole: string | undefined, frac: string, next: string, at: number) => {
       const body = frac.normalize("NFKC").replace("⁄", "/");
-      const text = /[\p{L}\p{N}(]/u.test(next) ? `(${body})` : body;
+      const prev = whole ? undefined : s[at - 1];
+      const joined = /[\p{L}\p{N}(]/u.test(next) || (prev !== undefined && /[\p{L})]/u.test(prev));
+      const text = joined ? `(${body})` : body;
       return whole ? `${whole} ${text}` : text;
     })
     .replaceAll("⅟", "1/");
