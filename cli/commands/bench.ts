@@ -7,7 +7,7 @@ import type { KvType } from "../../gpu-node/engine/engine.js";
 import { intFlag, intListFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]
-         [--data-dir DIR] [--energy-seconds S] [--json]
+         [--swa-full-cache true|false] [--data-dir DIR] [--energy-seconds S] [--json]
        kvgraft bench library --model FILE --blocks N --block-tokens T --depths d1,d2,... [--accesses 3]
          [--kv q8_0] [--data-dir DIR] [--json]
        kvgraft bench http --model FILE [--runs 10] [--context 4096] [--json]
@@ -19,6 +19,8 @@ const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994]
 bench graft: recompute (prefill + 1 token) vs hot graft, warm restore (RAM) and cold restore (disk,
 hash-checked, page cache dropped where permitted), medians after a warm-up, probability hashes
 compared on every path.
+--swa-full-cache (default true) matters only for sliding-window models (gemma3): false keeps only the
+window's cells for the sliding-window layers, in VRAM and in the saved state (see docs/benchmarks.md).
 --energy-seconds S repeats recompute, hot and warm requests for S seconds each while sampling GPU
 power with nvidia-smi every 50 ms, and reports Wh per request.
 bench library: deposits N blocks of T tokens (resumable in --data-dir), then accesses blocks at the
@@ -52,6 +54,7 @@ export default async function bench(argv: string[]): Promise<number> {
     lengths: { type: "string" },
     kv: { type: "string", default: "f16" },
     runs: { type: "string" },
+    "swa-full-cache": { type: "string", default: "true" },
     "data-dir": { type: "string" },
     "energy-seconds": { type: "string" },
     json: { type: "boolean", default: false },
@@ -65,6 +68,8 @@ export default async function bench(argv: string[]): Promise<number> {
   if (kvTypes.some((k) => k !== "f16" && k !== "q8_0")) throw new UsageError("--kv takes f16 and/or q8_0");
   const lengths = intListFlag(flags.lengths, "lengths", [748, 5977, 11994]);
   if (lengths.some((l) => l < 1)) throw new UsageError("--lengths must be positive integers");
+  if (flags["swa-full-cache"] !== "true" && flags["swa-full-cache"] !== "false")
+    throw new UsageError("--swa-full-cache must be true or false");
   const env = readGpuEnv();
   const result = await benchGraft({
     modelPath: requireFlag(flags.model, "model"),
@@ -72,7 +77,11 @@ export default async function bench(argv: string[]): Promise<number> {
     kvTypes,
     runs: intFlag(flags.runs, "runs", 5),
     energySeconds: intFlag(flags["energy-seconds"], "energy-seconds", 0, 0),
-    engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
+    engine: {
+      binary: env.KV_LLAMA,
+      swaFullCache: flags["swa-full-cache"] === "true",
+      ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
+    },
     ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
     log: (line) => process.stderr.write(`${line}\n`),
   });

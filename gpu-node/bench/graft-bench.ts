@@ -32,7 +32,7 @@ export interface GraftBenchOptions {
   lengths: number[];
   kvTypes: KvType[];
   runs: number;
-  engine: Pick<EngineOptions, "binary" | "threads" | "flashAttention" | "batchSize">;
+  engine: Pick<EngineOptions, "binary" | "threads" | "flashAttention" | "batchSize" | "swaFullCache">;
   dataDir?: string;
   /** Seconds of repeated requests per path while GPU power is sampled (0: no energy figures). */
   energySeconds?: number;
