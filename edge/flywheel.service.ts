@@ -13,7 +13,7 @@
  * Every item records what it cost. Admins can accept a finished item against a reference answer
  * (the recorded candidates are judged again; nothing is regenerated) or reject an open one.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ZodError } from "zod";
 import { tally } from "../gpu-node/solve/vote.js";
 import { answersEqual } from "../shared/answers.js";
@@ -22,7 +22,8 @@ import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem } from "../shared/normalize.js";
 import type { SolveResult, SolveSample } from "../shared/protocol.js";
 import { type AdminDeps, depositSolution } from "./admin.service.js";
-import { type FlywheelStatus, flywheelQueue } from "./db/schema.js";
+import type { Database } from "./db/client.js";
+import { type FlywheelStatus, flywheelQueue, queries } from "./db/schema.js";
 import { type Logger, systemClock } from "./http.js";
 import {
   claimNextFlywheel,
@@ -462,6 +463,37 @@ export async function getFlywheelItem(deps: Pick<AdminDeps, "db">, id: string): 
   const [row] = await deps.db.select().from(flywheelQueue).where(eq(flywheelQueue.id, id));
   if (!row) throw notFound("flywheel_item_not_found", "No flywheel item with this id.");
   return row;
+}
+
+/** Open flywheel items one API key may have caused at once, so that one key cannot flood the worker. */
+export const FLYWHEEL_OPEN_PER_KEY = 20;
+
+/**
+ * Queues the problem of an unsure answer for the key that asked, unless it is already open or
+ * the key already caused `cap` open items (counted through the key's logged queries, by
+ * fingerprint); then nothing new is queued and the answer stands. Returns whether it was queued.
+ */
+export async function enqueueForKey(
+  db: Database,
+  input: { keyId: string | null; problem: string; fingerprint: string },
+  cap = FLYWHEEL_OPEN_PER_KEY,
+): Promise<boolean> {
+  const open = inArray(flywheelQueue.status, ["queued", "running"]);
+  const [already] = await db
+    .select({ id: flywheelQueue.id })
+    .from(flywheelQueue)
+    .where(and(open, eq(flywheelQueue.fingerprint, input.fingerprint)));
+  if (already) return false;
+  const asked = db
+    .selectDistinct({ fingerprint: queries.fingerprint })
+    .from(queries)
+    .where(input.keyId === null ? isNull(queries.keyId) : eq(queries.keyId, input.keyId));
+  const [count] = await db
+    .select({ n: sql<number>`count(*)` })
+    .from(flywheelQueue)
+    .where(and(open, inArray(flywheelQueue.fingerprint, asked)));
+  if ((count?.n ?? 0) >= cap) return false;
+  return (await enqueueFlywheel(db, { problem: input.problem, fingerprint: input.fingerprint })).created;
 }
 
 /** Queues a problem (admins may attach the reference answer); an open item gets the reference. */

@@ -16,9 +16,9 @@ import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import type { GenerationResult, SolveResult } from "../shared/protocol.js";
 import { blocks } from "./db/schema.js";
+import { enqueueForKey } from "./flywheel.service.js";
 import type { Deps } from "./http.js";
 import {
-  enqueueFlywheel,
   findByTemplate,
   findVerifiedByFingerprint,
   logQuery,
@@ -95,7 +95,7 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
       confidence: outcome.confidence,
       verified: outcome.verified,
     }),
-    queued ? enqueueFlywheel(deps.db, { problem: req.problem, fingerprint }) : null,
+    queued ? enqueueForKey(deps.db, { keyId: ctx.keyId, problem: req.problem, fingerprint }) : null,
   ]);
   return {
     answer: outcome.answer,
