@@ -89,7 +89,10 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
     logQuery(deps.db, {
       keyId: ctx.keyId,
       fingerprint,
-      route: outcome.route,
+      // A refused transfer is logged with its code, so refusals can be counted per template.
+      route: outcome.transferRefused
+        ? { ...outcome.route, transferRefused: outcome.transferRefused.code }
+        : outcome.route,
       source: outcome.source,
       cost,
       confidence: outcome.confidence,

@@ -8,8 +8,9 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { desc } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { problems } from "../edge/db/schema.js";
+import { problems, queries } from "../edge/db/schema.js";
 import { addSolution } from "../edge/library.service.js";
 import { type EdgeServer, startEdgeServer } from "../edge/node.js";
 import { sha256Hex } from "../shared/hash.js";
@@ -164,6 +165,8 @@ describe("issue 24, case 3: transfers only for numbers in their deposit role", (
       route: { decision: "template", reason: "template_graft" },
     });
     expect(r.gpu).toEqual([gpuPaths.graft]);
+    const [logged] = await edge.db.select().from(queries).orderBy(desc(queries.id)).limit(1);
+    expect(logged?.route).toMatchObject({ transferRefused: code });
   });
 
   it.each([
