@@ -292,3 +292,24 @@ describe("rows of an older normalization", () => {
     });
   });
 });
+
+describe("issue 18, item 4: a transfer returns the parsed answer, never the program's output", () => {
+  it("other printed lines stay in the sandbox, and a last line that is not a plain number is refused", async () => {
+    await deposit({
+      problem: "What is 2 plus 3?",
+      solution: "2 + 3 = 5.",
+      program: 'a, b = PARAMS\nprint("SECRET-LINE-1")\nprint(a + b if a < 10 else "SECRET-ANSWER-2")\n',
+      answer: "5",
+    });
+    const ok = await solve("What is 4 plus 5?");
+    expect(ok.body).toMatchObject({ source: "transfer", answer: "9", text: null, verified: true });
+    expect(JSON.stringify(ok.body)).not.toContain("SECRET");
+    const refused = await solve("What is 12 plus 3?");
+    expect(refused.body).toMatchObject({
+      source: "graft",
+      verified: false,
+      transferRefused: { code: "answer_not_plain" },
+    });
+    expect(JSON.stringify(refused.body)).not.toContain("SECRET");
+  });
+});
