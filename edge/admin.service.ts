@@ -4,10 +4,10 @@
  * functions over the deps.
  */
 import { and, desc, eq } from "drizzle-orm";
-import { DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";
+import { badRequest, DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
-import type { ProgramParam } from "../shared/params.js";
+import { MAX_LITERAL_CHARS, type ProgramParam } from "../shared/params.js";
 import { type BlockManifest, CHUNK_SHA256_HEADER, gpuPaths, LIMITS } from "../shared/protocol.js";
 import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
 import { blocks, problems } from "./db/schema.js";
@@ -102,6 +102,14 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
     };
 
   const { template, literals } = problemTemplate(normalizedText);
+  if (literals.some((l) => l.length > MAX_LITERAL_CHARS))
+    throw badRequest(
+      "number_too_long",
+      `A number of the problem is longer than ${MAX_LITERAL_CHARS} characters.`,
+      {
+        maxChars: MAX_LITERAL_CHARS,
+      },
+    );
   const run = await checkProgram(deps.gpu, {
     program: input.program,
     params: literals,

@@ -18,8 +18,10 @@ export type ProgramParam = number | string;
 
 /** A numeric literal as programs receive it: optional minus, no leading zeros, optional fraction. */
 export const PARAM_LITERAL = /^-?(?:0|[1-9]\d*)(?:\.\d+)?$/;
-/** Longest literal: Python refuses integer text over 4,300 digits; answers must stay printable. */
+/** Longest literal on the wire: Python refuses integer text over 4,300 digits; answers must stay printable. */
 export const MAX_PARAM_CHARS = 1001;
+/** Longest number a problem may have for its program: a deposit's probe moves it, one digit longer at most. */
+export const MAX_LITERAL_CHARS = MAX_PARAM_CHARS - 1;
 
 export const programParamSchema = z.union([
   z.number().finite(),
@@ -77,7 +79,7 @@ export function perturbLiteral(literal: string, step: number): string {
 }
 
 /**
- * Why a query is not answered by a transfer of a verified program: its numbers (the first six), or
+ * Why a query is not answered by a transfer of a verified program: its numbers (the `param_` codes), or
  * the run (the program failed on them, printed something that is not a plain numeric answer, or an
  * independent check of the answer failed).
  */
@@ -88,6 +90,7 @@ export const transferRefusalCodes = [
   "param_kind",
   "param_sign",
   "param_precision",
+  "param_too_long",
   "program_failed",
   "answer_not_plain",
   "answer_check_failed",
@@ -120,6 +123,8 @@ export function transferParams(
   const params: string[] = [];
   for (const [i, spec] of profile.params.entries()) {
     const literal = literals[i] as string;
+    if (literal.length > MAX_LITERAL_CHARS)
+      return refuse("param_too_long", i, `Number ${i + 1} is longer than ${MAX_LITERAL_CHARS} characters.`);
     if (spec.role === "ignored" && literal !== spec.literal)
       return refuse("param_not_modelled", i, `Number ${i + 1} changed, but the program does not read it.`);
     if (paramSign(literal) !== spec.sign)

@@ -230,6 +230,21 @@ describe("issue 24, case 4: integers of any size are exact", () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ source: "transfer", answer: g.toString(), verified: true });
   });
+
+  it("a number longer than 1,000 digits is no transfer (solve) and a 400 number_too_long (deposit)", async () => {
+    const huge = `9${"0".repeat(1200)}`;
+    const r = await solve(`What is the greatest common divisor of ${huge} and 6?`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ verified: false, transferRefused: { code: "param_too_long", param: 0 } });
+    const d = await post("/admin/solutions", {
+      problem: `What is ${huge} plus 1?`,
+      solution: "Add one.",
+      program: "a, b = PARAMS\nprint(len(str(a + b)))\n",
+      answer: "1201",
+    });
+    expect(d.status).toBe(400);
+    expect(d.body.error).toMatchObject({ code: "number_too_long" });
+  });
 });
 
 describe("issue 23: deeply nested LaTeX", () => {
