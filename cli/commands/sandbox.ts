@@ -5,7 +5,7 @@ import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft sandbox --file PROGRAM.py [--params JSON] [--expect ANSWER] [--json]
 
-Runs one Python program in the sandbox (the strongest isolation this machine allows) and prints
+Runs one Python program in the sandbox (bubblewrap: no network, no host files, a fresh uid) and prints
 its verdict: ok, wrong_answer, timeout, memory, output_limit or error. The line
 PARAMS = <--params, a JSON array of numbers> is prepended to the program; its answer is its last
 non-empty stdout line, compared with --expect when given. Exit 0 when the verdict is ok, 1 when

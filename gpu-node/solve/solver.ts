@@ -29,7 +29,8 @@ export type SolveInput = z.output<typeof solveRequestSchema>;
 /** What the solver needs of the sandbox (a SandboxPool fits). */
 export interface ProgramRunner {
   readonly isolation: string;
-  runProgram(job: ProgramJob): Promise<ProgramResult>;
+  /** `signal` ends the wait for a sandbox slot (the solve's deadline). */
+  runProgram(job: ProgramJob, signal?: AbortSignal): Promise<ProgramResult>;
 }
 
 /** Power sampling interval of the energy figure. */
@@ -145,7 +146,7 @@ export class Solver {
             tokensIn: used.usedInputTokens,
             tokensOut: used.usedOutputTokens,
           });
-          runs.push(this.run(parsed?.program ?? "", params));
+          runs.push(this.run(parsed?.program ?? "", params, signal));
         }
       } finally {
         await seq.clearHistory().catch(() => undefined);
@@ -193,10 +194,14 @@ export class Solver {
   }
 
   /** Runs one program; an empty program is not run, and a refused one counts as an error. */
-  private async run(program: string, params: readonly string[]): Promise<SolveSample["run"]> {
+  private async run(
+    program: string,
+    params: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<SolveSample["run"]> {
     if (program.trim() === "") return null;
     try {
-      const r = await this.sandbox.runProgram({ source: program, params });
+      const r = await this.sandbox.runProgram({ source: program, params }, signal);
       return { verdict: r.verdict, answer: r.answer, stderr: r.stderr.slice(-1000), wallMs: r.wallMs };
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
