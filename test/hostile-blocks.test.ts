@@ -13,10 +13,12 @@ import { createAdaptorServer } from "@hono/node-server";
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
+import { type IsolatedLoadRequest, isolatedLoadCheck } from "../gpu-node/blocks/isolated-load.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { loadSequenceState } from "../gpu-node/engine/state.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../gpu-node/gpu-client.js";
 import { createGpuApp, type GpuApp } from "../gpu-node/server/app.js";
+import { DomainError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { type BlockManifest, healthSchema } from "../shared/protocol.js";
 import { syntheticModel } from "./helpers/models.js";
@@ -188,6 +190,46 @@ describe("crafted block files through the import API", () => {
     expect(outcomes.get("422 block_invalid")).toBeGreaterThan(FUZZ_CASES / 2);
     await expectServing();
   }, 180_000);
+
+  it("refuses an import whose isolated first load dies or passes its memory limit, and keeps serving", async () => {
+    const path = join(dataDir, "for-the-child.state");
+    const request = (statePath: string): IsolatedLoadRequest => ({
+      statePath,
+      modelPath: engine.options.modelPath,
+      slots: 2,
+      contextSize: engine.options.contextSize,
+      batchSize: engine.options.batchSize,
+      flashAttention: engine.options.flashAttention,
+      kvType: "F16",
+      swaFullCache: engine.options.swaFullCache,
+      tokenCount: genuine.manifest.tokenCount,
+    });
+    const refusal = async (p: Promise<void>) => {
+      const err = await p.then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).status).toBe(422);
+      expect((err as DomainError).code).toBe("block_invalid");
+      return (err as DomainError).message;
+    };
+    const limits = { memoryBytes: 2 ** 30, timeoutMs: 60_000 };
+    // The genuine file loads in the child.
+    writeFileSync(path, genuine.bytes);
+    await isolatedLoadCheck(request(path), limits);
+    // Past the validator, a file one byte short aborts llama.cpp: only the child dies.
+    writeFileSync(path, genuine.bytes.subarray(0, -1));
+    expect(await refusal(isolatedLoadCheck(request(path), limits))).toMatch(
+      /llama\.cpp died \(SIGABRT\)|exit/,
+    );
+    // A child over its memory limit is killed.
+    writeFileSync(path, genuine.bytes);
+    expect(await refusal(isolatedLoadCheck(request(path), { ...limits, memoryBytes: 32 * 2 ** 20 }))).toMatch(
+      /killed because its memory passed/,
+    );
+    await expectServing();
+  }, 120_000);
 
   it("retires a slot a bypassed load poisoned, reports degraded, and serves from the other", async () => {
     const poisoned = join(dataDir, "poisoned.state");

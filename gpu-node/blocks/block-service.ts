@@ -23,6 +23,7 @@ import { evaluateProbe } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
 import { hashFileWithChunks } from "./file-hash.js";
+import { isolatedLoadCheck } from "./isolated-load.js";
 import { ProbeGate } from "./probe-check.js";
 import { type SlotLease, SlotPool } from "./slot-pool.js";
 import { type StateLayout, validateStateFile } from "./state-format.js";
@@ -308,19 +309,22 @@ export class BlockService implements Blocks {
         throw conflict("import_hash_mismatch", "the uploaded file's SHA-256 differs from its manifest", {
           actual,
         });
+      // Before llama.cpp sees the bytes (it trusts every count in the file), and then before the
+      // serving process does: the first load runs in a disposable process.
+      const layout = await this.stateLayout();
+      await validateStateFile(tempPath, {
+        layout,
+        contextSize: this.engine.options.contextSize,
+        slidingWindow: this.engine.slidingWindow,
+        vocabSize: this.engine.vocabSize,
+        sequences: this.engine.slots.length,
+        tokenCount: manifest.tokenCount,
+        tokensSha256: manifest.tokensSha256,
+      });
+      await this.isolatedLoad(tempPath, manifest, layout);
       const lease = await this.pool.acquire(null);
       try {
         const seq = lease.slot.sequence;
-        // Before llama.cpp sees the bytes: it trusts every count in the file.
-        await validateStateFile(tempPath, {
-          layout: await this.stateLayout(seq),
-          contextSize: this.engine.options.contextSize,
-          slidingWindow: this.engine.slidingWindow,
-          vocabSize: this.engine.vocabSize,
-          sequences: this.engine.slots.length,
-          tokenCount: manifest.tokenCount,
-          tokensSha256: manifest.tokensSha256,
-        });
         await loadSequenceState(seq, tempPath);
         const probe = await evaluateProbe(seq, manifest.probe.token as Token, this.engine.vocabSize);
         if (probe.sha256 !== manifest.probe.sha256)
@@ -371,12 +375,51 @@ export class BlockService implements Blocks {
    * a one-token state saved in the leased slot: llama.cpp's own reading of the model's layers,
    * KV heads, head sizes and KV types, which an imported state must match exactly.
    */
-  private stateLayout(seq: LlamaContextSequence): Promise<StateLayout> {
-    this.layout ??= referenceLayout(seq, this.store.tempPath("reference")).catch((err) => {
+  private stateLayout(): Promise<StateLayout> {
+    this.layout ??= (async () => {
+      const lease = await this.pool.acquire(null);
+      try {
+        return await referenceLayout(lease.slot.sequence, this.store.tempPath("reference"));
+      } finally {
+        await this.pool.releaseWiped(lease);
+      }
+    })().catch((err: unknown) => {
       this.layout = undefined;
       throw err;
     });
     return this.layout;
+  }
+
+  /**
+   * Loads an imported state in a child process with this engine's shape. Its memory limit: a
+   * baseline, the model file, every cell of the context, and the state file twice.
+   */
+  private isolatedLoad(statePath: string, manifest: BlockManifest, layout: StateLayout): Promise<void> {
+    const o = this.engine.options;
+    const cellBytes = layout.caches
+      .flatMap((c) => c.layers)
+      .reduce((sum, l) => sum + l.kRowBytes + l.vBytes * Math.max(1, l.vWidth), 0);
+    return isolatedLoadCheck(
+      {
+        statePath,
+        modelPath: o.modelPath,
+        slots: this.engine.slots.length,
+        contextSize: o.contextSize,
+        batchSize: o.batchSize,
+        flashAttention: o.flashAttention,
+        kvType: o.kvType === "q8_0" ? "Q8_0" : "F16",
+        swaFullCache: o.swaFullCache,
+        tokenCount: manifest.tokenCount,
+      },
+      {
+        memoryBytes:
+          2 ** 30 +
+          this.engine.modelFingerprint.sizeBytes +
+          cellBytes * o.contextSize * this.engine.slots.length +
+          2 * manifest.sizeBytes,
+        timeoutMs: 60_000 + manifest.sizeBytes / 50_000,
+      },
+    );
   }
 
   /**

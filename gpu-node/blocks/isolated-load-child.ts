@@ -1,0 +1,38 @@
+/**
+ * The disposable process of isolated-load.ts: loads one state file into a fresh CPU context with
+ * the serving engine's shape and prints one JSON line, `{ tokens, cellsStart }`. If llama.cpp
+ * aborts or allocates without bound on the file, only this process dies. It is a script (it runs
+ * on import), so it is spawned, never imported.
+ */
+import { getLlama } from "node-llama-cpp";
+
+interface ChildRequest {
+  statePath: string;
+  modelPath: string;
+  slots: number;
+  contextSize: number;
+  batchSize: number;
+  flashAttention: boolean;
+  kvType: "F16" | "Q8_0";
+  swaFullCache: boolean;
+}
+
+const req = JSON.parse(process.argv[2] ?? "{}") as ChildRequest;
+const llama = await getLlama({ gpu: false, maxThreads: 1, progressLogs: false });
+const model = await llama.loadModel({ modelPath: req.modelPath, gpuLayers: 0 });
+const context = await model.createContext({
+  sequences: req.slots,
+  contextSize: req.contextSize,
+  batchSize: req.batchSize,
+  flashAttention: req.flashAttention,
+  threads: { ideal: 1, min: 1 },
+  swaFullCache: req.swaFullCache,
+  experimentalKvCacheKeyType: req.kvType,
+  experimentalKvCacheValueType: req.kvType,
+});
+const seq = context.getSequence();
+await seq.loadStateFromFile(req.statePath, { acceptRisk: true });
+process.stdout.write(
+  `${JSON.stringify({ tokens: seq.nextTokenIndex, cellsStart: seq.stateCellsStartIndex })}\n`,
+);
+process.exit(0);
