@@ -27,7 +27,11 @@ export function checkAnswer(
   if (/\b(?:greatest common (?:divisor|factor)|gcd|highest common factor)\b/i.test(template))
     return gcdCheck(literals, answer);
   if (/remainder when #\^# is divided by #/.test(template)) return powerModCheck(literals, answer);
-  if (/\broots?\b|\bsolutions?\b|\bsolve\b/.test(template)) return rootCheck(normalized, template, answer);
+  // A root itself is asked for, not a sum, product or count of them.
+  const aboutRoots =
+    /\b(?:sum|product|difference|number|count|average|mean)\s+of\s+(?:the\s+|all\s+)?(?:real\s+)?(?:roots|solutions)\b/;
+  if (/\broots?\b|\bsolutions?\b|\bsolve\b/.test(template) && !aboutRoots.test(template))
+    return rootCheck(normalized, template, answer);
   return null;
 }
 

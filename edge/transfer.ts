@@ -44,7 +44,7 @@ const PLAIN_ANSWER = /^-?\d+(?:\.\d+)?(?:\/\d+)?(?:, ?-?\d+(?:\.\d+)?(?:\/\d+)?)
 const MAX_ANSWER_CHARS = 1100;
 
 /** The stored profile of a solution, or null (deposited before profiles, or malformed). */
-export function profileOf(match: TemplateMatch): ParamProfile | null {
+function profileOf(match: TemplateMatch): ParamProfile | null {
   const parsed = paramProfileSchema.safeParse(match.solution?.verification.paramProfile);
   return parsed.success ? parsed.data : null;
 }
