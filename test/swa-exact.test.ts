@@ -9,7 +9,7 @@
  * here, so the suite runs only on the patched engine build (`KV_LLAMA=lastBuild`), or on any build
  * with `KVGRAFT_SWA_EXACT=1` (to see the prebuilt fail).
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
@@ -101,6 +101,61 @@ describe.skipIf(!enabled)("sliding-window restores on the patched engine build",
       }
     },
   );
+});
+
+describe.skipIf(!enabled)("cell geometry in saved states", () => {
+  let engine: Engine;
+  let dir: string;
+  let state: Buffer;
+  beforeAll(async () => {
+    engine = await open(false);
+    dir = mkdtempSync(join(tmpdir(), "kvgraft-swa-geometry-"));
+    await engine
+      .slot(0)
+      .evaluateWithoutGeneratingNewTokens(
+        randomTokens(new Xoshiro128("swa-geometry"), 300, engine.vocabSize),
+      );
+    await engine.slot(0).saveStateToFile(join(dir, "s"));
+    state = readFileSync(join(dir, "s"));
+  });
+  afterAll(() => engine.dispose());
+
+  /** Offset of the first cache's stream count, tagged "KG" in its upper half (2 slots: 02 00 47 4b). */
+  function geometryOffset(): number {
+    const at = state.indexOf(Buffer.from([2, 0, 0x47, 0x4b]));
+    expect(at, "the patched build tags the stream count of a per-sequence state").toBeGreaterThan(0);
+    return at;
+  }
+
+  it("is refused when corrupt, and the slot is left empty", async () => {
+    // After the tag: stream 0's cell count, size, head, range count, then the first range [from, to).
+    const bad = Buffer.from(state);
+    bad.writeUInt32LE(0xffffffff, geometryOffset() + 4 * 6);
+    writeFileSync(join(dir, "bad"), bad);
+    await expect(loadSequenceState(engine.slot(1), join(dir, "bad"))).rejects.toThrow();
+    expect(engine.slot(1).nextTokenIndex).toBe(0);
+    await loadSequenceState(engine.slot(1), join(dir, "s"));
+    expect(engine.slot(1).nextTokenIndex).toBe(300);
+  });
+
+  it("loads into a context of another size, in other cells", async () => {
+    const other = await Engine.open({
+      modelPath: syntheticModel("tiny-gemma3"),
+      slots: 2,
+      contextSize: 1024,
+      swaFullCache: false,
+      binary,
+    });
+    try {
+      expect(geometryOffset()).toBeGreaterThan(0);
+      await loadSequenceState(other.slot(1), join(dir, "s"));
+      expect(other.slot(1).nextTokenIndex).toBe(300);
+      const probe = await evaluateProbe(other.slot(1), 300 as Token, other.vocabSize);
+      expect(probe.probabilities.length).toBe(other.vocabSize);
+    } finally {
+      await other.dispose();
+    }
+  });
 });
 
 describe.skipIf(enabled)("sliding-window exactness", () => {
