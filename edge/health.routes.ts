@@ -32,7 +32,7 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
       ? { status: "not_configured", ms: null }
       : gpu.ok
         ? {
-            status: gpu.value.status === "ok" ? "ok" : "draining",
+            status: gpu.value.status,
             ms: gpu.ms,
             model: gpu.value.model.name,
             slots: gpu.value.slots,

@@ -317,11 +317,12 @@ export const healthResponseSchema = z.object({
   edge: z.object({ status: z.enum(["ok", "down"]), runtime: z.string(), uptimeS: z.number() }),
   db: z.object({ status: z.enum(["ok", "down"]), ms: z.number(), error: z.string().optional() }),
   gpu: z.object({
-    status: z.enum(["ok", "down", "not_configured", "draining"]),
+    /** `degraded`: the node serves with a slot retired. */
+    status: z.enum(["ok", "degraded", "down", "not_configured", "draining"]),
     ms: z.number().nullable(),
     error: z.string().optional(),
     model: z.string().optional(),
-    slots: z.object({ total: z.number(), busy: z.number() }).optional(),
+    slots: z.object({ total: z.number(), busy: z.number(), retired: z.number().optional() }).optional(),
   }),
 });
 

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEdgeServer } from "../edge/node.js";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { type IsolatedLoadRequest, isolatedLoadCheck } from "../gpu-node/blocks/isolated-load.js";
 import { Engine } from "../gpu-node/engine/engine.js";
@@ -246,6 +247,29 @@ describe("crafted block files through the import API", () => {
     for (let i = 0; i < 3; i++) {
       const again = await client.graft({ blockId: kept.sha256, query: " Next:", maxTokens: 8 });
       expect(again.outputSha256).toBe(keptAnswer);
+    }
+    // An edge in front of the node reports it degraded too.
+    const edge = await startEdgeServer({
+      env: {
+        LIBSQL_URL: `file:${join(dataDir, "edge.db")}`,
+        KVGRAFT_GPU_SECRET: SECRET,
+        KVGRAFT_GPU_URL: clientUrl(),
+      },
+      port: 0,
+      host: "127.0.0.1",
+      logger: { error: () => undefined, info: () => undefined },
+    });
+    try {
+      const edgeHealth = (await (await fetch(`${edge.url}/health`)).json()) as {
+        status: string;
+        gpu: { status: string; slots?: { retired?: number } };
+      };
+      expect(edgeHealth).toMatchObject({
+        status: "degraded",
+        gpu: { status: "degraded", slots: { retired: 1 } },
+      });
+    } finally {
+      await edge.close();
     }
   }, 60_000);
 });
