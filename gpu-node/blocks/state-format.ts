@@ -9,7 +9,10 @@
  * count, and per stream u32 cell count; a non-empty stream has per cell {i32 pos, u32 n_seq_id,
  * i32 seq_id}, then u32 v_trans, u32 layer count, per layer {i32 K type, u64 K row bytes, rows},
  * and per layer the V rows (or, transposed, {i32 type, u32 element bytes, u32 width, elements}).
- * Only the shape is checked here; the probe hash after the load checks the numbers.
+ * The project's patched build (gpu-node/engine/native/llama-patches/swa-exact-restore.diff) tags
+ * the stream count with 0x4B47 ("KG") in its upper 16 bits and writes each non-empty stream's cell
+ * geometry after its cell count: u32 stream size, u32 search head, u32 range count, ranges
+ * {u32 from, u32 to}. Only the shape is checked here; the probe hash after the load checks the numbers.
  */
 import { createHash } from "node:crypto";
 import { type FileHandle, open } from "node:fs/promises";
@@ -19,6 +22,10 @@ const MAGIC = 0x67677371;
 const VERSION = 3;
 /** Bytes of one cell's metadata in a single-sequence state: pos, n_seq_id, seq_id. */
 const CELL_META_BYTES = 12;
+const GEOMETRY_TAG = 0x4b470000;
+const GEOMETRY_MASK = 0xffff0000;
+/** Largest stream (cells) a geometry may name: bounds what a crafted size can make anyone expect. */
+const MAX_STREAM_CELLS = 2 ** 24;
 
 /** One layer's K and V storage as this engine writes it. */
 export interface LayerLayout {
@@ -41,6 +48,8 @@ export interface CacheLayout {
 export interface StateLayout {
   /** Streams per cache (one per slot unless the cache is unified). */
   streams: number;
+  /** Whether streams carry their cell geometry (the patched build). */
+  geometry: boolean;
   caches: CacheLayout[];
 }
 
@@ -132,15 +141,17 @@ export async function readStateLayout(path: string): Promise<StateLayout> {
     r.skip(tokenCount * 4, "tokens");
     const caches: CacheLayout[] = [];
     let streams = 0;
+    let geometry = false;
     while (r.offset < r.size) {
       const at = caches.length;
-      streams = await r.u32(`cache[${at}].streams`);
+      ({ streams, geometry } = await streamCount(r, `cache[${at}].streams`));
       if (streams < 1 || streams > 4096) throw invalid(`cache[${at}].streams`, `${streams} is out of range`);
       let layout: CacheLayout | null = null;
       for (let s = 0; s < streams; s++) {
         const cells = await r.u32(`cache[${at}].stream[${s}].cells`);
         if (cells === 0) continue;
         if (layout) throw invalid(`cache[${at}].stream[${s}].cells`, "a second stream holds cells");
+        if (geometry) await cellGeometry(r, `cache[${at}]`, cells);
         r.skip(cells * CELL_META_BYTES, `cache[${at}].cellMeta`);
         layout = await cacheData(r, `cache[${at}]`, cells, null);
       }
@@ -148,7 +159,7 @@ export async function readStateLayout(path: string): Promise<StateLayout> {
       caches.push(layout);
     }
     if (caches.length === 0) throw invalid("caches", "the state holds no KV cache");
-    return { streams, caches };
+    return { streams, geometry, caches };
   });
 }
 
@@ -181,7 +192,9 @@ export async function validateStateFile(path: string, expect: StateExpectation):
       const name = `cache[${c}]`;
       const windowed = c === caches.length - 1 && caches.length > 1 && expect.slidingWindow !== null;
       const maxCells = windowed ? Math.min(tokenCount, expect.slidingWindow ?? tokenCount) : tokenCount;
-      expectEqual(`${name}.streams`, await r.u32(`${name}.streams`), expect.layout.streams);
+      const count = await streamCount(r, `${name}.streams`);
+      expectEqual(`${name}.geometry`, count.geometry, expect.layout.geometry);
+      expectEqual(`${name}.streams`, count.streams, expect.layout.streams);
       let filled = 0;
       for (let s = 0; s < expect.layout.streams; s++) {
         const field = `${name}.stream[${s}].cells`;
@@ -194,6 +207,7 @@ export async function validateStateFile(path: string, expect: StateExpectation):
             expected: windowed ? `1..${maxCells}` : tokenCount,
             got: cells,
           });
+        if (expect.layout.geometry) await cellGeometry(r, name, cells);
         await cellMeta(r, name, cells, tokenCount, expect.sequences);
         await cacheData(r, name, cells, caches[c] as CacheLayout);
       }
@@ -211,6 +225,43 @@ async function withReader<T>(path: string, read: (r: Reader) => Promise<T>): Pro
   } finally {
     await file.close();
   }
+}
+
+/** A cache's stream count, and whether it carries the patched build's geometry tag. */
+async function streamCount(r: Reader, field: string): Promise<{ streams: number; geometry: boolean }> {
+  const raw = await r.u32(field);
+  const geometry = (raw & GEOMETRY_MASK) >>> 0 === GEOMETRY_TAG;
+  return { streams: geometry ? raw & ~GEOMETRY_MASK : raw, geometry };
+}
+
+/**
+ * A stream's cell geometry (the patched build): the saved stream's size and head, and ascending,
+ * disjoint, non-empty cell ranges inside it that hold exactly the stream's cells.
+ */
+async function cellGeometry(r: Reader, name: string, cells: number): Promise<void> {
+  const size = await r.u32(`${name}.geometry.size`);
+  if (size < cells || size > MAX_STREAM_CELLS)
+    throw invalid(`${name}.geometry.size`, `${size} cannot hold ${cells} cells`);
+  const head = await r.u32(`${name}.geometry.head`);
+  if (head > size) throw invalid(`${name}.geometry.head`, `${head} is past the stream's ${size} cells`);
+  const n = await r.u32(`${name}.geometry.ranges`);
+  if (n < 1 || n > cells) throw invalid(`${name}.geometry.ranges`, `${n} ranges for ${cells} cells`);
+  const ranges = await r.bytes(n * 8, `${name}.geometry.ranges`);
+  let total = 0;
+  let end = 0;
+  for (let i = 0; i < n; i++) {
+    const from = ranges.readUInt32LE(i * 8);
+    const to = ranges.readUInt32LE(i * 8 + 4);
+    if (from < end || to <= from || to > size)
+      throw invalid(
+        `${name}.geometry.range[${i}]`,
+        `[${from}, ${to}) is not an ascending range inside ${size} cells`,
+      );
+    total += to - from;
+    end = to;
+  }
+  if (total !== cells)
+    throw invalid(`${name}.geometry.ranges`, `the ranges hold ${total} cells, the stream ${cells}`);
 }
 
 /** Magic and version; returns the token count. */

@@ -53,3 +53,33 @@ export function fieldOffset(buf: Buffer, name: string): number {
   if (!f) throw new Error(`no field ${name}`);
   return f.offset;
 }
+
+/**
+ * The state as the project's patched llama.cpp build writes it (swa-exact-restore.diff): stream
+ * counts tagged 0x4B47 in their upper bits, and after each non-empty stream's cell count its
+ * geometry: stream size, search head, one range [0, cells).
+ */
+export function withGeometry(buf: Buffer, streamSize: number): Buffer {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (const f of stateFields(buf)) {
+    if (/^cache\[\d+\]\.streams$/.test(f.name)) {
+      parts.push(buf.subarray(at, f.offset));
+      const tagged = Buffer.alloc(4);
+      tagged.writeUInt32LE((0x4b470000 | buf.readUInt32LE(f.offset)) >>> 0);
+      parts.push(tagged);
+      at = f.offset + 4;
+    } else if (/^cache\[\d+\]\.stream\[\d+\]\.cells$/.test(f.name) && buf.readUInt32LE(f.offset) > 0) {
+      const cells = buf.readUInt32LE(f.offset);
+      parts.push(buf.subarray(at, f.offset + 4));
+      const geometry = Buffer.alloc(20);
+      [streamSize, cells, 1, 0, cells].forEach((v, i) => {
+        geometry.writeUInt32LE(v, i * 4);
+      });
+      parts.push(geometry);
+      at = f.offset + 4;
+    }
+  }
+  parts.push(buf.subarray(at));
+  return Buffer.concat(parts);
+}
