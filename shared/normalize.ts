@@ -241,7 +241,7 @@ interface Arg {
   end: number;
 }
 
-/** Index of the `close` that balances the `open` at `start`, skipping escaped ones; -1 if none. */
+/** Index of the `close` that balances the `open` at `start`, skipping escaped ones; -1 if none (`[..]`). */
 function matching(s: string, start: number, open: string, close: string): number {
   let depth = 0;
   for (let i = start; i < s.length; i++) {
@@ -263,7 +263,7 @@ function readArg(s: string, i: number): Arg {
   const c = s[j];
   if (c === undefined) return { raw: "", braced: false, end: j };
   if (c === "{") {
-    const close = matching(s, j, "{", "}");
+    const close = closingBrace(s, j);
     if (close >= 0) return { raw: s.slice(j + 1, close), braced: true, end: close + 1 };
     return { raw: "", braced: false, end: j + 1 };
   }
@@ -282,8 +282,49 @@ function readArg(s: string, i: number): Arg {
  */
 export const MAX_LATEX_DEPTH = 64;
 
+/**
+ * For each `{` of `s`, the index of the `}` that balances it (escaped braces skipped), else -1:
+ * one pass, where matching from every brace would be quadratic in a flood of unbalanced ones.
+ */
+function braceTable(s: string): Int32Array {
+  const close = new Int32Array(s.length).fill(-1);
+  const open: number[] = [];
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === "\\") i++;
+    else if (c === "{") open.push(i);
+    else if (c === "}") {
+      const o = open.pop();
+      if (o !== undefined) close[o] = i;
+    }
+  }
+  return close;
+}
+
+/** The brace tables of the strings one conversion works on; emptied when it ends. */
+const braceTables = new Map<string, Int32Array>();
+
+/** Index of the `}` that balances the `{` at `at` in `s`; -1 if none. */
+function closingBrace(s: string, at: number): number {
+  let table = braceTables.get(s);
+  if (!table) {
+    table = braceTable(s);
+    braceTables.set(s, table);
+  }
+  return table[at] ?? -1;
+}
+
 /** LaTeX markup to plain text; text without markup passes through unchanged. */
-function latexToPlain(s: string, depth = 0): string {
+function latexToPlain(s: string): string {
+  try {
+    return convertLatex(s, 0);
+  } finally {
+    braceTables.clear();
+  }
+}
+
+/** latexToPlain on a group `depth` levels down. */
+function convertLatex(s: string, depth: number): string {
   if (depth > MAX_LATEX_DEPTH)
     throw badRequest("problem_too_nested", `The problem nests LaTeX groups deeper than ${MAX_LATEX_DEPTH}.`, {
       maxDepth: MAX_LATEX_DEPTH,
@@ -317,20 +358,20 @@ function latexToPlain(s: string, depth = 0): string {
       const arg = readArg(s, i + 1);
       const raw = arg.raw.trim();
       if (c === "^" && (raw === "\\circ" || raw === "\\degree")) out += " degrees";
-      else if (arg.braced) out += `${c}(${latexToPlain(arg.raw, depth + 1).trim()})`;
-      else out += c + latexToPlain(arg.raw, depth + 1);
+      else if (arg.braced) out += `${c}(${convertLatex(arg.raw, depth + 1).trim()})`;
+      else out += c + convertLatex(arg.raw, depth + 1);
       i = arg.end;
     } else if (c === "{") {
       if (s.startsWith("{,}", i)) {
         out += ",";
         i += 3;
       } else {
-        const close = matching(s, i, "{", "}");
+        const close = closingBrace(s, i);
         if (close < 0) {
           out += c;
           i++;
         } else {
-          out += `{${latexToPlain(s.slice(i + 1, close), depth + 1)}}`;
+          out += `{${convertLatex(s.slice(i + 1, close), depth + 1)}}`;
           i = close + 1;
         }
       }
@@ -373,7 +414,7 @@ function latexCommand(
   out: string,
   depth: number,
 ): { text: string; end: number } {
-  const plain = (x: string) => latexToPlain(x, depth + 1);
+  const plain = (x: string) => convertLatex(x, depth + 1);
   const symbol = LATEX_SYMBOLS[name];
   if (symbol !== undefined) return { text: symbol, end: k };
   if (LATEX_DROP.has(name)) {
@@ -437,30 +478,52 @@ function latexCommand(
  */
 function dropThousandsSeparators(s: string): string {
   const re = /(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d)/g;
+  const brackets = new BracketScan(s);
   let out = "";
   let last = 0;
   for (const m of s.matchAll(re)) {
     const at = m.index;
-    if (separatesItems(s, at)) continue;
+    if (brackets.separatesItems(at)) continue;
     out += s.slice(last, at) + m[0].replaceAll(",", "");
     last = at + m[0].length;
   }
   return out + s.slice(last);
 }
 
-/** Whether commas at `at` sit in a bracket that lists items (see dropThousandsSeparators). */
-function separatesItems(s: string, at: number): boolean {
-  const open: number[] = [];
-  for (let i = 0; i < at; i++) {
-    const c = s[i];
-    if (c === "(" || c === "[" || c === "{") open.push(i);
-    else if (c === ")" || c === "]" || c === "}") open.pop();
+/**
+ * Whether commas at a position sit in a bracket that lists items (see dropThousandsSeparators),
+ * asked for increasing positions: one pass over the text however many numbers it has.
+ */
+class BracketScan {
+  private readonly open: number[] = [];
+  private scanned = 0;
+  /** Index of the first letter, and of the first `)`, at or after each position (s.length if none). */
+  private readonly nextLetter: Int32Array;
+  private readonly nextClose: Int32Array;
+
+  constructor(private readonly s: string) {
+    this.nextLetter = new Int32Array(s.length + 1).fill(s.length);
+    this.nextClose = new Int32Array(s.length + 1).fill(s.length);
+    for (let i = s.length - 1; i >= 0; i--) {
+      const c = s[i] as string;
+      this.nextLetter[i] = /[a-zA-Z]/.test(c) ? i : (this.nextLetter[i + 1] as number);
+      this.nextClose[i] = c === ")" ? i : (this.nextClose[i + 1] as number);
+    }
   }
-  const start = open.at(-1);
-  if (start === undefined) return false;
-  if (s[start] !== "(" || /[a-zA-Z0-9)\]]/.test(s[start - 1] ?? "")) return true;
-  const close = s.indexOf(")", at);
-  return !/[a-zA-Z]/.test(s.slice(start + 1, close < 0 ? undefined : close));
+
+  separatesItems(at: number): boolean {
+    const { s, open } = this;
+    for (; this.scanned < at; this.scanned++) {
+      const c = s[this.scanned];
+      if (c === "(" || c === "[" || c === "{") open.push(this.scanned);
+      else if (c === ")" || c === "]" || c === "}") open.pop();
+    }
+    const start = open.at(-1);
+    if (start === undefined) return false;
+    if (s[start] !== "(" || /[a-zA-Z0-9)\]]/.test(s[start - 1] ?? "")) return true;
+    // A tuple of bare numbers `(100,200)`, not prose `(1 cubic meter = 1,000 liters)`.
+    return (this.nextLetter[start + 1] as number) >= (this.nextClose[at] as number);
+  }
 }
 
 function normalizeSpacing(s: string): string {
