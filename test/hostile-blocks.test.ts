@@ -195,6 +195,7 @@ describe("crafted block files through the import API", () => {
   it("refuses an import whose isolated first load dies or passes its memory limit, and keeps serving", async () => {
     const path = join(dataDir, "for-the-child.state");
     const request = (statePath: string): IsolatedLoadRequest => ({
+      binary: "cpu",
       statePath,
       modelPath: engine.options.modelPath,
       slots: 2,

@@ -401,6 +401,7 @@ export class BlockService implements Blocks {
       .reduce((sum, l) => sum + l.kRowBytes + l.vBytes * Math.max(1, l.vWidth), 0);
     return isolatedLoadCheck(
       {
+        binary: o.binary,
         statePath,
         modelPath: o.modelPath,
         slots: this.engine.slots.length,

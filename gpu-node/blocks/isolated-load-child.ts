@@ -1,12 +1,14 @@
 /**
- * The disposable process of isolated-load.ts: loads one state file into a fresh CPU context with
- * the serving engine's shape and prints one JSON line, `{ tokens, cellsStart }`. If llama.cpp
+ * The disposable process of isolated-load.ts: loads one state file into a fresh context with the
+ * serving engine's shape and llama.cpp binary (a patched build writes another state format), the
+ * weights on the CPU, and prints one JSON line, `{ tokens, cellsStart }`. If llama.cpp
  * aborts or allocates without bound on the file, only this process dies. It is a script (it runs
  * on import), so it is spawned, never imported.
  */
 import { getLlama } from "node-llama-cpp";
 
 interface ChildRequest {
+  binary: "cpu" | "lastBuild" | "auto";
   statePath: string;
   modelPath: string;
   slots: number;
@@ -18,7 +20,10 @@ interface ChildRequest {
 }
 
 const req = JSON.parse(process.argv[2] ?? "{}") as ChildRequest;
-const llama = await getLlama({ gpu: false, maxThreads: 1, progressLogs: false });
+const llama =
+  req.binary === "lastBuild"
+    ? await getLlama("lastBuild", { maxThreads: 1 })
+    : await getLlama({ gpu: req.binary === "cpu" ? false : "auto", maxThreads: 1, progressLogs: false });
 const model = await llama.loadModel({ modelPath: req.modelPath, gpuLayers: 0 });
 const context = await model.createContext({
   sequences: req.slots,

@@ -17,6 +17,8 @@ const POLL_MS = 25;
 
 /** The serving engine's shape, which the child's context copies (the state's layout needs it). */
 export interface IsolatedLoadRequest {
+  /** The serving engine's llama.cpp binary: the child must read the format that one writes. */
+  binary: "cpu" | "lastBuild" | "auto";
   statePath: string;
   modelPath: string;
   slots: number;
@@ -44,7 +46,8 @@ export async function isolatedLoadCheck(req: IsolatedLoadRequest, limits: Isolat
   const args = extname(CHILD) === ".ts" ? ["--import", "tsx", CHILD] : [CHILD];
   const child = spawn(process.execPath, [...args, JSON.stringify(childReq)], {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "" },
+    // The node's environment (a GPU build may need its library paths), less its secrets.
+    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("KVGRAFT_"))),
   });
   let stdout = "";
   let stderr = "";
