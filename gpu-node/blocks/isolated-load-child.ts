@@ -20,6 +20,9 @@ interface ChildRequest {
 }
 
 const req = JSON.parse(process.argv[2] ?? "{}") as ChildRequest;
+// The parent's end of stdin closing means the parent is gone: stop instead of loading on.
+process.stdin.on("end", () => process.exit(1));
+process.stdin.resume();
 const llama =
   req.binary === "lastBuild"
     ? await getLlama("lastBuild", { maxThreads: 1 })

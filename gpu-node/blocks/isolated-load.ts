@@ -45,7 +45,8 @@ export async function isolatedLoadCheck(req: IsolatedLoadRequest, limits: Isolat
   const { tokenCount, ...childReq } = req;
   const args = extname(CHILD) === ".ts" ? ["--import", "tsx", CHILD] : [CHILD];
   const child = spawn(process.execPath, [...args, JSON.stringify(childReq)], {
-    stdio: ["ignore", "pipe", "pipe"],
+    // The child exits when its stdin closes: a node killed mid-check leaves no orphan loading on.
+    stdio: ["pipe", "pipe", "pipe"],
     // The node's environment (a GPU build may need its library paths), less its secrets.
     env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("KVGRAFT_"))),
   });

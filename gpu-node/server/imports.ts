@@ -6,7 +6,8 @@
  * Whatever ends a session (commit, failure, abort, idle timeout, shutdown) removes its file.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { type FileHandle, mkdir, open, rm } from "node:fs/promises";
+import { mkdirSync, rmSync } from "node:fs";
+import { type FileHandle, open, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import {
@@ -57,7 +58,6 @@ export const importIdSchema = z.string().regex(/^[0-9a-f]{32}$/, "expected an im
 /** Open import sessions of one node. */
 export class ImportSessions {
   private readonly sessions = new Map<string, Session>();
-  private prepared: Promise<void> | undefined;
 
   constructor(
     /** A folder of its own: it is emptied at start, removing uploads a crash left behind. */
@@ -69,15 +69,10 @@ export class ImportSessions {
       hasBlock: (sha256: string) => boolean;
     },
   ) {
-    // At once, not at the next import: a killed upload can be gigabytes of disk.
-    this.prepared = this.sweep();
-    this.prepared.catch(() => undefined); // a failure surfaces at the next start()
-  }
-
-  private sweep(): Promise<void> {
-    return rm(this.dir, { recursive: true, force: true }).then(async () => {
-      await mkdir(this.dir, { recursive: true });
-    });
+    // At once, not at the next import (a killed upload can be gigabytes of disk), and before the
+    // node answers anything, so that no one sees the folder missing or a stale upload in it.
+    rmSync(this.dir, { recursive: true, force: true });
+    mkdirSync(this.dir, { recursive: true });
   }
 
   /** Sessions open now. */
@@ -112,8 +107,6 @@ export class ImportSessions {
     if (this.sessions.size >= this.limits.maxSessions)
       throw tooManyRequests("imports_busy", "too many imports are open; retry later", 5);
 
-    this.prepared ??= this.sweep();
-    await this.prepared;
     const id = randomBytes(16).toString("hex");
     const path = join(this.dir, `${id}.part`);
     const file = await open(path, "wx", 0o600);
