@@ -31,7 +31,7 @@ export class NonceLog extends NonceCache {
       // A torn last line (killed mid-write) matches nothing and is dropped.
       if (m?.[1] && expiry > now) log.remember(m[1], expiry);
     }
-    log.compact();
+    log.compact(now);
     return log;
   }
 
