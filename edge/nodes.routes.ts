@@ -15,7 +15,12 @@ import { readBounded } from "../shared/body.js";
 import { badRequest, notFound, tooLarge, unauthorized, unavailable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { sha256Schema } from "../shared/protocol.js";
-import { NonceCache, verifySignatureHeaders, verifySignedBody } from "../shared/signing.js";
+import {
+  NonceCache,
+  SIGNATURE_HEADERS,
+  verifySignatureHeaders,
+  verifySignedBody,
+} from "../shared/signing.js";
 import { type GpuNode, listNodes, markNodeDown, upsertNode } from "./db/nodes.js";
 import { gpuNodes } from "./db/schema.js";
 import { type GpuPool, isGpuPool } from "./gpu-pool.js";
@@ -42,6 +47,10 @@ export function clusterRoutes(deps: Deps): Hono<AppEnv> {
       headers: (name) => c.req.header(name),
     });
     if (!signed.ok) throw unauthorized(signed.code, signed.message);
+    // The nonces live in memory (a Worker has no disk): a heartbeat stamped before this edge
+    // started may have been accepted by the process before it, so it is refused.
+    if (Number(c.req.header(SIGNATURE_HEADERS.timestamp)) < Math.floor(deps.startedAt / 1000))
+      throw unauthorized("signature_replayed", "The heartbeat was signed before this edge started.");
     const body = await readBounded(c.req.raw.body, HEARTBEAT_BODY_BYTES);
     if (!body) throw tooBig();
     const verdict = verifySignedBody(signed, await sha256Hex(body), nonces);
