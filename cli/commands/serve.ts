@@ -10,7 +10,7 @@ import {
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft serve gpu --model FILE [--port 8788] [--host 127.0.0.1] [--data-dir DIR]
-         [--slots 2] [--context 4096] [--kv f16|q8_0] [--max-waiting N] [--drain-timeout-ms 30000]
+         [--slots 2|vram] [--context 4096] [--kv f16|q8_0] [--max-waiting N] [--drain-timeout-ms 30000]
          [--no-sandbox] [--edge-url URL] [--node-id ID] [--public-url URL] [--heartbeat-ms 2000] [--json]
        kvgraft serve edge [flags]   (see kvgraft serve edge --help)
 
@@ -63,7 +63,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     ...(str("host") !== undefined ? { host: str("host") } : {}),
     ...(str("kv") !== undefined ? { kvType: str("kv") } : {}),
     ...int("port", "port", 0),
-    ...int("slots", "slots", 1),
+    ...(str("slots") === "vram" ? { slots: "vram" } : int("slots", "slots", 1)),
     ...int("context", "contextSize", 1),
     ...int("max-waiting", "maxWaiting", 0),
     ...int("drain-timeout-ms", "drainTimeoutMs", 0),

@@ -11,6 +11,7 @@
  * check separately, as a graft with `verifyProbe` pays it.
  */
 
+import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { copyFile, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -18,10 +19,12 @@ import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { BLOCK_FORMAT_VERSION, type BlockManifest } from "../../shared/protocol.js";
 import { BlockStore } from "../blocks/block-store.js";
+import { MemoryTier } from "../blocks/memory-tier.js";
 import { ProbeGate } from "../blocks/probe-check.js";
 import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
 import { evaluateProbe } from "../engine/probe.js";
 import { loadSequenceState } from "../engine/state.js";
+import { copySequence, loadSequenceFromMemory, nativeStateApi } from "../engine/state-memory.js";
 import { Xoshiro128 } from "../synth/random.js";
 import { quantile, randomTokens } from "../verify.js";
 import { dropPageCache } from "./page-cache.js";
@@ -34,6 +37,8 @@ export interface GraftBenchOptions {
   runs: number;
   engine: Pick<EngineOptions, "binary" | "threads" | "flashAttention" | "batchSize" | "swaFullCache">;
   dataDir?: string;
+  /** Size of the memory tier on our engine build (the largest state must fit). */
+  memoryBytes?: number;
   /** Seconds of repeated requests per path while GPU power is sampled (0: no energy figures). */
   energySeconds?: number;
   log: (line: string) => void;
@@ -64,6 +69,19 @@ export interface GraftBenchRow {
   hotSpeedup: number;
   warmSpeedup: number;
   coldSpeedup: number;
+  /** Which state path warm and cold used: our engine build's memory path, or node-llama-cpp's files. */
+  statePath: "memory" | "file";
+  /** Whether the memory tier is page-locked (pinned) host memory. */
+  pinned: boolean;
+  /** node-llama-cpp's file path in the same run (equal to warm/cold when statePath is "file"). */
+  warmFileMs: number;
+  coldFileMs: number;
+  /** Device-side copy of the hot block into another slot + one token (memory path only). */
+  copyMs: number | null;
+  /** The disk's sequential O_DIRECT read bandwidth, measured on the state file in this run. */
+  diskReadGBps: number | null;
+  /** Cold time over (state bytes / disk bandwidth): 1.0 means only the read itself. */
+  coldOverDiskBound: number | null;
   hashesEqual: boolean;
   /** Nonzero probabilities that went into each hash (fewest over all paths and runs). */
   probeEntries: number;
@@ -89,6 +107,26 @@ async function measureEnergy(seconds: number, request: () => Promise<unknown>): 
     whPerRequest: reading.joules / 3600 / requests,
     sampleIntervalMs: reading.intervalMs,
   };
+}
+
+/** The manifest's chunk hashes in the shape the memory tier checks. */
+function chunkedHash(store: BlockStore, sha: string) {
+  const manifest = store.get(sha);
+  if (!manifest.chunks) throw new Error("the bench block has no chunk hashes");
+  return { sizeBytes: manifest.sizeBytes, chunkBytes: manifest.chunks.bytes, chunks: manifest.chunks.sha256 };
+}
+
+/**
+ * Sequential read bandwidth of the disk holding `path` (dd with O_DIRECT, page cache bypassed),
+ * in GB/s; null where dd or O_DIRECT is unavailable (tmpfs).
+ */
+function diskReadGBps(path: string): number | null {
+  const started = performance.now();
+  const dd = spawnSync("dd", [`if=${path}`, "of=/dev/null", "bs=64M", "iflag=direct"], { encoding: "utf8" });
+  const seconds = (performance.now() - started) / 1000;
+  const copied = /^(\d+) bytes/m.exec(dd.stderr ?? "");
+  if (dd.status !== 0 || !copied) return null;
+  return Number(copied[1]) / 1e9 / seconds;
 }
 
 /** Mean idle power over `seconds`, or null without nvidia-smi. */
@@ -119,6 +157,8 @@ export async function benchGraft(
         kvType: kv,
       });
       fingerprints = { model: engine.modelFingerprint, engine: engine.engineFingerprint };
+      const api = nativeStateApi(engine.llama);
+      const memory = api ? MemoryTier.open(api, o.memoryBytes ?? 16 * 2 ** 30) : null;
       const { store } = await BlockStore.open(join(dataDir, kv));
       let peakVram = 0;
       const sampleVram = async () => {
@@ -144,6 +184,9 @@ export async function benchGraft(
             cold: [] as number[],
             hash: [] as number[],
             check: [] as number[],
+            warmFile: [] as number[],
+            coldFile: [] as number[],
+            copy: [] as number[],
           };
           const gate = new ProbeGate(engine.vocabSize, (id) => store.quarantineBlock(id));
           const hashes = new Set<string>();
@@ -197,18 +240,19 @@ export async function benchGraft(
             await oneToken(a);
             if (timed) times.hot.push(performance.now() - t);
             await prove(a);
-            // Warm: load the RAM copy into slot B.
+            // node-llama-cpp's file path, warm: load the tmpfs copy into slot B.
             t = performance.now();
             await loadSequenceState(b, join(ramDir, `${sha}.state`));
             await oneToken(b);
-            if (timed) times.warm.push(performance.now() - t);
+            if (timed) times.warmFile.push(performance.now() - t);
             await prove(b);
             // The probe check on the restored block, timed as a graft with verifyProbe pays it.
             await b.eraseContextTokenRanges([{ start: length, end: b.nextTokenIndex }]);
             t = performance.now();
             await gate.check(b, block as BlockManifest);
             if (timed) times.check.push(performance.now() - t);
-            // Cold: hash-check the disk file, then load it, with the page cache dropped first.
+            // node-llama-cpp's file path, cold: hash-check the disk file, then load it, with the
+            // page cache dropped first.
             dropped = await dropPageCache();
             t = performance.now();
             const path = await store.checkedStatePath(sha);
@@ -216,10 +260,42 @@ export async function benchGraft(
             await loadSequenceState(b, path);
             await oneToken(b);
             if (timed) {
-              times.cold.push(performance.now() - t);
+              times.coldFile.push(performance.now() - t);
               times.hash.push(hashed - t);
             }
             await prove(b);
+            if (memory && api) {
+              // Cold: one checked read of the file into pinned memory, then the load from it.
+              memory.remove(sha);
+              await dropPageCache();
+              t = performance.now();
+              const read = await memory.readChecked(sha, path, chunkedHash(store, sha));
+              if (read === null || read === "mismatch") throw new Error(`memory tier read: ${read}`);
+              await loadSequenceFromMemory(api, b, read.bytes);
+              read.release();
+              await oneToken(b);
+              if (timed) times.cold.push(performance.now() - t);
+              await prove(b);
+              // Warm: the bytes are in pinned memory now.
+              t = performance.now();
+              const held = memory.acquire(sha);
+              if (!held) throw new Error("the memory tier lost the block");
+              await loadSequenceFromMemory(api, b, held.bytes);
+              held.release();
+              await oneToken(b);
+              if (timed) times.warm.push(performance.now() - t);
+              await prove(b);
+              // Copy: the hot block in slot A duplicated into slot B on the device.
+              await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
+              t = performance.now();
+              await copySequence(api, a, b);
+              await oneToken(b);
+              if (timed) times.copy.push(performance.now() - t);
+              await prove(b);
+            } else {
+              times.warm = times.warmFile;
+              times.cold = times.coldFile;
+            }
             await sampleVram();
             await b.clearHistory();
           }
@@ -238,6 +314,13 @@ export async function benchGraft(
             hotSpeedup: median(times.recompute) / median(times.hot),
             warmSpeedup: median(times.recompute) / median(times.warm),
             coldSpeedup: median(times.recompute) / median(times.cold),
+            statePath: memory ? "memory" : "file",
+            pinned: memory?.pinned ?? false,
+            warmFileMs: median(times.warmFile),
+            coldFileMs: median(times.coldFile),
+            copyMs: times.copy.length ? median(times.copy) : null,
+            diskReadGBps: null,
+            coldOverDiskBound: null,
             hashesEqual: hashes.size === 1,
             probeEntries,
             peakVramBytes: engine.llama.gpu === false ? null : peakVram,
@@ -262,12 +345,18 @@ export async function benchGraft(
               row.energy = { idleWatts: idle, recompute, hot, warm };
             await b.clearHistory();
           }
+          const disk = diskReadGBps(store.statePath(sha));
+          if (disk !== null) {
+            row.diskReadGBps = disk;
+            row.coldOverDiskBound = row.coldMs / ((stateBytes / 1e9 / disk) * 1000);
+          }
           rows.push(row);
           o.log(
             `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +
               `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
               `probe check ${row.probeCheckMs.toFixed(2)} ms, hashes of ${row.probeEntries} entries ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
           );
+          memory?.remove(sha);
           await store.delete(sha);
           await rm(join(ramDir, `${sha}.state`), { force: true });
         }
@@ -285,12 +374,14 @@ export async function benchGraft(
 /** The rows as a Markdown table. */
 export function graftBenchTable(rows: GraftBenchRow[]): string {
   const head =
-    "| length | KV | recompute ms | hot ms | warm ms | cold ms (hash ms) | hot x | warm x | cold x | state MB | restore GB/s | probe check ms | probe entries | hashes equal |\n" +
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+    "| length | KV | path | recompute ms | hot ms | warm ms | cold ms | copy ms | warm file ms | cold file ms (hash ms) | hot x | warm x | cold x | cold / disk bound | state MB | restore GB/s | probe check ms | probe entries | hashes equal |\n" +
+    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+  const fixed = (n: number | null, digits: number) => (n === null ? "-" : n.toFixed(digits));
   const lines = rows.map(
     (r) =>
-      `| ${r.length} | ${r.kv} | ${r.recomputeMs.toFixed(1)} | ${r.hotMs.toFixed(2)} | ${r.warmMs.toFixed(1)} | ${r.coldMs.toFixed(1)} (${r.coldHashMs.toFixed(1)}) | ` +
-      `${r.hotSpeedup.toFixed(1)} | ${r.warmSpeedup.toFixed(2)} | ${r.coldSpeedup.toFixed(2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.probeCheckMs.toFixed(2)} | ${r.probeEntries} | ${r.hashesEqual ? "yes" : "NO"} |`,
+      `| ${r.length} | ${r.kv} | ${r.statePath}${r.pinned ? " (pinned)" : ""} | ${r.recomputeMs.toFixed(1)} | ${r.hotMs.toFixed(2)} | ${r.warmMs.toFixed(1)} | ${r.coldMs.toFixed(1)} | ${fixed(r.copyMs, 2)} | ` +
+      `${r.warmFileMs.toFixed(1)} | ${r.coldFileMs.toFixed(1)} (${r.coldHashMs.toFixed(1)}) | ${r.hotSpeedup.toFixed(1)} | ${r.warmSpeedup.toFixed(2)} | ${r.coldSpeedup.toFixed(2)} | ` +
+      `${fixed(r.coldOverDiskBound, 2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.probeCheckMs.toFixed(2)} | ${r.probeEntries} | ${r.hashesEqual ? "yes" : "NO"} |`,
   );
   return [head, ...lines].join("\n");
 }

@@ -21,9 +21,11 @@ import {
 import type { Engine } from "../engine/engine.js";
 import { evaluateProbe } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
+import { nativeStateApi } from "../engine/state-memory.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
 import { hashFileWithChunks } from "./file-hash.js";
 import { isolatedLoadCheck } from "./isolated-load.js";
+import { MemoryPath, type SavedState } from "./memory-path.js";
 import { ProbeGate } from "./probe-check.js";
 import { type SlotLease, SlotPool } from "./slot-pool.js";
 import { type StateLayout, validateStateFile } from "./state-format.js";
@@ -37,7 +39,10 @@ export interface BlockServiceOptions {
   dataDir: string;
   /** RAM folder for the warm tier; defaults to a private folder on /dev/shm when present. */
   warmDir?: string;
-  /** Warm-tier budget in bytes (0 disables it). */
+  /**
+   * Warm-tier budget in bytes (0 disables it): pinned host memory on our engine build, else
+   * files on tmpfs.
+   */
   warmBudgetBytes?: number;
   /** Requests that may wait for a slot before a 429. */
   maxWaiting?: number;
@@ -73,12 +78,10 @@ export class BlockService implements Blocks {
     readonly warm: WarmTier,
     readonly pool: SlotPool,
     readonly recovery: StoreRecovery,
+    /** The in-memory state path of our engine build; null on the npm prebuilt binaries. */
+    readonly memory: MemoryPath | null,
   ) {
-    this.probes = new ProbeGate(engine.vocabSize, async (sha) => {
-      pool.evict(sha);
-      await warm.remove(sha);
-      await store.quarantineBlock(sha);
-    });
+    this.probes = new ProbeGate(engine.vocabSize, (sha) => this.forget(sha));
   }
 
   /** Opens the store (recovering from crashes) and the tiers. */
@@ -86,12 +89,14 @@ export class BlockService implements Blocks {
     const { store, recovery } = await BlockStore.open(options.dataDir);
     const shm = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
     if (!options.warmDir) await sweepDeadWarmDirs(shm);
+    const warmBudget = options.warmBudgetBytes ?? 2 * 2 ** 30;
+    const memory = warmBudget > 0 ? MemoryPath.open(nativeStateApi(options.engine.llama), warmBudget) : null;
     const warm = await WarmTier.open(
       options.warmDir ?? join(shm, `kvgraft-warm-${process.pid}`),
-      options.warmBudgetBytes ?? 2 * 2 ** 30,
+      memory ? 0 : warmBudget,
     );
     const pool = new SlotPool(options.engine.slots, options.maxWaiting ?? options.engine.slots.length * 4);
-    return new BlockService(options.engine, store, warm, pool, recovery);
+    return new BlockService(options.engine, store, warm, pool, recovery, memory);
   }
 
   list(): BlockManifest[] {
@@ -141,18 +146,24 @@ export class BlockService implements Blocks {
     const temp = this.store.tempPath("deposit");
     const a = await this.pool.acquire(null);
     let keep: string | null = null;
+    let saved: SavedState | null = null;
     try {
       const seqA = a.slot.sequence;
       await seqA.clearHistory();
       await seqA.evaluateWithoutGeneratingNewTokens(tokens);
-      await seqA.saveStateToFile(temp);
+      if (this.memory) {
+        // Saved into pinned memory and hashed there; the file is written from those bytes.
+        saved = await this.memory.save(seqA);
+        await this.memory.writeFile(temp, saved);
+      } else await seqA.saveStateToFile(temp);
       const fresh = await evaluateProbe(seqA, probe, this.engine.vocabSize);
       await truncate(seqA, tokens.length);
       // Verify in another slot; with a single slot, in the same one after clearing it.
       const b = this.pool.slots.length > 1 ? await this.pool.acquire(null) : null;
       const seqB = b ? b.slot.sequence : seqA;
       try {
-        await loadSequenceState(seqB, temp);
+        if (this.memory && saved) await this.memory.load(seqB, saved.bytes);
+        else await loadSequenceState(seqB, temp);
         const grafted = await evaluateProbe(seqB, probe, this.engine.vocabSize);
         if (grafted.sha256 !== fresh.sha256)
           throw unprocessable(
@@ -167,20 +178,27 @@ export class BlockService implements Blocks {
       } finally {
         if (b) await this.pool.releaseWiped(b);
       }
-      const manifest = await this.store.commit(temp, {
-        formatVersion: BLOCK_FORMAT_VERSION,
-        tokenCount: tokens.length,
-        tokensSha256,
-        textSha256: await sha256Hex(text),
-        model: this.engine.modelFingerprint,
-        engine: this.engine.engineFingerprint,
-        probe: { token: probe, sha256: fresh.sha256 },
-        createdAt: new Date().toISOString(),
-      });
+      const manifest = await this.store.commit(
+        temp,
+        {
+          formatVersion: BLOCK_FORMAT_VERSION,
+          tokenCount: tokens.length,
+          tokensSha256,
+          textSha256: await sha256Hex(text),
+          model: this.engine.modelFingerprint,
+          engine: this.engine.engineFingerprint,
+          probe: { token: probe, sha256: fresh.sha256 },
+          createdAt: new Date().toISOString(),
+        },
+        saved ? { sha256: saved.sha256, chunks: saved.chunks } : undefined,
+      );
       this.probes.markChecked(manifest.sha256);
+      saved?.keep();
+      saved = null;
       keep = this.engine.canTruncate ? manifest.sha256 : null;
       return manifest;
     } finally {
+      saved?.drop();
       await rm(temp, { force: true });
       if (keep) a.release(keep);
       else await this.pool.releaseWiped(a);
@@ -249,6 +267,11 @@ export class BlockService implements Blocks {
   async prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier> {
     const manifest = this.store.get(blockId);
     if (tier === "warm" || !this.engine.canTruncate) {
+      if (this.memory) {
+        const fetched = await this.memory.prefetch(manifest, this.store.statePath(blockId));
+        if (fetched === "corrupt") await this.forget(blockId);
+        return fetched === "warm" ? "warm" : "cold";
+      }
       if (this.warm.path(blockId)) return "warm";
       const path = await this.checkedPath(blockId);
       return (await this.warm.add(blockId, path, manifest.sizeBytes)) ? "warm" : "cold";
@@ -344,6 +367,7 @@ export class BlockService implements Blocks {
   async delete(blockId: string): Promise<void> {
     this.store.get(blockId);
     this.pool.evict(blockId);
+    this.memory?.tier.remove(blockId);
     await this.warm.remove(blockId);
     await this.store.delete(blockId);
   }
@@ -352,7 +376,7 @@ export class BlockService implements Blocks {
     const hot = [...new Set(this.pool.hotBlocks())];
     return {
       hot,
-      warm: this.warm.blocks(),
+      warm: this.memory?.tier.blocks() ?? this.warm.blocks(),
       coldCount: this.store.list().length,
       slots: { total: this.pool.slots.length, busy: this.pool.busyCount, retired: this.pool.retiredCount },
       queue: { depth: this.pool.queueDepth, capacity: this.pool.maxWaiting },
@@ -360,8 +384,8 @@ export class BlockService implements Blocks {
       misses: this.stats.misses,
       restoreMsSum: { ...this.stats.restoreMsSum },
       bytesLoaded: { ...this.stats.bytesLoaded },
-      warmBytes: this.warm.usedBytes,
-      warmBudgetBytes: this.warm.budgetBytes,
+      warmBytes: this.memory?.tier.usedBytes ?? this.warm.usedBytes,
+      warmBudgetBytes: this.memory?.tier.budgetBytes ?? this.warm.budgetBytes,
     };
   }
 
@@ -439,19 +463,10 @@ export class BlockService implements Blocks {
       tier = "hot";
     } else {
       this.stats.misses++;
-      const warmPath = this.warm.path(manifest.sha256);
-      tier = warmPath ? "warm" : "cold";
-      const path = warmPath ?? (await this.checkedPath(manifest.sha256));
-      try {
-        await loadSequenceState(seq, path);
-      } catch (err) {
-        // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
-        if (otherEngine)
-          throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
-        throw err;
-      }
-      this.stats.bytesLoaded[tier] += manifest.sizeBytes;
-      if (tier === "cold") coldPath = path;
+      const fromMemory = await this.restoreFromMemory(lease, manifest);
+      if (fromMemory) tier = fromMemory;
+      else ({ tier, coldPath } = await this.restoreFromFile(seq, manifest, otherEngine));
+      this.stats.bytesLoaded[tier] += tier === "hot" ? 0 : manifest.sizeBytes;
     }
     if (seq.nextTokenIndex !== manifest.tokenCount)
       throw new Error(`restored ${seq.nextTokenIndex} tokens, the manifest says ${manifest.tokenCount}`);
@@ -469,6 +484,59 @@ export class BlockService implements Blocks {
     this.stats.hits[tier]++;
     this.stats.restoreMsSum[tier] += performance.now() - started;
     return tier;
+  }
+
+  /**
+   * The engine build's path: a device copy from another slot holding the block, else the pinned
+   * memory tier, else a single checked read from disk into it. Null when it does not apply (npm
+   * prebuilt binaries, no chunk hashes, no room in memory).
+   */
+  private async restoreFromMemory(lease: SlotLease, manifest: BlockManifest): Promise<Tier | null> {
+    if (!this.memory) return null;
+    const seq = lease.slot.sequence;
+    const holder = this.engine.canTruncate ? this.pool.holderOf(manifest.sha256, lease.slot) : null;
+    if (holder) {
+      await this.memory.copy(holder.sequence, seq);
+      await truncate(seq, manifest.tokenCount);
+      return "hot";
+    }
+    const outcome = await this.memory.restore(seq, manifest, this.store.statePath(manifest.sha256));
+    if (outcome === "corrupt") {
+      await this.forget(manifest.sha256);
+      throw conflict("block_corrupt", `block ${manifest.sha256} failed its hash check and was quarantined`);
+    }
+    return outcome === "unavailable" ? null : outcome;
+  }
+
+  /**
+   * node-llama-cpp's file path: the tmpfs warm copy or the hash-checked file on disk (returned as
+   * `coldPath`, to be copied to RAM once the block passed its checks).
+   */
+  private async restoreFromFile(
+    seq: LlamaContextSequence,
+    manifest: BlockManifest,
+    otherEngine: boolean,
+  ): Promise<{ tier: Tier; coldPath: string | null }> {
+    const warmPath = this.warm.path(manifest.sha256);
+    const tier: Tier = warmPath ? "warm" : "cold";
+    const path = warmPath ?? (await this.checkedPath(manifest.sha256));
+    try {
+      await loadSequenceState(seq, path);
+    } catch (err) {
+      // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
+      if (otherEngine)
+        throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
+      throw err;
+    }
+    return { tier, coldPath: tier === "cold" ? path : null };
+  }
+
+  /** Forgets a block in every tier and quarantines its files (a failed hash or probe check). */
+  private async forget(sha: string): Promise<void> {
+    this.pool.evict(sha);
+    this.memory?.tier.remove(sha);
+    await this.warm.remove(sha);
+    await this.store.quarantineBlock(sha);
   }
 
   private async checkedPath(sha: string): Promise<string> {

@@ -112,6 +112,14 @@ export class SlotPool {
     lease.release(null);
   }
 
+  /**
+   * Another slot holding `block` resident at [0, n) (busy or not: its cells below n do not change
+   * while its tail is decoded), for a device-side copy; null when none does.
+   */
+  holderOf(block: string, except: Slot): Slot | null {
+    return this.slots.find((s) => s !== except && !s.retired && s.block === block) ?? null;
+  }
+
   /** Forgets a block in every idle slot that holds it (after deletion or quarantine). */
   evict(block: string): void {
     for (const s of this.slots) if (s.block === block && !s.busy) s.block = null;

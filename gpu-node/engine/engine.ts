@@ -19,6 +19,7 @@ import {
   type ModelFingerprint,
   modelFileSha256,
 } from "./fingerprint.js";
+import { hotSlotsForVram } from "./hot-capacity.js";
 
 /** Which llama.cpp binary to load: the CPU build, the last local build (CUDA on the GPU machine), or auto. */
 export type LlamaBinary = "cpu" | "lastBuild" | "auto";
@@ -27,8 +28,11 @@ export type KvType = "f16" | "q8_0";
 /** Everything that shapes the engine; fixed for the life of the process. */
 export interface EngineOptions {
   modelPath: string;
-  /** Sequence slots in the one context. */
-  slots: number;
+  /**
+   * Sequence slots in the one context (each can hold one block resident: the hot tier), or
+   * "vram": as many as fit in the VRAM left after the model.
+   */
+  slots: number | "vram";
   /** Tokens per slot. */
   contextSize: number;
   batchSize?: number;
@@ -42,6 +46,11 @@ export interface EngineOptions {
   /** Where model hashes are cached. */
   hashCacheFile?: string;
 }
+
+/** The options as the engine runs them: every default applied and the slot count settled. */
+export type ResolvedEngineOptions = Required<Omit<EngineOptions, "hashCacheFile" | "slots">> & {
+  slots: number;
+};
 
 let processLlama: Promise<Llama> | undefined;
 let processLlamaBinary: LlamaBinary | undefined;
@@ -69,7 +78,7 @@ export class Engine {
     readonly slots: LlamaContextSequence[],
     readonly modelFingerprint: ModelFingerprint,
     readonly engineFingerprint: EngineFingerprint,
-    readonly options: Required<Omit<EngineOptions, "hashCacheFile">>,
+    readonly options: ResolvedEngineOptions,
   ) {
     const tokenizer = model.fileInfo.metadata.tokenizer as unknown as
       | { ggml?: { tokens?: unknown[] } }
@@ -103,8 +112,12 @@ export class Engine {
     let context: LlamaContext | undefined;
     try {
       const ggmlKv = resolved.kvType === "q8_0" ? "Q8_0" : "F16";
+      const slots =
+        resolved.slots === "vram"
+          ? await hotSlotsForVram(llama, model, { ...resolved, kvType: ggmlKv })
+          : resolved.slots;
       context = await model.createContext({
-        sequences: resolved.slots,
+        sequences: slots,
         contextSize: resolved.contextSize,
         batchSize: resolved.batchSize,
         flashAttention: resolved.flashAttention,
@@ -113,21 +126,21 @@ export class Engine {
         experimentalKvCacheKeyType: ggmlKv,
         experimentalKvCacheValueType: ggmlKv,
       });
-      const slots = Array.from({ length: resolved.slots }, () => (context as LlamaContext).getSequence());
+      const sequences = Array.from({ length: slots }, () => (context as LlamaContext).getSequence());
       const contextConfig: ContextConfig = {
         kvKeyType: ggmlKv,
         kvValueType: ggmlKv,
         flashAttention: context.flashAttention === true,
         swaFullCache: resolved.swaFullCache,
         batchSize: context.batchSize,
-        sequences: resolved.slots,
+        sequences: slots,
       };
       const insights = model.fileInfo.metadata.general;
       return new Engine(
         llama,
         model,
         context,
-        slots,
+        sequences,
         {
           sha256: fileHash.sha256,
           sizeBytes: fileHash.size,
@@ -135,7 +148,7 @@ export class Engine {
           name: String(insights.name ?? ""),
         },
         await engineFingerprint(llama, contextConfig),
-        resolved,
+        { ...resolved, slots },
       );
     } catch (err) {
       await context?.dispose();

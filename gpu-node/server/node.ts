@@ -22,8 +22,11 @@ export const gpuNodeConfigSchema = z
     host: z.string().min(1).default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8788),
     dataDir: z.string().min(1),
-    /** Deposits verify in a second slot, so a node needs at least two. */
-    slots: z.number().int().min(2).max(256).default(2),
+    /**
+     * Deposits verify in a second slot, so a node needs at least two; "vram": as many as the
+     * GPU's memory holds beside the model (the hot tier's size).
+     */
+    slots: z.union([z.number().int().min(2).max(256), z.literal("vram")]).default(2),
     contextSize: z.number().int().min(64).default(4096),
     kvType: z.enum(["f16", "q8_0"]).default("f16"),
     binary: z.enum(["cpu", "lastBuild", "auto"]).default("cpu"),
