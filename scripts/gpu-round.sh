@@ -8,6 +8,10 @@
 #   bash scripts/gpu-round.sh energy      # 12b preset: recompute vs hot vs warm energy at 11,994 tokens
 #   bash scripts/gpu-round.sh load        # 12b preset: kvgraft bench edge --path graft at 8, 16, 32 req/s
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
+#   bash scripts/gpu-round.sh engine      # 12b preset: bench graft, f16 and q8_0 KV, 5,977 and 11,994 tokens,
+#                                         # memory path (our engine build) beside the file path
+# KV_ADDON=path/llama-addon.node (our engine build's addon from scripts/build-engine.sh cuda-addon)
+# replaces the CUDA build's own before the round.
 set -euo pipefail
 out=${OUT:-$PWD/out}
 mkdir -p "$out" /root/models
@@ -19,7 +23,17 @@ model() { # preset -> path (generated once per machine)
   [[ -f $path ]] || $cli synth-model --preset "$1" --seed 0 --out "$path" >&2
   echo "$path"
 }
+if [[ -n ${KV_ADDON:-} ]]; then
+  cp "$KV_ADDON" node_modules/node-llama-cpp/llama/localBuilds/*/Release/llama-addon.node
+  echo "gpu-round: kvgraft engine build's addon installed" >&2
+fi
 case "${1:-}" in
+  engine)
+    for kv in f16 q8_0; do
+      $cli bench graft --model "$(model 12b)" --lengths 5977,11994 --kv "$kv" --runs 3 --json \
+        2>"$out/graft-12b-$kv-h200.log" | tee "$out/graft-12b-$kv-h200.txt"
+      tail -n 1 "$out/graft-12b-$kv-h200.txt" > "$out/graft-12b-$kv-h200.json"
+    done ;;
   verify)
     $cli verify --model "$(model 1b)" --trials 10 --tokens 5977 --shift 16 --json 2>"$out/verify-1b.log" | tee "$out/verify-1b.txt"
     tail -n 1 "$out/verify-1b.txt" > "$out/verify-1b.json" ;;
@@ -45,6 +59,6 @@ case "${1:-}" in
   http)
     $cli bench http --model "$(model 1b)" --runs 20 --json 2>"$out/http-1b.log" | tee "$out/http-1b.txt"
     tail -n 1 "$out/http-1b.txt" > "$out/http-1b.json" ;;
-  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | library | energy | load | http" >&2; exit 2 ;;
+  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | engine | library | energy | load | http" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$out/gpu.txt" || true
