@@ -1,0 +1,164 @@
+/**
+ * kvgraft's engine build (scripts/build-engine.sh cpu, loaded as node-llama-cpp's lastBuild):
+ * state saved to and loaded from memory is byte-for-byte the file format and restores exactly;
+ * the memory tier serves warm and single-read cold restores, refuses corrupt files before any
+ * load, and a device-side copy reproduces the block. Skipped, saying why, where the build is
+ * absent (a machine that only ran `npm ci`); CI builds it first.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { getLlama, type Token } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BlockService } from "../gpu-node/blocks/block-service.js";
+import { Engine } from "../gpu-node/engine/engine.js";
+import { evaluateProbe } from "../gpu-node/engine/probe.js";
+import {
+  copySequence,
+  loadSequenceFromMemory,
+  nativeStateApi,
+  saveSequenceToMemory,
+} from "../gpu-node/engine/state-memory.js";
+import { DomainError } from "../shared/errors.js";
+import { syntheticModel } from "./helpers/models.js";
+
+/** Whether node-llama-cpp has a local build with our addon additions. */
+async function engineBuildPresent(): Promise<boolean> {
+  try {
+    const llama = await getLlama("lastBuild", { progressLogs: false });
+    const present = nativeStateApi(llama) !== null;
+    await llama.dispose();
+    return present;
+  } catch {
+    return false;
+  }
+}
+
+const present = await engineBuildPresent();
+if (!present)
+  console.warn("engine-memory.test: skipped: no kvgraft engine build (run `bash scripts/build-engine.sh cpu`)");
+
+describe.skipIf(!present)("engine build: in-memory state path", () => {
+  const dirs: string[] = [];
+  let engine: Engine;
+  const fresh = (label: string) => {
+    const dir = mkdtempSync(join(tmpdir(), `kvgraft-mem-${label}-`));
+    dirs.push(dir);
+    return dir;
+  };
+
+  beforeAll(async () => {
+    engine = await Engine.open({
+      modelPath: syntheticModel("tiny-llama"),
+      slots: 3,
+      contextSize: 1024,
+      binary: "lastBuild",
+    });
+  });
+  afterAll(async () => {
+    await engine?.dispose();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  const tokensOf = (n: number, seed: number) =>
+    Array.from({ length: n }, (_, i) => (300 + ((i * 7919 + seed * 104729) % 5000)) as Token);
+
+  it("saves the same bytes as the file path and restores them exactly", async () => {
+    const api = nativeStateApi(engine.llama);
+    if (!api) throw new Error("no api");
+    const [a, b] = [engine.slot(0), engine.slot(1)];
+    const tokens = tokensOf(300, 1);
+    await a.clearHistory();
+    await a.evaluateWithoutGeneratingNewTokens(tokens);
+    const path = join(fresh("file"), "a.state");
+    await a.saveStateToFile(path);
+    const bytes = await saveSequenceToMemory(api, a, (n) => Buffer.alloc(n));
+    expect(bytes.equals(readFileSync(path))).toBe(true);
+
+    const probe = 777 as Token;
+    const expected = await evaluateProbe(a, probe, engine.vocabSize);
+    await loadSequenceFromMemory(api, b, bytes);
+    expect(b.nextTokenIndex).toBe(tokens.length);
+    expect(b.contextTokens).toEqual(tokens);
+    expect((await evaluateProbe(b, probe, engine.vocabSize)).sha256).toBe(expected.sha256);
+
+    // A device-side copy of the resident block into a third slot gives the same probe.
+    const c = engine.slot(2);
+    await a.eraseContextTokenRanges([{ start: tokens.length, end: a.nextTokenIndex }]);
+    await copySequence(api, a, c);
+    expect(c.nextTokenIndex).toBe(tokens.length);
+    expect((await evaluateProbe(c, probe, engine.vocabSize)).sha256).toBe(expected.sha256);
+    for (const s of [a, b, c]) await s.clearHistory();
+  });
+
+  it("a refused state leaves the slot empty and usable", async () => {
+    const api = nativeStateApi(engine.llama);
+    if (!api) throw new Error("no api");
+    const [a, b] = [engine.slot(0), engine.slot(1)];
+    await a.evaluateWithoutGeneratingNewTokens(tokensOf(200, 2));
+    const bytes = await saveSequenceToMemory(api, a, (n) => Buffer.alloc(n));
+    await a.clearHistory();
+    await expect(loadSequenceFromMemory(api, b, bytes.subarray(0, bytes.length - 1))).rejects.toThrow();
+    expect(b.nextTokenIndex).toBe(0);
+    // No cell of the sequence is left in llama.cpp's cache (max position -1).
+    const ctx = (engine.context as unknown as { _ctx: { getSequenceKvCacheMaxPosition(id: number): number } })._ctx;
+    expect(ctx.getSequenceKvCacheMaxPosition(b.sequenceId)).toBe(-1);
+    // The slot still prefills and probes like a fresh one.
+    const tokens = tokensOf(50, 3);
+    await b.evaluateWithoutGeneratingNewTokens(tokens);
+    await a.evaluateWithoutGeneratingNewTokens(tokens);
+    const probe = 901 as Token;
+    expect((await evaluateProbe(b, probe, engine.vocabSize)).sha256).toBe(
+      (await evaluateProbe(a, probe, engine.vocabSize)).sha256,
+    );
+    await a.clearHistory();
+    await b.clearHistory();
+  });
+
+  it("the block service deposits into memory, restores warm and single-read cold, and refuses a corrupt file", async () => {
+    const service = await BlockService.open({
+      engine,
+      dataDir: fresh("data"),
+      warmDir: join(fresh("warm"), "w"),
+      warmBudgetBytes: 64 * 2 ** 20,
+    });
+    try {
+      expect(service.memory).not.toBeNull();
+      const text = Array.from({ length: 20 }, (_, k) => `memory fact${k} alpha beta`).join(" ");
+      const manifest = await service.deposit(text);
+      // Deposited bytes are the warm copy; the file on disk is the same bytes.
+      expect(service.memory?.tier.has(manifest.sha256)).toBe(true);
+      const query = " So:";
+      const reference = await service.graft(manifest.sha256, query, { maxTokens: 4 });
+      expect(reference.tier).toBe("hot");
+
+      // Warm: the slots forget the block; the bytes are still in memory.
+      service.pool.evict(manifest.sha256);
+      const warm = await service.graft(manifest.sha256, query, { maxTokens: 4 });
+      expect(warm.tier).toBe("warm");
+      expect(warm.outputSha256).toBe(reference.outputSha256);
+
+      // Cold: out of memory and out of the slots; read once from disk, checked, then loaded.
+      service.memory?.tier.remove(manifest.sha256);
+      service.pool.evict(manifest.sha256);
+      const cold = await service.graft(manifest.sha256, query, { maxTokens: 4 });
+      expect(cold.tier).toBe("cold");
+      expect(cold.outputSha256).toBe(reference.outputSha256);
+      expect(service.memory?.tier.has(manifest.sha256)).toBe(true);
+
+      // A flipped byte on disk: refused before any load and quarantined.
+      service.memory?.tier.remove(manifest.sha256);
+      service.pool.evict(manifest.sha256);
+      const path = service.store.statePath(manifest.sha256);
+      const bytes = readFileSync(path);
+      bytes[bytes.length - 10] = (bytes[bytes.length - 10] as number) ^ 0xff;
+      writeFileSync(path, bytes);
+      const err = await service.graft(manifest.sha256, query, { maxTokens: 4 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(DomainError);
+      expect((err as DomainError).code).toBe("block_corrupt");
+      expect(service.list().some((m) => m.sha256 === manifest.sha256)).toBe(false);
+    } finally {
+      await service.close();
+    }
+  });
+});
