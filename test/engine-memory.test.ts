@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { getLlama, type Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
+import { sha256File } from "../gpu-node/blocks/block-store.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
 import {
@@ -61,7 +62,7 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
   });
 
   const tokensOf = (n: number, seed: number) =>
-    Array.from({ length: n }, (_, i) => (300 + ((i * 7919 + seed * 104729) % 5000)) as Token);
+    Array.from({ length: n }, (_, i) => (300 + ((i * 7919 + seed * 104729) % (engine.vocabSize - 300))) as Token);
 
   it("saves the same bytes as the file path and restores them exactly", async () => {
     const api = nativeStateApi(engine.llama);
@@ -75,7 +76,7 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
     const bytes = await saveSequenceToMemory(api, a, (n) => Buffer.alloc(n));
     expect(bytes.equals(readFileSync(path))).toBe(true);
 
-    const probe = 777 as Token;
+    const probe = 300 as Token;
     const expected = await evaluateProbe(a, probe, engine.vocabSize);
     await loadSequenceFromMemory(api, b, bytes);
     expect(b.nextTokenIndex).toBe(tokens.length);
@@ -102,12 +103,13 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
     expect(b.nextTokenIndex).toBe(0);
     // No cell of the sequence is left in llama.cpp's cache (max position -1).
     const ctx = (engine.context as unknown as { _ctx: { getSequenceKvCacheMaxPosition(id: number): number } })._ctx;
-    expect(ctx.getSequenceKvCacheMaxPosition(b.sequenceId)).toBe(-1);
+    const sequenceId = (b as unknown as { _sequenceId: number })._sequenceId;
+    expect(ctx.getSequenceKvCacheMaxPosition(sequenceId)).toBe(-1);
     // The slot still prefills and probes like a fresh one.
     const tokens = tokensOf(50, 3);
     await b.evaluateWithoutGeneratingNewTokens(tokens);
     await a.evaluateWithoutGeneratingNewTokens(tokens);
-    const probe = 901 as Token;
+    const probe = 301 as Token;
     expect((await evaluateProbe(b, probe, engine.vocabSize)).sha256).toBe(
       (await evaluateProbe(a, probe, engine.vocabSize)).sha256,
     );
@@ -128,6 +130,8 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
       const manifest = await service.deposit(text);
       // Deposited bytes are the warm copy; the file on disk is the same bytes.
       expect(service.memory?.tier.has(manifest.sha256)).toBe(true);
+      // The hashes computed in memory (natively) are the file's real SHA-256.
+      expect(await sha256File(service.store.statePath(manifest.sha256))).toBe(manifest.sha256);
       const query = " So:";
       const reference = await service.graft(manifest.sha256, query, { maxTokens: 4 });
       expect(reference.tier).toBe("hot");
