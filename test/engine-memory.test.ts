@@ -37,7 +37,9 @@ async function engineBuildPresent(): Promise<boolean> {
 
 const present = await engineBuildPresent();
 if (!present)
-  console.warn("engine-memory.test: skipped: no kvgraft engine build (run `bash scripts/build-engine.sh cpu`)");
+  console.warn(
+    "engine-memory.test: skipped: no kvgraft engine build (run `bash scripts/build-engine.sh cpu`)",
+  );
 
 describe.skipIf(!present)("engine build: in-memory state path", () => {
   const dirs: string[] = [];
@@ -62,7 +64,10 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
   });
 
   const tokensOf = (n: number, seed: number) =>
-    Array.from({ length: n }, (_, i) => (300 + ((i * 7919 + seed * 104729) % (engine.vocabSize - 300))) as Token);
+    Array.from(
+      { length: n },
+      (_, i) => (300 + ((i * 7919 + seed * 104729) % (engine.vocabSize - 300))) as Token,
+    );
 
   it("saves the same bytes as the file path and restores them exactly", async () => {
     const api = nativeStateApi(engine.llama);
@@ -73,8 +78,9 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
     await a.evaluateWithoutGeneratingNewTokens(tokens);
     const path = join(fresh("file"), "a.state");
     await a.saveStateToFile(path);
-    const bytes = await saveSequenceToMemory(api, a, (n) => Buffer.alloc(n));
-    expect(bytes.equals(readFileSync(path))).toBe(true);
+    const { arena } = api.allocArena(64 * 2 ** 20);
+    const bytes = await saveSequenceToMemory(api, a, () => ({ arena, offset: 4096 }));
+    expect(api.copyOut(arena, bytes.offset, bytes.length).equals(readFileSync(path))).toBe(true);
 
     const probe = 300 as Token;
     const expected = await evaluateProbe(a, probe, engine.vocabSize);
@@ -97,12 +103,14 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
     if (!api) throw new Error("no api");
     const [a, b] = [engine.slot(0), engine.slot(1)];
     await a.evaluateWithoutGeneratingNewTokens(tokensOf(200, 2));
-    const bytes = await saveSequenceToMemory(api, a, (n) => Buffer.alloc(n));
+    const { arena } = api.allocArena(64 * 2 ** 20);
+    const bytes = await saveSequenceToMemory(api, a, () => ({ arena, offset: 0 }));
     await a.clearHistory();
-    await expect(loadSequenceFromMemory(api, b, bytes.subarray(0, bytes.length - 1))).rejects.toThrow();
+    await expect(loadSequenceFromMemory(api, b, { ...bytes, length: bytes.length - 1 })).rejects.toThrow();
     expect(b.nextTokenIndex).toBe(0);
     // No cell of the sequence is left in llama.cpp's cache (max position -1).
-    const ctx = (engine.context as unknown as { _ctx: { getSequenceKvCacheMaxPosition(id: number): number } })._ctx;
+    const ctx = (engine.context as unknown as { _ctx: { getSequenceKvCacheMaxPosition(id: number): number } })
+      ._ctx;
     const sequenceId = (b as unknown as { _sequenceId: number })._sequenceId;
     expect(ctx.getSequenceKvCacheMaxPosition(sequenceId)).toBe(-1);
     // The slot still prefills and probes like a fresh one.

@@ -271,7 +271,7 @@ export async function benchGraft(
               t = performance.now();
               const read = await memory.readChecked(sha, path, chunkedHash(store, sha));
               if (read === null || read === "mismatch") throw new Error(`memory tier read: ${read}`);
-              await loadSequenceFromMemory(api, b, read.bytes);
+              await loadSequenceFromMemory(api, b, read.range);
               read.release();
               await oneToken(b);
               if (timed) times.cold.push(performance.now() - t);
@@ -280,7 +280,7 @@ export async function benchGraft(
               t = performance.now();
               const held = memory.acquire(sha);
               if (!held) throw new Error("the memory tier lost the block");
-              await loadSequenceFromMemory(api, b, held.bytes);
+              await loadSequenceFromMemory(api, b, held.range);
               held.release();
               await oneToken(b);
               if (timed) times.warm.push(performance.now() - t);

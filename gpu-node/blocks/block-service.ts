@@ -162,7 +162,7 @@ export class BlockService implements Blocks {
       const b = this.pool.slots.length > 1 ? await this.pool.acquire(null) : null;
       const seqB = b ? b.slot.sequence : seqA;
       try {
-        if (this.memory && saved) await this.memory.load(seqB, saved.bytes);
+        if (this.memory && saved) await this.memory.load(seqB, saved);
         else await loadSequenceState(seqB, temp);
         const grafted = await evaluateProbe(seqB, probe, this.engine.vocabSize);
         if (grafted.sha256 !== fresh.sha256)

@@ -4,21 +4,22 @@
  * there, and second hot copies made on the device. On the npm prebuilt binaries none of this
  * exists and the block service keeps node-llama-cpp's file path.
  */
-import { writeFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import type { LlamaContextSequence } from "node-llama-cpp";
 import type { BlockManifest } from "../../shared/protocol.js";
 import {
+  type ArenaRange,
   copySequence,
   loadSequenceFromMemory,
   type NativeStateApi,
   saveSequenceToMemory,
 } from "../engine/state-memory.js";
 import { HASH_CHUNK_BYTES } from "./file-hash.js";
-import { type MemoryLease, MemoryTier } from "./memory-tier.js";
+import { type MemoryLease, MemoryTier, type StagedBytes } from "./memory-tier.js";
 
 /** A deposit's state bytes, saved into memory and hashed there. */
 export interface SavedState {
-  bytes: Buffer;
+  range: ArenaRange;
   sha256: string;
   chunks: string[];
   /** Keeps the bytes as the block's warm copy (when they were saved into the arena). */
@@ -60,7 +61,7 @@ export class MemoryPath {
       tier = "cold";
     }
     try {
-      await loadSequenceFromMemory(this.api, sequence, lease.bytes);
+      await loadSequenceFromMemory(this.api, sequence, lease.range);
     } finally {
       lease.release();
     }
@@ -82,27 +83,31 @@ export class MemoryPath {
    * whole-file SHA-256 and the per-chunk ones, in parallel on the thread pool.
    */
   async save(sequence: LlamaContextSequence): Promise<SavedState> {
-    let staged: ReturnType<MemoryTier["stage"]> = null;
-    const bytes = await saveSequenceToMemory(this.api, sequence, (size) => {
+    let staged: StagedBytes | null = null;
+    const range = await saveSequenceToMemory(this.api, sequence, (size) => {
       staged = this.tier.stage(size);
-      return staged?.view ?? Buffer.allocUnsafeSlow(size);
+      // Too large for the tier beside the blocks in use: a one-off arena of its own.
+      return staged ?? { arena: this.api.allocArena(size).arena, offset: 0 };
     });
-    const stagedBytes = staged as ReturnType<MemoryTier["stage"]>;
+    const stagedBytes = staged as StagedBytes | null;
     try {
-      const chunkCount = Math.max(1, Math.ceil(bytes.length / HASH_CHUNK_BYTES));
+      const chunkCount = Math.max(1, Math.ceil(range.length / HASH_CHUNK_BYTES));
       const [sha256, ...chunks] = await Promise.all([
-        this.api.readChunk(-1, bytes, 0, bytes.length, 0, bytes.length),
+        this.api.hashRange(range.arena, range.offset, range.length),
         ...Array.from({ length: chunkCount }, (_, i) => {
           const start = i * HASH_CHUNK_BYTES;
-          const length = Math.min(HASH_CHUNK_BYTES, bytes.length - start);
-          return this.api.readChunk(-1, bytes, start, length, 0, length);
+          return this.api.hashRange(
+            range.arena,
+            range.offset + start,
+            Math.min(HASH_CHUNK_BYTES, range.length - start),
+          );
         }),
       ]);
       return {
-        bytes,
+        range,
         sha256: sha256 as string,
         chunks,
-        keep: () => stagedBytes?.keep(sha256 as string, bytes.length).release(),
+        keep: () => stagedBytes?.keep(sha256 as string, range.length).release(),
         drop: () => stagedBytes?.drop(),
       };
     } catch (err) {
@@ -111,14 +116,32 @@ export class MemoryPath {
     }
   }
 
-  /** Writes saved bytes to a file (the block store then fsyncs and renames it). */
+  /** Writes saved bytes to a file in parallel chunks (the block store then fsyncs and renames it). */
   async writeFile(path: string, saved: SavedState): Promise<void> {
-    await writeFile(path, saved.bytes, { mode: 0o600 });
+    const file = await open(path, "w", 0o600);
+    try {
+      const { arena, offset, length } = saved.range;
+      const chunks = Math.max(1, Math.ceil(length / HASH_CHUNK_BYTES));
+      await Promise.all(
+        Array.from({ length: chunks }, (_, i) => {
+          const start = i * HASH_CHUNK_BYTES;
+          return this.api.writeChunk(
+            file.fd,
+            arena,
+            offset + start,
+            Math.min(HASH_CHUNK_BYTES, length - start),
+            start,
+          );
+        }),
+      );
+    } finally {
+      await file.close();
+    }
   }
 
   /** Loads saved bytes into another sequence (a deposit's verification). */
-  load(sequence: LlamaContextSequence, bytes: Buffer): Promise<void> {
-    return loadSequenceFromMemory(this.api, sequence, bytes);
+  load(sequence: LlamaContextSequence, saved: SavedState): Promise<void> {
+    return loadSequenceFromMemory(this.api, sequence, saved.range);
   }
 
   /** Copies a resident block from one slot into another on the device. */

@@ -8,7 +8,7 @@
  */
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
-import type { NativeStateApi } from "../engine/state-memory.js";
+import type { ArenaHandle, ArenaRange, NativeStateApi } from "../engine/state-memory.js";
 
 /** Arena offsets and sizes are multiples of this, which O_DIRECT needs. */
 const ALIGN = 4096;
@@ -27,13 +27,14 @@ interface Entry {
 
 /** A hold on a block's bytes in the arena; release it when the load is done. */
 export interface MemoryLease {
-  readonly bytes: Buffer;
+  readonly range: ArenaRange;
   release(): void;
 }
 
 /** Room reserved in the arena for bytes being made; see MemoryTier.stage. */
 export interface StagedBytes {
-  readonly view: Buffer;
+  readonly arena: ArenaHandle;
+  readonly offset: number;
   keep(sha: string, writtenBytes: number): MemoryLease;
   drop(): void;
 }
@@ -54,20 +55,16 @@ export class MemoryTier {
 
   private constructor(
     private readonly api: NativeStateApi,
-    private readonly arena: Buffer,
+    private readonly arena: ArenaHandle,
+    readonly budgetBytes: number,
     /** Whether the arena is page-locked host memory of the GPU backend. */
     readonly pinned: boolean,
   ) {}
 
-  /** Allocates the arena: pinned when the backend offers it, else ordinary memory. */
+  /** Allocates the arena: pinned when the backend offers it, else page-aligned memory. */
   static open(api: NativeStateApi, budgetBytes: number): MemoryTier {
-    const bytes = alignUp(Math.max(ALIGN, budgetBytes));
-    const pinned = api.allocPinnedBuffer(bytes);
-    return new MemoryTier(api, pinned ?? Buffer.allocUnsafeSlow(bytes), pinned !== null);
-  }
-
-  get budgetBytes(): number {
-    return this.arena.length;
+    const { arena, pinned, size } = api.allocArena(alignUp(Math.max(ALIGN, budgetBytes)));
+    return new MemoryTier(api, arena, size, pinned);
   }
 
   get usedBytes(): number {
@@ -90,7 +87,7 @@ export class MemoryTier {
     entry.users++;
     let released = false;
     return {
-      bytes: this.arena.subarray(entry.offset, entry.offset + entry.bytes),
+      range: { arena: this.arena, offset: entry.offset, length: entry.bytes },
       release: () => {
         if (released) return;
         released = true;
@@ -108,7 +105,8 @@ export class MemoryTier {
     const range = this.reserve(bytes);
     if (!range) return null;
     return {
-      view: this.arena.subarray(range.offset, range.offset + bytes),
+      arena: this.arena,
+      offset: range.offset,
       keep: (sha, written) => {
         if (this.entries.has(sha)) {
           this.reserved.delete(range);
@@ -159,7 +157,7 @@ export class MemoryTier {
   /** Finds an aligned hole of `bytes`, evicting least-recently-used idle blocks until one appears. */
   private reserve(bytes: number): { offset: number; bytes: number } | null {
     const size = alignUp(bytes);
-    if (size > this.arena.length) return null;
+    if (size > this.budgetBytes) return null;
     for (;;) {
       const offset = this.findHole(size);
       if (offset !== null) {
@@ -185,7 +183,7 @@ export class MemoryTier {
       if (t.offset - cursor >= size) return cursor;
       cursor = Math.max(cursor, t.offset + t.bytes);
     }
-    return this.arena.length - cursor >= size ? cursor : null;
+    return this.budgetBytes - cursor >= size ? cursor : null;
   }
 
   private async readInto(path: string, offset: number, hash: ChunkedHash): Promise<boolean> {

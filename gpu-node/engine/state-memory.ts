@@ -13,43 +13,66 @@ import { acquireLock } from "lifecycle-utils";
 import type { Llama, LlamaContext, LlamaContextSequence, Token } from "node-llama-cpp";
 import { unprocessable } from "../../shared/errors.js";
 
+/** An arena of host memory in the addon (pinned on a GPU), addressed by offset. */
+export type ArenaHandle = { readonly __arena: unique symbol };
+
 /** The API our addon patch adds (KvgraftState.cpp); absent from the npm prebuilt binaries. */
 export interface NativeStateApi {
   apiVersion(): number;
-  allocPinnedBuffer(size: number): Buffer | null;
+  /** Page-locked memory of the GPU backend when there is one, else page-aligned memory. */
+  allocArena(size: number): { arena: ArenaHandle; pinned: boolean; size: number };
+  copyOut(arena: ArenaHandle, offset: number, length: number): Buffer;
+  copyIn(arena: ArenaHandle, offset: number, bytes: Buffer): void;
   sequenceStateSize(context: unknown, sequenceId: number): number;
   saveSequenceState(
     context: unknown,
     sequenceId: number,
-    buffer: Buffer,
+    arena: ArenaHandle,
     offset: number,
     capacity: number,
   ): Promise<number>;
   loadSequenceState(
     context: unknown,
     sequenceId: number,
-    buffer: Buffer,
+    arena: ArenaHandle,
     offset: number,
     size: number,
   ): Promise<number>;
   copySequence(context: unknown, source: number, target: number): void;
   wipeSequence(context: unknown, sequenceId: number): boolean;
   /**
-   * Reads `readLength` bytes of the file at `fileOffset` into `buffer[offset...]` (fd -1: no read)
-   * and resolves to the SHA-256 of `buffer[offset, offset + length)`; runs on the thread pool.
+   * Reads `readLength` bytes of the file at `fileOffset` into the arena at `offset` and resolves
+   * to the SHA-256 of `arena[offset, offset + length)`; on the thread pool.
    */
   readChunk(
     fd: number,
-    buffer: Buffer,
+    arena: ArenaHandle,
     offset: number,
     length: number,
     fileOffset: number,
     readLength: number,
   ): Promise<string>;
+  /** SHA-256 of `arena[offset, offset + length)`, on the thread pool. */
+  hashRange(arena: ArenaHandle, offset: number, length: number): Promise<string>;
+  /** Writes `arena[offset, offset + length)` to the file at `fileOffset`, on the thread pool. */
+  writeChunk(
+    fd: number,
+    arena: ArenaHandle,
+    offset: number,
+    length: number,
+    fileOffset: number,
+  ): Promise<void>;
+}
+
+/** Where a block's bytes (block-file format) sit in an arena. */
+export interface ArenaRange {
+  arena: ArenaHandle;
+  offset: number;
+  length: number;
 }
 
 /** The addon API version this code speaks. */
-const API_VERSION = 1;
+const API_VERSION = 2;
 /** LLAMA_STATE_SEQ_MAGIC ('ggsq') and LLAMA_STATE_SEQ_VERSION of the bundled llama.cpp. */
 const SEQ_MAGIC = 0x67677371;
 const SEQ_VERSION = 3;
@@ -77,17 +100,17 @@ export function stateHeaderBytes(tokenCount: number): number {
   return 12 + 4 * tokenCount;
 }
 
-/** The token ids of a block file's header; a clear 422 when the header is not one. */
-export function readStateHeader(bytes: Buffer, maxTokens: number): Token[] {
-  if (bytes.length < 12) throw unprocessable("block_invalid", "state shorter than its header");
-  if (bytes.readUInt32LE(0) !== SEQ_MAGIC || bytes.readUInt32LE(4) !== SEQ_VERSION)
+/** The token ids of a block file's header in an arena; a clear 422 when it is not one. */
+export function readStateHeader(api: NativeStateApi, range: ArenaRange, maxTokens: number): Token[] {
+  if (range.length < 12) throw unprocessable("block_invalid", "state shorter than its header");
+  const head = api.copyOut(range.arena, range.offset, 12);
+  if (head.readUInt32LE(0) !== SEQ_MAGIC || head.readUInt32LE(4) !== SEQ_VERSION)
     throw unprocessable("block_invalid", "not a llama.cpp sequence state (magic or version)");
-  const count = bytes.readUInt32LE(8);
-  if (count > maxTokens || stateHeaderBytes(count) > bytes.length)
+  const count = head.readUInt32LE(8);
+  if (count > maxTokens || stateHeaderBytes(count) > range.length)
     throw unprocessable("block_invalid", `token count ${count} does not fit the slot or the file`);
-  const tokens = new Array<Token>(count);
-  for (let i = 0; i < count; i++) tokens[i] = bytes.readUInt32LE(12 + 4 * i) as Token;
-  return tokens;
+  const ids = api.copyOut(range.arena, range.offset + 12, 4 * count);
+  return Array.from({ length: count }, (_, i) => ids.readUInt32LE(4 * i) as Token);
 }
 
 /** Runs `work` holding the sequence's evaluation lock and its context's lock, as node-llama-cpp's own state calls do. */
@@ -103,41 +126,50 @@ async function withSequenceLocks<T>(sequence: SequenceInternals, work: () => Pro
 }
 
 /**
- * Saves the sequence's state as block-file bytes into memory from `allocate(bytes)` (pinned
- * memory on a GPU) and returns the filled view.
+ * Saves the sequence's state as block-file bytes into the arena range that `reserve(bytes)`
+ * gives, and returns the filled range.
  */
 export async function saveSequenceToMemory(
   api: NativeStateApi,
   sequence: LlamaContextSequence,
-  allocate: (bytes: number) => Buffer,
-): Promise<Buffer> {
+  reserve: (bytes: number) => { arena: ArenaHandle; offset: number },
+): Promise<ArenaRange> {
   const seq = sequence as unknown as SequenceInternals;
   return withSequenceLocks(seq, async () => {
     const tokens = seq._contextTokens.slice(0, seq._nextTokenIndex);
     const header = stateHeaderBytes(tokens.length);
     const capacity = api.sequenceStateSize(seq._context._ctx, seq._sequenceId);
-    const buffer = allocate(header + capacity);
-    const written = await api.saveSequenceState(seq._context._ctx, seq._sequenceId, buffer, header, capacity);
+    const { arena, offset } = reserve(header + capacity);
+    const written = await api.saveSequenceState(
+      seq._context._ctx,
+      seq._sequenceId,
+      arena,
+      offset + header,
+      capacity,
+    );
     // The header goes in after the save: the addon borrows its last 8 bytes for llama.cpp's frame.
-    buffer.writeUInt32LE(SEQ_MAGIC, 0);
-    buffer.writeUInt32LE(SEQ_VERSION, 4);
-    buffer.writeUInt32LE(tokens.length, 8);
-    for (let i = 0; i < tokens.length; i++) buffer.writeUInt32LE(tokens[i] as number, 12 + 4 * i);
-    return buffer.subarray(0, header + written);
+    const head = Buffer.alloc(header);
+    head.writeUInt32LE(SEQ_MAGIC, 0);
+    head.writeUInt32LE(SEQ_VERSION, 4);
+    head.writeUInt32LE(tokens.length, 8);
+    for (let i = 0; i < tokens.length; i++) head.writeUInt32LE(tokens[i] as number, 12 + 4 * i);
+    api.copyIn(arena, offset, head);
+    return { arena, offset, length: header + written };
   });
 }
 
 /**
- * Loads block-file bytes into the sequence at the positions they were saved from. On any error
- * every cell of the sequence is removed (a failed load can leave partial cells behind).
+ * Loads block-file bytes from the arena into the sequence at the positions they were saved
+ * from. On any error every cell of the sequence is removed (a failed load can leave partial
+ * cells behind).
  */
 export async function loadSequenceFromMemory(
   api: NativeStateApi,
   sequence: LlamaContextSequence,
-  bytes: Buffer,
+  range: ArenaRange,
 ): Promise<void> {
   const seq = sequence as unknown as SequenceInternals;
-  const tokens = readStateHeader(bytes, sequence.contextSize);
+  const tokens = readStateHeader(api, range, sequence.contextSize);
   const header = stateHeaderBytes(tokens.length);
   await withSequenceLocks(seq, async () => {
     seq._tokenPredictorOwner = {};
@@ -147,7 +179,13 @@ export async function loadSequenceFromMemory(
     seq._nextTokenIndex = 0;
     try {
       api.wipeSequence(seq._context._ctx, seq._sequenceId);
-      await api.loadSequenceState(seq._context._ctx, seq._sequenceId, bytes, header, bytes.length - header);
+      await api.loadSequenceState(
+        seq._context._ctx,
+        seq._sequenceId,
+        range.arena,
+        range.offset + header,
+        range.length - header,
+      );
     } catch (err) {
       api.wipeSequence(seq._context._ctx, seq._sequenceId);
       throw err;

@@ -1,12 +1,13 @@
 // kvgraft's additions to node-llama-cpp 3.21.1's addon (copied into llama/addon/ by
-// scripts/build-engine.sh): a sequence's state to and from caller memory, pinned host buffers
-// for that memory, and a device-side copy between sequences. The stock addon only has the file
+// scripts/build-engine.sh): a sequence's state to and from an arena of host memory (pinned on a
+// GPU), file reads into it with SHA-256 of each chunk, and a device-side copy between sequences. The stock addon only has the file
 // path (llama_state_seq_{save,load}_file), which reads into a pageable temporary and copies it
 // synchronously: ~2.5 GB/s. From pinned memory the same tensor copies run at PCIe speed.
 #include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -19,12 +20,27 @@
 namespace {
 
 // Bumped whenever a function below changes its contract; the GPU node checks it.
-constexpr int32_t kKvgraftApiVersion = 1;
+constexpr int32_t kKvgraftApiVersion = 2;
 
 // llama_state_seq_{get,set}_data frame the state with this magic and the sequence id (see
 // llama-context.cpp, io_magic); the file format has neither, so loads and saves add them here.
 constexpr uint32_t kIoMagic = 0xaf143cd8;
 constexpr size_t kIoPrefix = sizeof(uint32_t) + sizeof(llama_seq_id);
+// Arena alignment: what O_DIRECT reads need.
+constexpr size_t kAlign = 4096;
+
+// One block of host memory holding many block states. Not a Node Buffer: Node 20 caps a Buffer
+// at 4 GiB, below one 12B state (4.7 GB), so JavaScript addresses it by offset.
+struct Arena {
+    ggml_backend_buffer_t pinnedBuffer = nullptr;
+    void* plain = nullptr;
+    uint8_t* base = nullptr;
+    size_t size = 0;
+    ~Arena() {
+        if (pinnedBuffer != nullptr) ggml_backend_buffer_free(pinnedBuffer);
+        std::free(plain);
+    }
+};
 
 ggml_backend_buffer_type_t pinnedHostBufferType() {
     for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
@@ -44,59 +60,114 @@ AddonContext* unwrapContext(const Napi::Value& value) {
     return context;
 }
 
-// {buffer, pinned}: `size` bytes of page-locked host memory from the first GPU's host buffer
-// type, freed when the Buffer is collected; null when no GPU backend offers one.
-Napi::Value AllocPinnedBuffer(const Napi::CallbackInfo& info) {
+size_t sizeArg(const Napi::Value& value) {
+    const double n = value.As<Napi::Number>().DoubleValue();
+    if (!(n >= 0) || n > 9007199254740991.0) throw Napi::RangeError::New(value.Env(), "invalid size or offset");
+    return static_cast<size_t>(n);
+}
+
+Arena* unwrapArena(const Napi::Value& value) {
+    if (!value.IsExternal()) throw Napi::TypeError::New(value.Env(), "expected an arena");
+    return value.As<Napi::External<Arena>>().Data();
+}
+
+// The arena's bytes [offset, offset + length), or a RangeError.
+uint8_t* arenaRange(const Napi::Value& arenaValue, size_t offset, size_t length) {
+    Arena* arena = unwrapArena(arenaValue);
+    if (offset > arena->size || length > arena->size - offset)
+        throw Napi::RangeError::New(arenaValue.Env(), "range outside the arena");
+    return arena->base + offset;
+}
+
+// (size) -> {arena, pinned, size}: page-locked host memory from the first GPU's host buffer
+// type when there is one, else page-aligned ordinary memory; freed when the arena is collected.
+Napi::Value AllocArena(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    const double requested = info[0].As<Napi::Number>().DoubleValue();
-    if (!(requested > 0)) throw Napi::RangeError::New(env, "size must be positive");
+    const size_t requested = sizeArg(info[0]);
+    if (requested == 0) throw Napi::RangeError::New(env, "size must be positive");
+    const size_t size = (requested + kAlign - 1) / kAlign * kAlign;
+    auto* arena = new Arena();
+    arena->size = size;
     ggml_backend_buffer_type_t buft = pinnedHostBufferType();
-    if (buft == nullptr) return env.Null();
-    const size_t size = static_cast<size_t>(requested);
-    ggml_backend_buffer_t buffer = ggml_backend_buft_alloc_buffer(buft, size);
-    if (buffer == nullptr) throw Napi::Error::New(env, "pinned host allocation failed");
-    auto* base = static_cast<uint8_t*>(ggml_backend_buffer_get_base(buffer));
-    Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(
-        env, base, size,
-        [](Napi::Env, uint8_t*, ggml_backend_buffer_t owned) { ggml_backend_buffer_free(owned); }, buffer);
+    if (buft != nullptr) arena->pinnedBuffer = ggml_backend_buft_alloc_buffer(buft, size);
+    if (arena->pinnedBuffer != nullptr) {
+        arena->base = static_cast<uint8_t*>(ggml_backend_buffer_get_base(arena->pinnedBuffer));
+    } else if (posix_memalign(&arena->plain, kAlign, size) == 0) {
+        arena->base = static_cast<uint8_t*>(arena->plain);
+    } else {
+        delete arena;
+        throw Napi::Error::New(env, "arena allocation failed");
+    }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("arena", Napi::External<Arena>::New(env, arena, [](Napi::Env, Arena* owned) { delete owned; }));
+    out.Set("pinned", Napi::Boolean::New(env, arena->pinnedBuffer != nullptr));
+    out.Set("size", Napi::Number::New(env, static_cast<double>(size)));
     return out;
 }
 
-// Runs a state transfer on the thread pool, holding the context and the buffer alive.
-class StateWorker : public Napi::AsyncWorker {
+// (arena, offset, length) -> a new Buffer with a copy of those bytes (headers: small reads).
+Napi::Value CopyOut(const Napi::CallbackInfo& info) {
+    const size_t offset = sizeArg(info[1]);
+    const size_t length = sizeArg(info[2]);
+    const uint8_t* src = arenaRange(info[0], offset, length);
+    return Napi::Buffer<uint8_t>::Copy(info.Env(), src, length);
+}
+
+// (arena, offset, buffer): copies the buffer's bytes into the arena at offset.
+Napi::Value CopyIn(const Napi::CallbackInfo& info) {
+    const size_t offset = sizeArg(info[1]);
+    Napi::Buffer<uint8_t> buffer = info[2].As<Napi::Buffer<uint8_t>>();
+    uint8_t* dst = arenaRange(info[0], offset, buffer.Length());
+    std::memcpy(dst, buffer.Data(), buffer.Length());
+    return info.Env().Undefined();
+}
+
+// Base of the asynchronous arena operations: keeps the arena alive while it runs.
+class ArenaWorker : public Napi::AsyncWorker {
     public:
-        StateWorker(const Napi::CallbackInfo& info, AddonContext* context, bool load)
-            : Napi::AsyncWorker(info.Env(), load ? "KvgraftLoadState" : "KvgraftSaveState"),
-              context(context), load(load), deferred(Napi::Promise::Deferred::New(info.Env())) {
-            sequenceId = info[1].As<Napi::Number>().Int32Value();
-            Napi::Buffer<uint8_t> buffer = info[2].As<Napi::Buffer<uint8_t>>();
-            bufferRef = Napi::Persistent(buffer);
-            data = buffer.Data();
-            const size_t length = buffer.Length();
-            offset = static_cast<size_t>(info[3].As<Napi::Number>().DoubleValue());
-            size = static_cast<size_t>(info[4].As<Napi::Number>().DoubleValue());
-            if (offset < kIoPrefix || offset > length || size > length - offset)
-                throw Napi::RangeError::New(info.Env(), "state range outside the buffer");
-            context->Ref();  // last: a throw above must not leave a reference behind
+        ArenaWorker(const Napi::CallbackInfo& info, const char* name, const Napi::Value& arenaValue, size_t offset, size_t length)
+            : Napi::AsyncWorker(info.Env(), name), deferred(Napi::Promise::Deferred::New(info.Env())) {
+            data = arenaRange(arenaValue, offset, length);
+            this->length = length;
+            arenaRef = Napi::Persistent(arenaValue.As<Napi::External<Arena>>());
         }
-        ~StateWorker() { context->Unref(); }
         Napi::Promise GetPromise() { return deferred.Promise(); }
 
     protected:
+        void OnError(const Napi::Error& err) override { deferred.Reject(err.Value()); }
+        Napi::Promise::Deferred deferred;
+        Napi::Reference<Napi::External<Arena>> arenaRef;
+        uint8_t* data = nullptr;
+        size_t length = 0;
+};
+
+// Moves a sequence's state between the arena and llama.cpp on the thread pool.
+class StateWorker : public ArenaWorker {
+    public:
+        StateWorker(const Napi::CallbackInfo& info, AddonContext* context, bool load)
+            : ArenaWorker(info, load ? "KvgraftLoadState" : "KvgraftSaveState", info[2], sizeArg(info[3]), sizeArg(info[4])),
+              context(context), load(load) {
+            sequenceId = info[1].As<Napi::Number>().Int32Value();
+            if (sizeArg(info[3]) < kIoPrefix) throw Napi::RangeError::New(info.Env(), "state offset must leave room for the frame");
+            context->Ref();  // last: a throw above must not leave a reference behind
+        }
+        ~StateWorker() { context->Unref(); }
+
+    protected:
         void Execute() override {
-            // The 8 bytes before `offset` (the end of the file header's token list) briefly hold
+            // The 8 bytes before the state (the end of the file header's token list) briefly hold
             // the frame llama.cpp expects, so the state is used in place without a copy.
-            uint8_t* frame = data + offset - kIoPrefix;
+            uint8_t* frame = data - kIoPrefix;
             uint8_t saved[kIoPrefix];
             std::memcpy(saved, frame, kIoPrefix);
             std::memcpy(frame, &kIoMagic, sizeof(kIoMagic));
             std::memcpy(frame + sizeof(kIoMagic), &sequenceId, sizeof(sequenceId));
             try {
                 if (load) {
-                    transferred = llama_state_seq_set_data(context->ctx, frame, size + kIoPrefix, sequenceId);
+                    transferred = llama_state_seq_set_data(context->ctx, frame, length + kIoPrefix, sequenceId);
                     if (transferred == 0) SetError("llama.cpp refused the state");
                 } else {
-                    transferred = llama_state_seq_get_data(context->ctx, frame, size + kIoPrefix, sequenceId);
+                    transferred = llama_state_seq_get_data(context->ctx, frame, length + kIoPrefix, sequenceId);
                     if (transferred == 0) SetError("llama.cpp could not write the state");
                 }
             } catch (const std::exception& e) {
@@ -104,39 +175,30 @@ class StateWorker : public Napi::AsyncWorker {
             } catch (...) {
                 SetError("unknown error in a state transfer");
             }
-            // A save leaves its frame out of the file bytes; a load leaves the buffer as it was.
             std::memcpy(frame, saved, kIoPrefix);
         }
         void OnOK() override {
             deferred.Resolve(Napi::Number::New(Env(), static_cast<double>(transferred > kIoPrefix ? transferred - kIoPrefix : 0)));
         }
-        void OnError(const Napi::Error& err) override { deferred.Reject(err.Value()); }
 
     private:
         AddonContext* context;
         bool load;
-        Napi::Promise::Deferred deferred;
-        Napi::Reference<Napi::Buffer<uint8_t>> bufferRef;
-        uint8_t* data = nullptr;
-        size_t offset = 0;
-        size_t size = 0;
         llama_seq_id sequenceId = 0;
         size_t transferred = 0;
 };
 
-// (context, sequenceId, buffer, offset, size) -> bytes: loads state bytes at buffer[offset, offset+size)
-// into the sequence. offset must be >= 8 (in a block file it is after the token list).
+// (context, sequenceId, arena, offset, size) -> bytes read: loads the state at arena[offset,
+// offset+size) into the sequence. offset >= 8 (in a block file the state follows the tokens).
 Napi::Value LoadSequenceState(const Napi::CallbackInfo& info) {
-    AddonContext* context = unwrapContext(info[0]);
-    auto* worker = new StateWorker(info, context, true);
+    auto* worker = new StateWorker(info, unwrapContext(info[0]), true);
     worker->Queue();
     return worker->GetPromise();
 }
 
-// (context, sequenceId, buffer, offset, capacity) -> bytes written at buffer[offset, ...).
+// (context, sequenceId, arena, offset, capacity) -> bytes written at arena[offset, ...).
 Napi::Value SaveSequenceState(const Napi::CallbackInfo& info) {
-    AddonContext* context = unwrapContext(info[0]);
-    auto* worker = new StateWorker(info, context, false);
+    auto* worker = new StateWorker(info, unwrapContext(info[0]), false);
     worker->Queue();
     return worker->GetPromise();
 }
@@ -193,60 +255,72 @@ std::string sha256Hex(const uint8_t* data, size_t length) {
     return toHex(digest, digestLength);
 }
 
-// Reads a file range into a buffer (when fd >= 0) and hashes what it holds, on the thread pool:
-// a cold restore reads each chunk once, with the reads and hashes of many chunks in parallel.
-class ChunkWorker : public Napi::AsyncWorker {
+// Reads a file range into the arena (when fd >= 0) and hashes what the range holds, or writes
+// the range to the file; on the thread pool, so many chunks move and hash in parallel.
+class ChunkWorker : public ArenaWorker {
     public:
-        ChunkWorker(const Napi::CallbackInfo& info, int fd)
-            : Napi::AsyncWorker(info.Env(), "KvgraftChunk"), fd(fd), deferred(Napi::Promise::Deferred::New(info.Env())) {
-            Napi::Buffer<uint8_t> buffer = info[1].As<Napi::Buffer<uint8_t>>();
-            bufferRef = Napi::Persistent(buffer);
-            data = buffer.Data();
-            offset = static_cast<size_t>(info[2].As<Napi::Number>().DoubleValue());
-            length = static_cast<size_t>(info[3].As<Napi::Number>().DoubleValue());
-            readLength = fd >= 0 ? static_cast<size_t>(info[5].As<Napi::Number>().DoubleValue()) : length;
-            fileOffset = fd >= 0 ? static_cast<off_t>(info[4].As<Napi::Number>().DoubleValue()) : 0;
-            if (offset > buffer.Length() || readLength < length || readLength > buffer.Length() - offset)
-                throw Napi::RangeError::New(info.Env(), "chunk outside the buffer");
+        enum class Mode { ReadAndHash, Hash, Write };
+        ChunkWorker(const Napi::CallbackInfo& info, Mode mode, const Napi::Value& arena, int fd, size_t offset, size_t length,
+            off_t fileOffset, size_t ioLength)
+            : ArenaWorker(info, "KvgraftChunk", arena, offset, ioLength), mode(mode), fd(fd), hashLength(length), fileOffset(fileOffset) {
+            if (ioLength < length) throw Napi::RangeError::New(info.Env(), "io length below the chunk length");
         }
-        Napi::Promise GetPromise() { return deferred.Promise(); }
 
     protected:
         void Execute() override {
             size_t done = 0;
-            while (fd >= 0 && done < length) {
-                const ssize_t n = pread(fd, data + offset + done, readLength - done, fileOffset + static_cast<off_t>(done));
+            while (mode != Mode::Hash && done < hashLength) {
+                const off_t at = fileOffset + static_cast<off_t>(done);
+                const ssize_t n = mode == Mode::Write ? pwrite(fd, data + done, hashLength - done, at)
+                                                      : pread(fd, data + done, length - done, at);
                 if (n < 0 && errno == EINTR) continue;
-                if (n < 0) return SetError(std::string("read failed: ") + std::strerror(errno));
+                if (n < 0) return SetError(std::string(mode == Mode::Write ? "write" : "read") + " failed: " + std::strerror(errno));
                 if (n == 0) return SetError("the file is shorter than expected");
                 done += static_cast<size_t>(n);
             }
+            if (mode == Mode::Write) return;
             try {
-                digest = sha256Hex(data + offset, length);
+                digest = sha256Hex(data, hashLength);
             } catch (const std::exception& e) {
                 SetError(e.what());
             }
         }
-        void OnOK() override { deferred.Resolve(Napi::String::New(Env(), digest)); }
-        void OnError(const Napi::Error& err) override { deferred.Reject(err.Value()); }
+        void OnOK() override {
+            if (mode == Mode::Write) deferred.Resolve(Env().Undefined());
+            else deferred.Resolve(Napi::String::New(Env(), digest));
+        }
 
     private:
+        Mode mode;
         int fd;
-        Napi::Promise::Deferred deferred;
-        Napi::Reference<Napi::Buffer<uint8_t>> bufferRef;
-        uint8_t* data = nullptr;
-        size_t offset = 0;
-        size_t length = 0;
-        size_t readLength = 0;
-        off_t fileOffset = 0;
+        size_t hashLength;
+        off_t fileOffset;
         std::string digest;
 };
 
-// (fd, buffer, offset, length, fileOffset, readLength) -> SHA-256 hex of buffer[offset, offset+length)
-// after reading the file's bytes there; with fd -1 it only hashes what the buffer holds.
-// readLength >= length lets O_DIRECT reads stay aligned.
+// (fd, arena, offset, length, fileOffset, readLength) -> SHA-256 hex of arena[offset, offset+length)
+// after reading readLength (>= length, so O_DIRECT reads stay aligned) bytes of the file there.
 Napi::Value ReadChunk(const Napi::CallbackInfo& info) {
-    auto* worker = new ChunkWorker(info, info[0].As<Napi::Number>().Int32Value());
+    const size_t length = sizeArg(info[3]);
+    auto* worker = new ChunkWorker(info, ChunkWorker::Mode::ReadAndHash, info[1], info[0].As<Napi::Number>().Int32Value(),
+        sizeArg(info[2]), length, static_cast<off_t>(sizeArg(info[4])), sizeArg(info[5]));
+    worker->Queue();
+    return worker->GetPromise();
+}
+
+// (arena, offset, length) -> SHA-256 hex of arena[offset, offset+length), on the thread pool.
+Napi::Value HashRange(const Napi::CallbackInfo& info) {
+    const size_t length = sizeArg(info[2]);
+    auto* worker = new ChunkWorker(info, ChunkWorker::Mode::Hash, info[0], -1, sizeArg(info[1]), length, 0, length);
+    worker->Queue();
+    return worker->GetPromise();
+}
+
+// (fd, arena, offset, length, fileOffset): writes arena[offset, offset+length) to the file.
+Napi::Value WriteChunk(const Napi::CallbackInfo& info) {
+    const size_t length = sizeArg(info[3]);
+    auto* worker = new ChunkWorker(info, ChunkWorker::Mode::Write, info[1], info[0].As<Napi::Number>().Int32Value(),
+        sizeArg(info[2]), length, static_cast<off_t>(sizeArg(info[4])), length);
     worker->Queue();
     return worker->GetPromise();
 }
@@ -261,7 +335,11 @@ void kvgraftStateInit(Napi::Object exports) {
     Napi::Object api = Napi::Object::New(exports.Env());
     api.DefineProperties({
         Napi::PropertyDescriptor::Function("apiVersion", ApiVersion),
-        Napi::PropertyDescriptor::Function("allocPinnedBuffer", AllocPinnedBuffer),
+        Napi::PropertyDescriptor::Function("allocArena", AllocArena),
+        Napi::PropertyDescriptor::Function("copyOut", CopyOut),
+        Napi::PropertyDescriptor::Function("copyIn", CopyIn),
+        Napi::PropertyDescriptor::Function("hashRange", HashRange),
+        Napi::PropertyDescriptor::Function("writeChunk", WriteChunk),
         Napi::PropertyDescriptor::Function("sequenceStateSize", SequenceStateSize),
         Napi::PropertyDescriptor::Function("saveSequenceState", SaveSequenceState),
         Napi::PropertyDescriptor::Function("loadSequenceState", LoadSequenceState),
