@@ -36,6 +36,8 @@ export const modelFingerprintSchema = z.object({
 export const engineFingerprintSchema = z.object({
   nodeLlamaCpp: z.string(),
   llamaCppRelease: z.string(),
+  /** kvgraft's engine build or node-llama-cpp's npm binaries (absent in manifests made before it was recorded). */
+  build: z.enum(["kvgraft", "npm"]).optional(),
   backend: z.string(),
   gpuName: z.string().nullable(),
   computeCapability: z.string().nullable(),

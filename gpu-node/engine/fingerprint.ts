@@ -1,4 +1,5 @@
 /** Model and engine fingerprints: a block only ever loads where both match. */
+
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, readFileSync } from "node:fs";
@@ -9,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import type { Llama } from "node-llama-cpp";
 import { sha256Hex } from "../../shared/hash.js";
+import { nativeStateApi } from "./state-memory.js";
 
 /** The numeric configuration of a context; any difference can change the bits of a state. */
 export interface ContextConfig {
@@ -25,6 +27,8 @@ export interface ContextConfig {
 export interface EngineFingerprint {
   nodeLlamaCpp: string;
   llamaCppRelease: string;
+  /** kvgraft's engine build (in-memory state path, exact sliding-window restores) or the npm binaries. */
+  build?: "kvgraft" | "npm";
   backend: string;
   gpuName: string | null;
   computeCapability: string | null;
@@ -85,6 +89,9 @@ export async function engineFingerprint(llama: Llama, context: ContextConfig): P
   const fields = {
     nodeLlamaCpp: nodeLlamaCppVersion,
     llamaCppRelease: llama.llamaCppRelease.release,
+    // Our engine build (gpu-node/engine/native/) writes sliding-window states with their cell
+    // geometry, which the npm prebuilt binaries cannot read: blocks of one never load in the other.
+    build: (nativeStateApi(llama) ? "kvgraft" : "npm") as "kvgraft" | "npm",
     backend,
     gpuName,
     computeCapability: backend === "cuda" ? await nvidiaComputeCapability() : null,
