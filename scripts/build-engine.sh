@@ -71,14 +71,16 @@ case "$mode" in
     flags=(-O3 -std=c++17 -fPIC -fexceptions -DNAPI_VERSION=7 -DLLAMA_SHARED -DGGML_SHARED
       -I"$node_inc" -I"$napi_inc" -I"$src/include" -I"$src/ggml/include" -I"$src/common" -I"$src" -I"$src/src" -I"$src/vendor")
     if compgen -G "$native/llama-patches/*.diff" >/dev/null; then
+      # llama.cpp's src/ has no backend conditionals: a CPU configuration of libllama is the same
+      # code, renamed to the CUDA build's soname and pointed at its ggml (patchelf).
       log "building libllama.$variant.so (llama-patches/ changes src/)"
-      cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
+      command -v patchelf >/dev/null || { echo "build-engine: cuda-addon needs patchelf (apt-get install patchelf)" >&2; exit 2; }
+      cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF \
         -DLLAMA_CURL=OFF -DGGML_CUDA=OFF >/dev/null
       cmake --build "$work/build" --target llama -j "$(nproc)" >&2
       cp "$work/build/bin/libllama.so" "$out/libllama.$variant.so"
-      # Link against the CUDA build's ggml, like the original, under the original soname.
-      patchelf --version >/dev/null 2>&1 && patchelf --set-soname "libllama.$variant.so" "$out/libllama.$variant.so" || true
+      patchelf --set-soname "libllama.$variant.so" --replace-needed libggml.so "libggml.$variant.so" "$out/libllama.$variant.so"
     fi
     log "compiling the addon against $rel"
     objs=()
