@@ -10,8 +10,10 @@
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
 #   bash scripts/gpu-round.sh engine      # 12b preset: bench graft, f16 and q8_0 KV, 5,977 and 11,994 tokens,
 #                                         # memory path (our engine build) beside the file path
-# KV_ADDON=path/llama-addon.node (our engine build's addon from scripts/build-engine.sh cuda-addon)
-# replaces the CUDA build's own before the round.
+#   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
+#                                         # 11,994 tokens, SWA full cache off
+# KV_ENGINE_DIR=dir (the output of scripts/build-engine.sh cuda-addon: llama-addon.node and, with
+# llama-patches, libllama) replaces the CUDA build's files before the round.
 set -euo pipefail
 out=${OUT:-$PWD/out}
 mkdir -p "$out" /root/models
@@ -23,9 +25,10 @@ model() { # preset -> path (generated once per machine)
   [[ -f $path ]] || $cli synth-model --preset "$1" --seed 0 --out "$path" >&2
   echo "$path"
 }
-if [[ -n ${KV_ADDON:-} ]]; then
-  cp "$KV_ADDON" node_modules/node-llama-cpp/llama/localBuilds/*/Release/llama-addon.node
-  echo "gpu-round: kvgraft engine build's addon installed" >&2
+if [[ -n ${KV_ENGINE_DIR:-} ]]; then
+  cp "$KV_ENGINE_DIR"/llama-addon.node "$KV_ENGINE_DIR"/*.so node_modules/node-llama-cpp/llama/localBuilds/*/Release/ 2>/dev/null ||
+    cp "$KV_ENGINE_DIR"/llama-addon.node node_modules/node-llama-cpp/llama/localBuilds/*/Release/
+  echo "gpu-round: kvgraft engine build installed from $KV_ENGINE_DIR" >&2
 fi
 case "${1:-}" in
   engine)
@@ -34,6 +37,15 @@ case "${1:-}" in
         2>"$out/graft-12b-$kv-h200.log" | tee "$out/graft-12b-$kv-h200.txt"
       tail -n 1 "$out/graft-12b-$kv-h200.txt" > "$out/graft-12b-$kv-h200.json"
     done ;;
+  swa)
+    rm -f /root/models/12b.gguf # the disk holds one 12B model at a time
+    m=$(model gemma3-12b)
+    for n in 5977 11994; do
+      $cli verify --model "$m" --trials 10 --tokens "$n" --swa-full-cache false --json 2>"$out/verify-gemma3-12b-$n.log" |
+        tail -n 1 > "$out/verify-gemma3-12b-$n-h200.json"
+    done
+    $cli bench graft --model "$m" --lengths 5977,11994 --kv f16 --runs 3 --swa-full-cache false --json \
+      2>"$out/graft-gemma3-12b-f16.log" | tail -n 1 > "$out/graft-gemma3-12b-f16-h200.json" ;;
   verify)
     $cli verify --model "$(model 1b)" --trials 10 --tokens 5977 --shift 16 --json 2>"$out/verify-1b.log" | tee "$out/verify-1b.txt"
     tail -n 1 "$out/verify-1b.txt" > "$out/verify-1b.json" ;;
