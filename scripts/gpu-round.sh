@@ -18,6 +18,9 @@ set -euo pipefail
 out=${OUT:-$PWD/out}
 mkdir -p "$out" /root/models
 export KV_LLAMA=lastBuild
+# libuv's pool runs our engine's chunk reads and hashes (and node-llama-cpp's state work): 4
+# threads by default leave the disk idle while chunks are hashed.
+export UV_THREADPOOL_SIZE=${UV_THREADPOOL_SIZE:-16}
 node=${NODE:-/opt/kv/bin/node}
 cli="$node dist/cli/main.js"
 model() { # preset -> path (generated once per machine)
