@@ -19,7 +19,7 @@ describe("kvgraft bench graft (CPU smoke check, no timing assertions)", () => {
     ]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(
-      /\| length \| KV \| recompute ms .*\| probe check ms \| probe entries \| hashes equal \|/,
+      /\| length \| KV \| path \| recompute ms .*\| probe check ms \| probe entries \| hashes equal \|/,
     );
     const json = r.json as { results: Array<Record<string, unknown>>; engine: { backend: string } };
     expect(json.engine.backend).toBe("cpu");

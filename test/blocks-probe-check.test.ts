@@ -114,7 +114,7 @@ describe("post-restore probe check on tiny-llama", () => {
       const warm = await svc.graft(m.sha256, QUERY, { maxTokens: 8 });
       expect(warm.tier).toBe("warm");
       svc.pool.evict(m.sha256);
-      await svc.warm.remove(m.sha256);
+      await svc.dropRamCopy(m.sha256);
       const coldAgain = await svc.graft(m.sha256, QUERY, { maxTokens: 8 });
       expect(coldAgain.tier).toBe("cold");
       expect(svc.probes.counts.checks).toBe(1);

@@ -86,7 +86,7 @@ function expectSlotsClean(engine: Engine): void {
 /** Forces the next graft of `id` to come from disk: not resident in a slot, no RAM copy. */
 async function makeCold(svc: BlockService, id: string): Promise<void> {
   svc.pool.evict(id);
-  await svc.warm.remove(id);
+  await svc.dropRamCopy(id);
 }
 
 function quarantineNames(dataDir: string): string[] {
@@ -239,9 +239,9 @@ describe("BlockService on tiny-llama", () => {
       svc.pool.evict(a.sha256);
       expect((await svc.graft(a.sha256, QUERY, { maxTokens: 2 })).tier).toBe("warm");
       expect(await svc.prefetch(c.sha256, "warm")).toBe("warm");
-      expect(svc.warm.blocks().sort()).toEqual([a.sha256, c.sha256].sort());
-      expect(svc.warm.usedBytes).toBe(a.sizeBytes + c.sizeBytes);
-      expect(svc.warm.usedBytes).toBeLessThanOrEqual(budget);
+      expect(svc.snapshot().warm.sort()).toEqual([a.sha256, c.sha256].sort());
+      expect(svc.snapshot().warmBytes).toBe(a.sizeBytes + c.sizeBytes);
+      expect(svc.snapshot().warmBytes).toBeLessThanOrEqual(budget);
       expect(svc.snapshot().warmBudgetBytes).toBe(budget);
       // B now comes from disk.
       svc.pool.evict(b.sha256);
@@ -542,8 +542,9 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("hot, warm and cold grafts
       expect(svc.snapshot().warm).toEqual([]);
       const cold = await svc.graft(m.sha256, QUERY, { maxTokens: MAX_TOKENS });
       expect(cold.tier).toBe("cold");
-      // A cold graft leaves a RAM copy behind (in the background; the same add joins it).
-      expect(await svc.warm.add(m.sha256, svc.store.statePath(m.sha256), m.sizeBytes)).toBe(true);
+      // A cold graft leaves a RAM copy behind (on the file path in the background; a prefetch joins it).
+      expect(await svc.prefetch(m.sha256, "warm")).toBe("warm");
+      expect(svc.snapshot().warm).toContain(m.sha256);
 
       // Hot again after the cold graft: the block is resident.
       const hotAgain = await svc.graft(m.sha256, QUERY, { maxTokens: MAX_TOKENS });

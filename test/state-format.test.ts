@@ -98,24 +98,28 @@ describe("state-file validator on genuine states", () => {
             tokensSha256: await sha256OfTokens(tokens),
           };
           await validateStateFile(path, expectation);
-          // The same state as the patched build writes it (cell geometry) passes against its layout,
-          // and not against the stock one; a geometry whose ranges miss a cell is refused.
+          // The state as the patched build writes it (cell geometry; the engine's own format when
+          // that build is loaded) passes against its layout, and not against the stock one.
           const tagged = withGeometry(readFileSync(path), CONTEXT);
           writeFileSync(`${path}.geometry`, tagged);
           const patched = { ...expectation, layout: { ...layout, geometry: true } };
+          const stock = { ...expectation, layout: { ...layout, geometry: false } };
           await validateStateFile(`${path}.geometry`, patched);
-          expect(await rejection(validateStateFile(`${path}.geometry`, expectation))).toEqual({
+          expect(await rejection(validateStateFile(`${path}.geometry`, stock))).toEqual({
             code: "block_invalid",
             field: "cache[0].geometry",
           });
-          const short = Buffer.from(tagged);
-          const cellsAt = fieldOffset(readFileSync(path), "cache[0].streams");
-          const rangeEnd = short.indexOf(Buffer.from([1, 0, 0, 0, 0, 0, 0, 0]), cellsAt) + 8;
-          short.writeUInt32LE(n - 1 + (n === 1 ? 2 : 0), rangeEnd);
-          writeFileSync(`${path}.geometry-short`, short);
-          const bad = await rejection(validateStateFile(`${path}.geometry-short`, patched));
-          expect(bad.code).toBe("block_invalid");
-          expect(String(bad.field)).toMatch(/^cache\[0\]\.geometry\./);
+          if (!layout.geometry) {
+            // A hand-made geometry (one range [0, cells)) whose range misses a cell is refused.
+            const short = Buffer.from(tagged);
+            const cellsAt = fieldOffset(readFileSync(path), "cache[0].streams");
+            const rangeEnd = short.indexOf(Buffer.from([1, 0, 0, 0, 0, 0, 0, 0]), cellsAt) + 8;
+            short.writeUInt32LE(n - 1 + (n === 1 ? 2 : 0), rangeEnd);
+            writeFileSync(`${path}.geometry-short`, short);
+            const bad = await rejection(validateStateFile(`${path}.geometry-short`, patched));
+            expect(bad.code).toBe("block_invalid");
+            expect(String(bad.field)).toMatch(/^cache\[0\]\.geometry\./);
+          }
           // The same state under a manifest that lies about its length is refused.
           expect(await rejection(validateStateFile(path, { ...expectation, tokenCount: n + 1 }))).toEqual({
             code: "block_invalid",

@@ -364,6 +364,12 @@ export class BlockService implements Blocks {
     }
   }
 
+  /** Drops the block's RAM copy (the warm tier), keeping it on disk and in any slot. */
+  async dropRamCopy(blockId: string): Promise<void> {
+    this.memory?.tier.remove(blockId);
+    await this.warm.remove(blockId);
+  }
+
   async delete(blockId: string): Promise<void> {
     this.store.get(blockId);
     this.pool.evict(blockId);
@@ -463,7 +469,7 @@ export class BlockService implements Blocks {
       tier = "hot";
     } else {
       this.stats.misses++;
-      const fromMemory = await this.restoreFromMemory(lease, manifest);
+      const fromMemory = await this.restoreFromMemory(lease, manifest, otherEngine);
       if (fromMemory) tier = fromMemory;
       else ({ tier, coldPath } = await this.restoreFromFile(seq, manifest, otherEngine));
       this.stats.bytesLoaded[tier] += tier === "hot" ? 0 : manifest.sizeBytes;
@@ -491,7 +497,11 @@ export class BlockService implements Blocks {
    * memory tier, else a single checked read from disk into it. Null when it does not apply (npm
    * prebuilt binaries, no chunk hashes, no room in memory).
    */
-  private async restoreFromMemory(lease: SlotLease, manifest: BlockManifest): Promise<Tier | null> {
+  private async restoreFromMemory(
+    lease: SlotLease,
+    manifest: BlockManifest,
+    otherEngine: boolean,
+  ): Promise<Tier | null> {
     if (!this.memory) return null;
     const seq = lease.slot.sequence;
     const holder = this.engine.canTruncate ? this.pool.holderOf(manifest.sha256, lease.slot) : null;
@@ -500,7 +510,14 @@ export class BlockService implements Blocks {
       await truncate(seq, manifest.tokenCount);
       return "hot";
     }
-    const outcome = await this.memory.restore(seq, manifest, this.store.statePath(manifest.sha256));
+    const outcome = await this.memory
+      .restore(seq, manifest, this.store.statePath(manifest.sha256))
+      .catch((err: unknown) => {
+        // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
+        if (otherEngine && !(err instanceof DomainError))
+          throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
+        throw err;
+      });
     if (outcome === "corrupt") {
       await this.forget(manifest.sha256);
       throw conflict("block_corrupt", `block ${manifest.sha256} failed its hash check and was quarantined`);
@@ -545,7 +562,7 @@ export class BlockService implements Blocks {
     } catch (err) {
       if (err instanceof DomainError && err.code === "block_corrupt") {
         this.pool.evict(sha);
-        await this.warm.remove(sha);
+        await this.dropRamCopy(sha);
       }
       throw err;
     }

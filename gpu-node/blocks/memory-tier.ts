@@ -12,6 +12,8 @@ import type { ArenaHandle, ArenaRange, NativeStateApi } from "../engine/state-me
 
 /** Arena offsets and sizes are multiples of this, which O_DIRECT needs. */
 const ALIGN = 4096;
+/** Room for the alignment padding of this many blocks beyond the budget itself. */
+const PADDED_BLOCKS = 64;
 /** Chunk reads in flight during a cold read. */
 const READS_IN_FLIGHT = 8;
 
@@ -49,22 +51,28 @@ export interface ChunkedHash {
 export class MemoryTier {
   private readonly entries = new Map<string, Entry>();
   /** Ranges being filled (a cold read or a deposit) before they become entries. */
-  private readonly reserved = new Set<{ offset: number; bytes: number }>();
+  private readonly reserved = new Set<{ offset: number; bytes: number; used: number }>();
   private used = 0;
   private clock = 0;
 
   private constructor(
     private readonly api: NativeStateApi,
     private readonly arena: ArenaHandle,
+    private readonly arenaBytes: number,
+    /** Block bytes the tier may hold. */
     readonly budgetBytes: number,
     /** Whether the arena is page-locked host memory of the GPU backend. */
     readonly pinned: boolean,
   ) {}
 
-  /** Allocates the arena: pinned when the backend offers it, else page-aligned memory. */
+  /**
+   * Allocates the arena: pinned when the backend offers it, else page-aligned memory; a little
+   * larger than the budget, for the alignment of each block.
+   */
   static open(api: NativeStateApi, budgetBytes: number): MemoryTier {
-    const { arena, pinned, size } = api.allocArena(alignUp(Math.max(ALIGN, budgetBytes)));
-    return new MemoryTier(api, arena, size, pinned);
+    const budget = Math.max(1, budgetBytes);
+    const { arena, pinned, size } = api.allocArena(alignUp(budget) + PADDED_BLOCKS * ALIGN);
+    return new MemoryTier(api, arena, size, budget, pinned);
   }
 
   get usedBytes(): number {
@@ -147,21 +155,30 @@ export class MemoryTier {
     this.used -= entry.bytes;
   }
 
-  private commit(sha: string, range: { offset: number; bytes: number }, written: number): MemoryLease {
+  private commit(
+    sha: string,
+    range: { offset: number; bytes: number; used: number },
+    written: number,
+  ): MemoryLease {
     this.reserved.delete(range);
     this.entries.set(sha, { offset: range.offset, bytes: written, lastUsed: ++this.clock, users: 0 });
     this.used += written;
     return this.acquire(sha) as MemoryLease;
   }
 
-  /** Finds an aligned hole of `bytes`, evicting least-recently-used idle blocks until one appears. */
-  private reserve(bytes: number): { offset: number; bytes: number } | null {
+  /**
+   * Finds an aligned hole of `bytes` within the budget, evicting least-recently-used idle blocks
+   * until there is one.
+   */
+  private reserve(bytes: number): { offset: number; bytes: number; used: number } | null {
     const size = alignUp(bytes);
-    if (size > this.budgetBytes) return null;
+    if (bytes > this.budgetBytes) return null;
     for (;;) {
-      const offset = this.findHole(size);
+      let pending = 0;
+      for (const r of this.reserved) pending += r.used;
+      const offset = this.used + pending + bytes <= this.budgetBytes ? this.findHole(size) : null;
       if (offset !== null) {
-        const range = { offset, bytes: size };
+        const range = { offset, bytes: size, used: bytes };
         this.reserved.add(range);
         return range;
       }
@@ -183,7 +200,7 @@ export class MemoryTier {
       if (t.offset - cursor >= size) return cursor;
       cursor = Math.max(cursor, t.offset + t.bytes);
     }
-    return this.budgetBytes - cursor >= size ? cursor : null;
+    return this.arenaBytes - cursor >= size ? cursor : null;
   }
 
   private async readInto(path: string, offset: number, hash: ChunkedHash): Promise<boolean> {

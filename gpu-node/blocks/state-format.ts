@@ -230,7 +230,10 @@ async function withReader<T>(path: string, read: (r: Reader) => Promise<T>): Pro
 /** A cache's stream count, and whether it carries the patched build's geometry tag. */
 async function streamCount(r: Reader, field: string): Promise<{ streams: number; geometry: boolean }> {
   const raw = await r.u32(field);
-  const geometry = (raw & GEOMETRY_MASK) >>> 0 === GEOMETRY_TAG;
+  const upper = (raw & GEOMETRY_MASK) >>> 0;
+  // Upper bits are either clear (stock llama.cpp) or our tag; anything else is no stream count.
+  if (upper !== 0 && upper !== GEOMETRY_TAG) throw invalid(field, `${raw >>> 0} is not a stream count`);
+  const geometry = upper === GEOMETRY_TAG;
   return { streams: geometry ? raw & ~GEOMETRY_MASK : raw, geometry };
 }
 

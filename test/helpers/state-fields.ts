@@ -24,10 +24,22 @@ export function stateFields(buf: Buffer): StateField[] {
   const tokens = field("tokenCount");
   for (let i = 0; i < tokens; i++) field(`token[${i}]`);
   for (let c = 0; o < buf.length; c++) {
-    const streams = field(`cache[${c}].streams`);
+    const raw = field(`cache[${c}].streams`);
+    // The patched build tags the count (0x4B47 in the upper bits) and adds each stream's geometry.
+    const tagged = (raw & 0xffff0000) >>> 0 === GEOMETRY_TAG;
+    const streams = tagged ? raw & 0xffff : raw;
     for (let s = 0; s < streams; s++) {
       const cells = field(`cache[${c}].stream[${s}].cells`);
       if (cells === 0) continue;
+      if (tagged) {
+        field(`cache[${c}].stream[${s}].geometry.size`);
+        field(`cache[${c}].stream[${s}].geometry.head`);
+        const ranges = field(`cache[${c}].stream[${s}].geometry.ranges`);
+        for (let r = 0; r < ranges; r++) {
+          field(`cache[${c}].stream[${s}].geometry.range[${r}].from`);
+          field(`cache[${c}].stream[${s}].geometry.range[${r}].to`);
+        }
+      }
       for (let i = 0; i < cells; i++) {
         field(`cache[${c}].cell[${i}].pos`);
         field(`cache[${c}].cell[${i}].seqIdCount`);
@@ -47,6 +59,15 @@ export function stateFields(buf: Buffer): StateField[] {
   return fields;
 }
 
+/** The patched build's tag in a stream count's upper 16 bits ("KG"). */
+const GEOMETRY_TAG = 0x4b470000;
+
+/** Whether the state was written by the patched build (its first stream count carries the tag). */
+export function isTagged(buf: Buffer): boolean {
+  const streams = stateFields(buf).find((f) => /^cache\[\d+\]\.streams$/.test(f.name));
+  return streams !== undefined && (buf.readUInt32LE(streams.offset) & 0xffff0000) >>> 0 === GEOMETRY_TAG;
+}
+
 /** The offset of the named field; throws when the state has none. */
 export function fieldOffset(buf: Buffer, name: string): number {
   const f = stateFields(buf).find((x) => x.name === name);
@@ -60,6 +81,7 @@ export function fieldOffset(buf: Buffer, name: string): number {
  * geometry: stream size, search head, one range [0, cells).
  */
 export function withGeometry(buf: Buffer, streamSize: number): Buffer {
+  if (isTagged(buf)) return buf; // made by the patched build already
   const parts: Buffer[] = [];
   let at = 0;
   for (const f of stateFields(buf)) {
