@@ -197,8 +197,12 @@ async function route(
     const result = await deps.gpu
       .graft({ blockId, query: req.problem, maxTokens })
       .catch(async (err: unknown) => {
-        // The node found the block's bytes damaged and quarantined it: stop routing to it.
-        if (err instanceof DomainError && err.code === "block_corrupt")
+        // The node found the block damaged (bytes, or a probe that no longer reproduces) and
+        // quarantined it: stop routing to it.
+        if (
+          err instanceof DomainError &&
+          (err.code === "block_corrupt" || err.code === "block_probe_mismatch")
+        )
           await setBlockState(deps.db, blockId, "quarantined").catch(() => undefined);
         throw err;
       });
