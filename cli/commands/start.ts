@@ -110,7 +110,9 @@ export default async function start(argv: string[]): Promise<number> {
     // Its own process group: a terminal's Ctrl-C reaches only this process, which then sends the
     // child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
     {
-      env: { ...childEnv, KVGRAFT_GPU_SECRET: secret },
+      // libuv's pool runs the engine build's parallel chunk reads and hashes; its default of 4
+      // leaves the disk idle while chunks are hashed.
+      env: { UV_THREADPOOL_SIZE: "16", ...childEnv, KVGRAFT_GPU_SECRET: secret },
       stdio: ["ignore", "pipe", "inherit"],
       detached: true,
     },
