@@ -28,3 +28,8 @@ export const NO_SANDBOX_REASON: string | null = bubblewrapOnPath()
 export function skipWithoutSandbox(): void {
   beforeEach((ctx) => ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined));
 }
+
+/** Skips one test, with the reason, where bubblewrap is not installed (call it first in the test). */
+export function needsSandbox(ctx: { skip(condition: boolean, note?: string): void }): void {
+  ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined);
+}

@@ -13,6 +13,7 @@ import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
 import { createGpuClient, GpuError } from "../../gpu-node/gpu-client.js";
 import { errorBodySchema } from "../../shared/protocol.js";
 import { syntheticModel } from "../helpers/models.js";
+import { needsSandbox } from "../helpers/sandbox.js";
 import { type GpuChild, killHard, startGpuChild, type TcpProxy, tcpProxy, until } from "./helpers.js";
 import { largeText, rng } from "./kill-loop.js";
 
@@ -89,7 +90,8 @@ async function restartNode(): Promise<void> {
 }
 
 describe("nothing lost between the services", () => {
-  it("a block deposited through the edge stays on the GPU node and is grafted", async () => {
+  it("a block deposited through the edge stays on the GPU node and is grafted", async (ctx) => {
+    needsSandbox(ctx); // it deposits or solves, which runs programs
     const res = await fetch(`${edge.url}/admin/solutions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
@@ -122,7 +124,8 @@ describe("nothing lost between the services", () => {
 });
 
 describe("GPU node slow, black-holed, stopped or restarted", () => {
-  it("answers normally through the proxy, and a delay below the timeout only adds latency", async () => {
+  it("answers normally through the proxy, and a delay below the timeout only adds latency", async (ctx) => {
+    needsSandbox(ctx); // it deposits or solves, which runs programs
     const normal = await solve();
     expect(normal.status).toBe(200);
     process.stderr.write(`solve through the proxy: ${Math.round(normal.ms)} ms\n`);
@@ -167,7 +170,8 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
     expect(r.ms).toBeLessThan(SLACK_MS);
   });
 
-  it("a stopped node is a fast 503; the edge recovers by itself when the node returns", async () => {
+  it("a stopped node is a fast 503; the edge recovers by itself when the node returns", async (ctx) => {
+    needsSandbox(ctx); // it deposits or solves, which runs programs
     await killHard(gpu);
     proxy.dropAll();
     for (let i = 0; i < 3; i++) {
@@ -182,7 +186,8 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
     expect((await health()).body).toMatchObject({ status: "ok", gpu: { status: "ok" } });
   });
 
-  it("a node killed mid-request gives a 502/503/504 within the timeout, then recovers", async () => {
+  it("a node killed mid-request gives a 502/503/504 within the timeout, then recovers", async (ctx) => {
+    needsSandbox(ctx); // it deposits or solves, which runs programs
     proxy.mode = { kind: "delay", ms: 400 };
     const pending = solve();
     await new Promise((r) => setTimeout(r, 150));
@@ -195,7 +200,8 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
     await until(async () => (await solve()).status === 200, 10_000, "edge recovery");
   });
 
-  it("SIGTERM drains: the solve in flight completes, new work is a fast 503, then recovery", async () => {
+  it("SIGTERM drains: the solve in flight completes, new work is a fast 503, then recovery", async (ctx) => {
+    needsSandbox(ctx); // it deposits or solves, which runs programs
     const inFlight = solve();
     await new Promise((r) => setTimeout(r, 300));
     gpu.child.kill("SIGTERM");
@@ -211,7 +217,8 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
 });
 
 describe("an import in flight when the node dies", () => {
-  it("is either fully committed or absent after each kill, and never half-listed", async () => {
+  it("is either fully committed or absent after each kill, and never half-listed", async (ctx) => {
+    needsSandbox(ctx); // it deposits or solves, which runs programs
     const random = rng(Number(process.env.KVGRAFT_IMPORT_SEED ?? 7));
     const rounds = Number(process.env.KVGRAFT_IMPORT_KILLS ?? 3);
     // A block built here, kept on the side, then deleted: the node accepts it back as an import.
