@@ -124,6 +124,15 @@ export function toDomainError(err: unknown, timeoutMs: number): DomainError {
   if (err instanceof DomainError) return err;
   if (err instanceof GpuError) {
     const details = { upstreamStatus: err.status, upstreamCode: err.code };
+    // The node refuses to run programs (no bubblewrap): the feature says so, not a busy GPU.
+    if (err.status === 503 && err.code === "sandbox_unavailable")
+      return new DomainError(
+        503,
+        "sandbox_unavailable",
+        "The GPU node has no sandbox to run programs in (bubblewrap is not installed there), so it cannot do this.",
+        details,
+        Math.max(1, Math.ceil(err.retryAfterS ?? 60)),
+      );
     if (err.status === 429 || err.status === 503)
       return new DomainError(
         503,

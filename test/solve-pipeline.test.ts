@@ -170,7 +170,7 @@ describe("POST /v1/solve on a random-weight model", () => {
     });
     await expect(viaBare.solve({ problem: PROBLEM })).rejects.toMatchObject({
       status: 503,
-      code: "solver_unavailable",
+      code: "sandbox_unavailable",
     });
   });
 });

@@ -629,7 +629,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
 
   app.post("/v1/solve", async (c) => {
     const req = solveRequestSchema.parse(await readJson(c));
-    if (!solver) throw unavailable("solver_unavailable", "this node has no sandbox, so it cannot solve");
+    if (!solver) throw unavailable("sandbox_unavailable", "this node has no sandbox, so it cannot solve");
     const work = await admit(c);
     try {
       const result = await solver.solve(req, work.signal);
