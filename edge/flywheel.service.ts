@@ -15,12 +15,12 @@
  */
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ZodError } from "zod";
-import { tally } from "../gpu-node/solve/vote.js";
 import { answersEqual } from "../shared/answers.js";
 import { conflict, DomainError, notFound, unprocessable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem } from "../shared/normalize.js";
 import type { SolveResult, SolveSample } from "../shared/protocol.js";
+import { tally } from "../shared/vote.js";
 import { type AdminDeps, depositSolution } from "./admin.service.js";
 import type { Database } from "./db/client.js";
 import { type FlywheelStatus, flywheelQueue, queries } from "./db/schema.js";

@@ -11,8 +11,8 @@
  * next heartbeat. No live replica: 503 `no_replica`.
  */
 import { z } from "zod";
-import { createGpuClient, GpuError, type GpuNodeClient } from "../gpu-node/gpu-client.js";
 import { DomainError, unavailable } from "../shared/errors.js";
+import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
 import type { BlockManifest, GenerationResult, Health } from "../shared/protocol.js";
 import { rendezvousRank } from "../shared/rendezvous.js";

@@ -1,6 +1,6 @@
 /**
  * The edge's dependency on a GPU node, behind one small interface (`GpuClient`), implemented over
- * the GPU node's own signed client (gpu-node/gpu-client.ts: fetch + Web Crypto, so it runs in
+ * the GPU node's own signed client (shared/gpu-client.ts: fetch + Web Crypto, so it runs in
  * Node and in Workers). Every call has a timeout, and model work sends the node the same deadline.
  * Failures become DomainErrors here, once: connection refused or a node that cannot take work ->
  * 503 `gpu_unavailable` (with Retry-After), timeout -> 504 `gpu_timeout`, an answer the edge
@@ -10,8 +10,8 @@
 
 import type { z } from "zod";
 import { ZodError } from "zod";
-import { createGpuClient, GpuError } from "../gpu-node/gpu-client.js";
 import { DomainError } from "../shared/errors.js";
+import { createGpuClient, GpuError } from "../shared/gpu-client.js";
 import type { ProgramParam } from "../shared/params.js";
 import type {
   BlockManifest,

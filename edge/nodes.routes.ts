@@ -1,7 +1,7 @@
 /**
  * The GPU node registry over HTTP.
  *
- * - `POST /cluster/heartbeat`: a GPU node registers and heartbeats (gpu-node/server/heartbeat.ts).
+ * - `POST /cluster/heartbeat`: a GPU node registers and heartbeats (shared/heartbeat.ts).
  *   Signed with the shared GPU secret (shared/signing.ts), not an API key, so it sits outside
  *   `/v1` and `/admin`. A node that joins or comes back up, or says it is draining, triggers a
  *   rebalance.
@@ -10,10 +10,10 @@
  */
 import { eq } from "drizzle-orm";
 import { Hono } from "hono";
-import { heartbeatSchema } from "../gpu-node/server/heartbeat.js";
 import { readBounded } from "../shared/body.js";
 import { badRequest, notFound, tooLarge, unauthorized, unavailable } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
+import { heartbeatSchema } from "../shared/heartbeat.js";
 import { sha256Schema } from "../shared/protocol.js";
 import {
   NonceCache,

@@ -16,7 +16,7 @@
  * follow-up run.
  */
 import { eq } from "drizzle-orm";
-import { GpuError } from "../gpu-node/gpu-client.js";
+import { GpuError } from "../shared/gpu-client.js";
 import { blocks } from "./db/schema.js";
 import type { GpuPool } from "./gpu-pool.js";
 import {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpuClient } from "../gpu-node/gpu-client.js";
+import { createGpuClient } from "../shared/gpu-client.js";
 import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const root = join(import.meta.dirname, "..");

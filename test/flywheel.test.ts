@@ -19,8 +19,8 @@ import {
 import { createEdgeGpuClient } from "../edge/gpu.js";
 import { systemClock } from "../edge/http.js";
 import { type EdgeServer, startEdgeServer } from "../edge/node.js";
-import { createGpuClient, type GpuNodeClient } from "../gpu-node/gpu-client.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
+import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
 import { skipWithoutSandbox } from "./helpers/sandbox.js";

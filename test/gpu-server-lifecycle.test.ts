@@ -9,7 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createGpuClient, GpuError, type GpuNodeClient } from "../gpu-node/gpu-client.js";
+import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import type { GenerationResult } from "../shared/protocol.js";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";

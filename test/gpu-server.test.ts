@@ -16,9 +16,9 @@ import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { Engine } from "../gpu-node/engine/engine.js";
-import { createGpuClient, GpuError, type GpuNodeClient } from "../gpu-node/gpu-client.js";
 import { SandboxPool } from "../gpu-node/sandbox/pool.js";
 import { createGpuApp, type GpuApp, type GpuAppOptions } from "../gpu-node/server/app.js";
+import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
 import {
   type BlockManifest,

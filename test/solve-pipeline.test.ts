@@ -9,14 +9,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createGpuClient, type GpuError, type GpuNodeClient } from "../gpu-node/gpu-client.js";
 import { createGpuApp } from "../gpu-node/server/app.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { parseFinal } from "../gpu-node/solve/final.js";
 import { planSolve } from "../gpu-node/solve/solver.js";
-import { tally } from "../gpu-node/solve/vote.js";
 import { answersEqual } from "../shared/answers.js";
+import { createGpuClient, type GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { solveResultSchema } from "../shared/protocol.js";
+import { tally } from "../shared/vote.js";
 import { syntheticModel } from "./helpers/models.js";
 import { skipWithoutSandbox } from "./helpers/sandbox.js";
 

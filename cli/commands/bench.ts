@@ -1,9 +1,9 @@
-import { benchRouter } from "../../edge/router-bench.js";
 import { benchGraft, graftBenchTable } from "../../gpu-node/bench/graft-bench.js";
 import { benchHttpOverhead } from "../../gpu-node/bench/http-overhead.js";
 import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
 import { readGpuEnv } from "../../gpu-node/config.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
+import { benchRouter } from "../../scripts/router-bench.js";
 import { intFlag, intListFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]

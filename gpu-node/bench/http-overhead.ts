@@ -7,9 +7,9 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createGpuClient } from "../../shared/gpu-client.js";
 import { BlockService } from "../blocks/block-service.js";
 import { Engine, type LlamaBinary } from "../engine/engine.js";
-import { createGpuClient } from "../gpu-client.js";
 import { startGpuNode } from "../server/node.js";
 import { quantile } from "../verify.js";
 

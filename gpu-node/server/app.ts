@@ -19,6 +19,7 @@ import {
   unauthorized,
   unavailable,
 } from "../../shared/errors.js";
+import { BLOCK_MANIFEST_HEADER, encodeManifestHeader } from "../../shared/gpu-client.js";
 import {
   type BlockManifest,
   CHUNK_SHA256_HEADER,
@@ -38,7 +39,6 @@ import {
 import { UPLOAD_GRANT_HEADER, type UploadGrantClaims, verifyUploadGrant } from "../../shared/upload-grant.js";
 import { BlockService } from "../blocks/block-service.js";
 import type { Blocks, GenerationOptions } from "../blocks/types.js";
-import { BLOCK_MANIFEST_HEADER, encodeManifestHeader } from "../gpu-client.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type SolveInput, Solver } from "../solve/solver.js";
 import { type AccessConfig, accessAuth, declaredLengthLimit, readBody, signatureAuth } from "./auth.js";

@@ -9,11 +9,11 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import { z } from "zod";
+import { type Heartbeat, type HeartbeatLoop, nodeIdSchema, startHeartbeat } from "../../shared/heartbeat.js";
 import { BlockService } from "../blocks/block-service.js";
 import { Engine } from "../engine/engine.js";
 import { SandboxPool } from "../sandbox/pool.js";
 import { createGpuApp, type GpuApp } from "./app.js";
-import { type Heartbeat, type HeartbeatLoop, nodeIdSchema, startHeartbeat } from "./heartbeat.js";
 
 /** Everything `serve gpu` needs, validated once at start. */
 export const gpuNodeConfigSchema = z

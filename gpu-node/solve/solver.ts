@@ -17,12 +17,12 @@ import {
   type SolveSample,
   type solveRequestSchema,
 } from "../../shared/protocol.js";
+import { tally } from "../../shared/vote.js";
 import { type PowerReading, type PowerSampler, startPowerSampler } from "../bench/power.js";
 import type { SlotPool } from "../blocks/slot-pool.js";
 import type { Engine } from "../engine/engine.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type FinalLimits, finalSchema, parseFinal } from "./final.js";
-import { tally } from "./vote.js";
 
 export type SolveInput = z.output<typeof solveRequestSchema>;
 

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
-import { createGpuClient, GpuError } from "../../gpu-node/gpu-client.js";
+import { createGpuClient, GpuError } from "../../shared/gpu-client.js";
 import { errorBodySchema } from "../../shared/protocol.js";
 import { syntheticModel } from "../helpers/models.js";
 import { needsSandbox } from "../helpers/sandbox.js";

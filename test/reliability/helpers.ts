@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { createGpuClient, type GpuNodeClient } from "../../gpu-node/gpu-client.js";
+import { createGpuClient, type GpuNodeClient } from "../../shared/gpu-client.js";
 
 export const root = join(import.meta.dirname, "..", "..");
 

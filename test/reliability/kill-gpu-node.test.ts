@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerProblem } from "../../edge/library.service.js";
 import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
-import { GpuError } from "../../gpu-node/gpu-client.js";
+import { GpuError } from "../../shared/gpu-client.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 import { syntheticModel } from "../helpers/models.js";
 import { type GpuChild, killHard, startGpuChild } from "./helpers.js";

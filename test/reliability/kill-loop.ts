@@ -9,7 +9,7 @@
 import { existsSync, watch } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { GpuError } from "../../gpu-node/gpu-client.js";
+import { GpuError } from "../../shared/gpu-client.js";
 import { type GpuChild, killHard, startGpuChild } from "./helpers.js";
 
 export interface KillLoopOptions {

@@ -9,13 +9,8 @@
  * from here.
  */
 import { z } from "zod";
-import {
-  engineFingerprintSchema,
-  type Health,
-  modelFingerprintSchema,
-  sha256Schema,
-} from "../../shared/protocol.js";
-import { signRequest } from "../../shared/signing.js";
+import { engineFingerprintSchema, type Health, modelFingerprintSchema, sha256Schema } from "./protocol.js";
+import { signRequest } from "./signing.js";
 
 /** Edge path the heartbeats go to (outside `/v1` and `/admin`: it is signed, not keyed). */
 export const HEARTBEAT_PATH = "/cluster/heartbeat";

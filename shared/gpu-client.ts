@@ -4,8 +4,8 @@
  * only fetch and Web Crypto, so it runs in Node and in Workers alike.
  */
 import type { z } from "zod";
-import { sha256Hex } from "../shared/hash.js";
-import type { ProgramParam } from "../shared/params.js";
+import { sha256Hex } from "./hash.js";
+import type { ProgramParam } from "./params.js";
 import {
   type BlockManifest,
   blockListSchema,
@@ -33,8 +33,8 @@ import {
   streamTokenEventSchema,
   type Tier,
   verifyBlockResultSchema,
-} from "../shared/protocol.js";
-import { signRequest } from "../shared/signing.js";
+} from "./protocol.js";
+import { signRequest } from "./signing.js";
 
 /** Header of `GET /v1/blocks/:id/file` carrying the block's manifest (base64url of its JSON). */
 export const BLOCK_MANIFEST_HEADER = "x-kvgraft-manifest";

@@ -2,7 +2,7 @@
  * Voting over a solve's samples: each sample casts up to two votes, its stated answer and its
  * program's output (when the program ran cleanly), grouped with `answersEqual`. Runtime-neutral.
  */
-import { answersEqual } from "../../shared/answers.js";
+import { answersEqual } from "./answers.js";
 
 export interface Ballot {
   stated: string | null;
