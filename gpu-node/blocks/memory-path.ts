@@ -68,7 +68,7 @@ export class MemoryPath {
     return tier;
   }
 
-  /** Reads a block into memory ahead of a request; false when it does not fit or differs. */
+  /** Reads a block into memory ahead of a request: "corrupt" when a chunk differs, "unavailable" when it does not fit. */
   async prefetch(manifest: BlockManifest, path: string): Promise<"warm" | "corrupt" | "unavailable"> {
     if (this.tier.has(manifest.sha256)) return "warm";
     const read = await this.read(manifest, path);
