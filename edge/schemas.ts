@@ -46,7 +46,7 @@ export const routeReasons = [
   "no_candidates",
   "below_threshold",
   "ambiguous",
-  "near_miss",
+  "structure_differs",
   "question_differs",
   "numbers_differ",
   "mode_library_only",

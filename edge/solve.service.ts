@@ -1,31 +1,25 @@
 /**
- * Answering one problem: normalize; an exact fingerprint with a verified
- * solution answers from the library with no GPU call; otherwise route on the problem's template:
- * a parametric verified program of the same template is re-run on the new numbers in the GPU
- * node's sandbox when they play the roles they played at deposit (`transfer`, edge/transfer.ts;
- * else the response's `transferRefused` says why), else that problem's ready block is grafted and the model answers
- * after it (`graft`); with no template match the router (edge/router.ts) may find a reworded library
- * problem (`similar`), whose block is grafted (never transfer: its template differs); otherwise
- * the model answers alone (`model`), or nothing does (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
+ * Answering one problem: normalize, then act on the router's decision (edge/router.ts
+ * `routeProblem`, the same function `kvgraft eval router` and `kvgraft bench router` measure):
+ * `answer` (an exact fingerprint with a verified solution) answers from the library with no GPU
+ * call; `template` (same words, new numbers): a parametric verified program of the template is
+ * re-run on the new numbers in the GPU node's sandbox when they play the roles they played at
+ * deposit (`transfer`, edge/transfer.ts; else the response's `transferRefused` says why), else the
+ * decision's block is grafted and the model answers after it (`graft`); `similar` (a re-worded
+ * library problem with the same numbers): its block is grafted (never transfer: its template
+ * differs); `abstain`: the model answers alone (`model`), or nothing does (`none`) when the mode
+ * forbids it. Every query is logged; unverified answers queue for the
  * flywheel. A solve that fails (GPU node down, say) is logged with source "error".
  */
-import { and, desc, eq } from "drizzle-orm";
 import { answersEqual, extractAnswer } from "../shared/answers.js";
 import { DomainError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import type { GenerationResult, SolveResult } from "../shared/protocol.js";
-import { blocks } from "./db/schema.js";
 import { enqueueForKey } from "./flywheel.service.js";
 import type { Deps } from "./http.js";
-import {
-  findByTemplate,
-  findVerifiedByFingerprint,
-  logQuery,
-  setBlockState,
-  type TemplateMatch,
-} from "./library.service.js";
-import { routeSimilar } from "./router.js";
+import { logQuery, setBlockState } from "./library.service.js";
+import { libraryReader, type RouteDecision, routeProblem } from "./router.js";
 import type { SolveRequest, SolveResponse } from "./schemas.js";
 import { tryTransfer } from "./transfer.js";
 
@@ -62,7 +56,7 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
 
   let outcome: Outcome;
   try {
-    outcome = await route(deps, req, normalized, fingerprint, maxTokens);
+    outcome = await route(deps, req, normalized, maxTokens);
   } catch (err) {
     // A failed solve is logged too (source "error"), then answered by the error handler.
     await logQuery(deps.db, {
@@ -122,22 +116,11 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
   };
 }
 
-async function route(
-  deps: Deps,
-  req: SolveRequest,
-  normalized: string,
-  fingerprint: string,
-  maxTokens: number,
-): Promise<Outcome> {
+async function route(deps: Deps, req: SolveRequest, normalized: string, maxTokens: number): Promise<Outcome> {
+  const decision = await routeProblem(libraryReader(deps.db), normalized);
   // 1. Fast path: the exact problem has a verified answer. Nothing below this line runs.
-  const hit = await findVerifiedByFingerprint(deps.db, fingerprint);
-  if (hit) {
-    const [block] = await deps.db
-      .select({ sha256: blocks.sha256 })
-      .from(blocks)
-      .where(and(eq(blocks.problemId, hit.problem.id), eq(blocks.state, "ready")))
-      .orderBy(desc(blocks.createdAt))
-      .limit(1);
+  if (decision.verified) {
+    const hit = decision.verified;
     return {
       answer: hit.answer,
       text: null,
@@ -153,7 +136,7 @@ async function route(
       confidence: 1,
       route: {
         decision: "answer",
-        blockId: block?.sha256 ?? null,
+        blockId: decision.blockId ?? null,
         problemId: hit.problem.id,
         score: 1,
         reason: "fingerprint",
@@ -165,32 +148,38 @@ async function route(
   if (req.mode === "verified") return none("mode_verified_only");
 
   // 2. Same template, new numbers: a transfer of a verified program, when the numbers fit it.
-  const { template, literals } = problemTemplate(normalized);
-  const matches = await findByTemplate(deps.db, template);
-  const transfer = await tryTransfer(deps.gpu, deps.clock, { normalized, template, literals }, matches);
-  if (transfer?.ok)
-    return {
-      answer: transfer.answer,
-      text: null,
-      source: "transfer",
-      verified: true,
-      verification: transfer.verification,
-      confidence: null,
-      route: {
-        decision: "template",
-        blockId: transfer.match.blocks.at(-1)?.sha256 ?? null,
-        problemId: transfer.match.problem.id,
-        score: 1,
-        reason: "template_transfer",
-      },
-      gpu: { tokensIn: 0, tokensOut: 0, ms: transfer.ms },
-      outputSha256: null,
-    };
-  // Not a transfer (the response says why): fall through to grafting the template's block.
-  const transferRefused = transfer?.refusal ?? null;
-  // 3. Without a template match, the router's lexical step: a reworded library problem grafts
-  // its block (never transfer: the template differs), else it abstains.
-  const target = await graftTarget(deps, normalized, matches);
+  let transferRefused: Outcome["transferRefused"] = null;
+  if (decision.matches) {
+    const { template, literals } = problemTemplate(normalized);
+    const transfer = await tryTransfer(
+      deps.gpu,
+      deps.clock,
+      { normalized, template, literals },
+      decision.matches,
+    );
+    if (transfer?.ok)
+      return {
+        answer: transfer.answer,
+        text: null,
+        source: "transfer",
+        verified: true,
+        verification: transfer.verification,
+        confidence: null,
+        route: {
+          decision: "template",
+          blockId: transfer.match.blocks.at(-1)?.sha256 ?? null,
+          problemId: transfer.match.problem.id,
+          score: 1,
+          reason: "template_transfer",
+        },
+        gpu: { tokensIn: 0, tokensOut: 0, ms: transfer.ms },
+        outputSha256: null,
+      };
+    // Not a transfer (the response says why): fall through to grafting the decision's block.
+    transferRefused = transfer?.refusal ?? null;
+  }
+  // 3. The decision's block (the template's, or a re-worded library problem's), if it has one.
+  const target = graftTarget(decision);
   const blockId = target.blockId;
   if (blockId !== null) {
     const started = deps.clock.monotonicMs();
@@ -243,36 +232,18 @@ function sampled(result: SolveResult, ms: number, r: Outcome["route"]): Outcome 
   };
 }
 
-/**
- * The block to graft: the newest ready block of the template's problems, else, with no template
- * match, the router's `similar` problem's block. `blockId` null: nothing to graft (the route says why).
- */
-async function graftTarget(
-  deps: Deps,
-  normalized: string,
-  matches: TemplateMatch[],
-): Promise<Outcome["route"]> {
-  if (matches.length > 0) {
-    const withBlock = [...matches].reverse().find((m) => m.blocks.length > 0);
-    const problemId = (withBlock ?? matches.at(-1))?.problem.id ?? null;
-    const blockId = withBlock?.blocks.at(-1)?.sha256 ?? null;
-    return {
-      decision: "template",
-      blockId,
-      problemId,
-      score: 1,
-      reason: blockId ? "template_graft" : "no_block",
-    };
-  }
-  const r = await routeSimilar(deps.db, normalized);
-  const blockId = r.blockId ?? null;
+/** The response's route for a `template`, `similar` or `abstain` decision; `blockId` null: nothing to graft. */
+function graftTarget(decision: RouteDecision): Outcome["route"] {
+  const blockId = decision.blockId ?? null;
+  const routed = decision.decision === "template" || decision.decision === "similar";
   return {
-    decision: r.decision,
+    decision: decision.decision,
     blockId,
-    problemId: r.problemId ?? null,
-    score: r.score,
-    ...(r.runnerUp === undefined ? {} : { runnerUp: r.runnerUp }),
-    reason: r.decision === "similar" && !blockId ? "no_block" : r.reason,
+    problemId: decision.problemId ?? null,
+    score: decision.score,
+    ...(decision.runnerUp === undefined ? {} : { runnerUp: decision.runnerUp }),
+    reason:
+      routed && !blockId ? "no_block" : decision.reason === "template" ? "template_graft" : decision.reason,
   };
 }
 

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { migrateDatabase, openDatabase } from "../edge/db/client.js";
 import { newId } from "../edge/db/ids.js";
 import { problems, solutions } from "../edge/db/schema.js";
-import { type RouteKind, routeProblem } from "../edge/router.js";
+import { libraryReader, type RouteKind, routeProblem } from "../edge/router.js";
 import { sha256Hex } from "../shared/hash.js";
 import { NORMALIZE_VERSION, normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import { devFixture, generateRouterLibrary } from "./gen-router-library.js";
@@ -92,6 +92,8 @@ export async function benchRouter(options: RouterBenchOptions): Promise<RouterBe
 
     const queries = devFixture<{ query: string; expect: string | null }>("router-queries.jsonl");
     const normalized = queries.map((q) => normalizeProblem(q.query));
+    // The decision /v1/solve makes (edge/solve.service.ts calls the same function and reader).
+    const reader = libraryReader(db);
     const times: number[] = [];
     const lexicalTimes: number[] = [];
     const decisions: Record<RouteKind, number> = { answer: 0, template: 0, similar: 0, abstain: 0 };
@@ -99,7 +101,7 @@ export async function benchRouter(options: RouterBenchOptions): Promise<RouterBe
     for (let round = 0; round <= options.rounds; round++) {
       for (const [i, text] of normalized.entries()) {
         const t0 = performance.now();
-        const r = await routeProblem(db, text);
+        const r = await routeProblem(reader, text);
         const ms = performance.now() - t0;
         if (round === 0) {
           // The warm-up round scores the decisions; the timed rounds repeat them.

@@ -4,9 +4,9 @@ import { join } from "node:path";
 import { z } from "zod";
 import { type Database, migrateDatabase, openDatabase } from "../../edge/db/client.js";
 import type { GpuClient } from "../../edge/gpu.js";
-import { addSolution, findByTemplate, registerProblem } from "../../edge/library.service.js";
+import { addSolution, registerProblem } from "../../edge/library.service.js";
 import { isParametricProfile, profileParameters } from "../../edge/param-probe.js";
-import { type RouteKind, routeProblem } from "../../edge/router.js";
+import { libraryReader, type RouteKind, routeProblem } from "../../edge/router.js";
 import { tryTransfer } from "../../edge/transfer.js";
 import { Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../../shared/answers.js";
@@ -19,8 +19,8 @@ const HELP = `usage: kvgraft eval router --library LIB.jsonl --queries Q.jsonl [
 Routes every query and scores the decisions. Library lines: {id, problem, solution, program,
 answer}; query lines: {query, expect, answer?} where expect is a library id or null (out of
 library). In-process by default: a temporary libSQL database with the library registered (each
-program checked and probed for parameters in the local sandbox), decisions from the edge's router,
-transfers run in the sandbox. With --edge, the library is deposited through POST /admin/solutions
+program checked and probed for parameters in the local sandbox), decisions from routeProblem
+(edge/router.ts, the function /v1/solve decides with), transfers run in the sandbox. With --edge, the library is deposited through POST /admin/solutions
 and the queries are sent to POST /v1/solve (mode library) of that running edge.
 JSON (last line): {inLibrary: {n, correct, wilson95}, outOfLibrary: {n, abstained, wilson95},
 wrongRoutes, transfer: {n, correct}, p50RouteMs}. Exit 0 when there is no wrong route.`;
@@ -212,19 +212,19 @@ async function routeInProcess(
     log(`registering ${library.length} problems (programs checked in the sandbox)`);
     const byProblem = await registerLibrary(handle.db, library, runner);
     const clock = { monotonicMs: () => performance.now() };
+    const reader = libraryReader(handle.db);
     const routed: Routed[] = [];
     for (const q of queries) {
       const normalized = normalizeProblem(q.query);
       const t0 = performance.now();
-      const route = await routeProblem(handle.db, normalized);
+      const route = await routeProblem(reader, normalized);
       const ms = performance.now() - t0;
       const id = route.problemId === undefined ? null : (byProblem.get(route.problemId) ?? null);
       const r: Routed = { decision: route.decision, id, ms: Math.round(ms * 1000) / 1000 };
-      if (route.decision === "template" && id !== null) {
+      if (route.matches && id !== null) {
         // The transfer /v1/solve would make (edge/transfer.ts); a refused one counts as no answer.
         const { template, literals } = problemTemplate(normalized);
-        const matches = await findByTemplate(handle.db, template);
-        const t = await tryTransfer(runner, clock, { normalized, template, literals }, matches);
+        const t = await tryTransfer(runner, clock, { normalized, template, literals }, route.matches);
         if (t) r.transferAnswer = t.ok ? t.answer : null;
       }
       routed.push(r);
