@@ -26,17 +26,17 @@
  * Anything else abstains: a wrong route costs more than an abstention (the model then answers
  * alone). The data access is the narrow `RouterLibrary`, so the decision is one plain function.
  */
-import { and, asc, desc, eq, inArray } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
+import { answersEqual } from "../shared/answers.js";
 import { sha256Hex } from "../shared/hash.js";
 import { NORMALIZE_VERSION, problemTemplate } from "../shared/normalize.js";
 import type { Database } from "./db/database.js";
-import { blocks, problems } from "./db/schema.js";
+import { blocks } from "./db/schema.js";
 import {
   findByTemplate,
   findVerifiedByFingerprint,
-  searchTemplates,
-  type TemplateCandidate,
   type TemplateMatch,
+  toFtsQuery,
   type VerifiedAnswer,
 } from "./library.service.js";
 
@@ -72,6 +72,8 @@ export interface ProblemRow {
   id: string;
   template: string;
   normalizedText: string;
+  /** The newest verified answer, or null. */
+  answer: string | null;
 }
 
 /** What the router reads from the library (`libraryReader` serves it from the database). */
@@ -80,12 +82,30 @@ export interface RouterLibrary {
   verifiedByFingerprint(fingerprint: string): Promise<VerifiedAnswer | null>;
   /** Every problem with exactly this template, oldest first, with its verified solution and ready blocks (oldest first). */
   byTemplate(template: string): Promise<TemplateMatch[]>;
-  /** Up to `k` templates sharing words with `text`, best BM25 first. */
-  searchTemplates(text: string, k: number): Promise<TemplateCandidate[]>;
-  /** The problems of these templates, oldest first. */
-  problemsOf(templates: string[]): Promise<ProblemRow[]>;
+  /**
+   * One lexical search (BM25 over templates, by any of the words of `text`): the `lexical` best
+   * templates, and up to `k` problems of the `wide` best templates, best template first, that may
+   * state the query's `numbers`: every digit number of the query is one of the problem's (sign
+   * aside), or, for a query with numbers in words only, every number of the problem is one of
+   * those. A re-worded query states the numbers of its problem, so the other instances of a
+   * template are no candidates however alike (`sameNumbers` then decides exactly).
+   */
+  search(text: string, numbers: Numbers, limits: SearchLimits): Promise<SearchResult>;
   /** The newest ready block of the problem, or null. */
   newestReadyBlock(problemId: string): Promise<string | null>;
+}
+
+/** How much `RouterLibrary.search` returns. */
+export interface SearchLimits {
+  lexical: number;
+  wide: number;
+  k: number;
+}
+
+/** What `RouterLibrary.search` found. */
+export interface SearchResult {
+  templates: string[];
+  problems: ProblemRow[];
 }
 
 /** The router's view of a libSQL library database. */
@@ -93,17 +113,49 @@ export function libraryReader(db: Database): RouterLibrary {
   return {
     verifiedByFingerprint: (fingerprint) => findVerifiedByFingerprint(db, fingerprint),
     byTemplate: (template) => findByTemplate(db, template),
-    searchTemplates: (text, k) => searchTemplates(db, text, k),
-    problemsOf: async (templates) =>
-      templates.length === 0
-        ? []
-        : db
-            .select({ id: problems.id, template: problems.template, normalizedText: problems.normalizedText })
-            .from(problems)
-            .where(
-              and(inArray(problems.template, templates), eq(problems.normalizeVersion, NORMALIZE_VERSION)),
+    search: async (text, numbers, limits) => {
+      const match = toFtsQuery(text);
+      if (match === null) return { templates: [], problems: [] };
+      const value = sql`ltrim(CAST(n.value AS TEXT), '-')`;
+      const digits = [...new Set(numbers.digits)];
+      const words = [...new Set(numbers.words)];
+      const stating =
+        digits.length > 0
+          ? sql.join(
+              digits.map((d) => sql`EXISTS (SELECT 1 FROM json_each(p.params) AS n WHERE ${value} = ${d})`),
+              sql` AND `,
             )
-            .orderBy(asc(problems.id)),
+          : sql`NOT EXISTS (SELECT 1 FROM json_each(p.params) AS n WHERE ${value} NOT IN (${sql.join(
+              words.map((w) => sql`${w}`),
+              sql`, `,
+            )}))`;
+      // One FTS scan for both lists. MATERIALIZED keeps it its own step (bm25() is not allowed in
+      // a flattened query); CROSS JOIN keeps the join order (the hits, then their problems by the
+      // template index: left to the planner, SQLite scanned every problem); rows with a null id
+      // are the lexical templates.
+      const rows = await db.all<ProblemRow & { id: string | null }>(sql`
+        WITH hits AS MATERIALIZED (
+          SELECT template, bm25(problems_fts) AS rank FROM problems_fts WHERE problems_fts MATCH ${match}
+          ORDER BY rank LIMIT ${limits.wide}
+        )
+        SELECT * FROM (
+          SELECT NULL AS id, template, NULL AS normalizedText, NULL AS answer FROM hits
+          ORDER BY rank LIMIT ${limits.lexical}
+        )
+        UNION ALL
+        SELECT * FROM (
+          SELECT p.id AS id, p.template AS template, p.normalized_text AS normalizedText,
+            (SELECT s.answer FROM solutions s WHERE s.problem_id = p.id AND s.verified = 1
+             ORDER BY s.id DESC LIMIT 1) AS answer
+          FROM hits CROSS JOIN problems p ON p.template = hits.template AND p.normalize_version = ${NORMALIZE_VERSION}
+          WHERE ${stating}
+          ORDER BY hits.rank, p.id LIMIT ${limits.k}
+        )`);
+      return {
+        templates: rows.filter((r) => r.id === null).map((r) => r.template),
+        problems: rows.filter((r): r is ProblemRow => r.id !== null),
+      };
+    },
     newestReadyBlock: async (problemId) => {
       const [block] = await db
         .select({ sha256: blocks.sha256 })
@@ -136,8 +188,12 @@ export const ROUTER_TUNING: RouterTuning = {
   margin: 0.285,
 };
 
-/** How many BM25 candidate templates are compared. */
-const CANDIDATES = 50;
+/** How many BM25 templates tell a lexical near match with other numbers from no match at all. */
+const LEXICAL_CANDIDATES = 10;
+/** How many of the best BM25 templates are searched for problems with the query's numbers. */
+const WIDE = 50;
+/** How many problems with the query's numbers are compared. */
+const CANDIDATES = 20;
 
 /** Routes a normalized problem text (shared/normalize `normalizeProblem`); see the module comment. */
 export async function routeProblem(
@@ -183,37 +239,78 @@ export async function routeProblem(
 
 /** One library problem compared with the query. */
 export interface SimilarCandidate {
-  problemId: string;
+  /** Null for a template seen only lexically (its problems state other numbers). */
+  problemId: string | null;
   /** Dice overlap of concepts, in [0, 1]. */
   score: number;
   /** Whether the query states exactly this problem's numbers. */
   sameNumbers: boolean;
   /** Why the two ask different questions (`question_differs`, `structure_differs`), or null. */
   differs: "question_differs" | "structure_differs" | null;
+  /** The library problem's structure (null for a template seen only lexically). */
+  structure: ProblemStructure | null;
+  /** Its verified answer, or null. */
+  answer: string | null;
 }
 
-/** The library problems the lexical search finds for the text, each compared with it. */
+/**
+ * The library problems the lexical search finds for the text, each compared with it: the best
+ * BM25 templates (to tell a near match with other numbers from nothing alike), and the problems
+ * stating the query's numbers among many more templates.
+ */
 export async function similarCandidates(
   library: RouterLibrary,
   normalizedText: string,
 ): Promise<SimilarCandidate[]> {
   const query = analyzeProblem(normalizedText);
   if (query.concepts.size === 0) return [];
-  let found = await library.searchTemplates(searchText(normalizedText, query, false), CANDIDATES);
-  // Few hits (a small library, or one whose problems are stated mostly in symbols, like
-  // `what is #% of #`): search every word, function words too.
-  if (found.length < CANDIDATES)
-    found = await library.searchTemplates(searchText(normalizedText, query, true), CANDIDATES);
-  const rows = await library.problemsOf(found.map((c) => c.template));
-  return rows.map((row) => {
-    const other = analyzeProblem(row.normalizedText);
-    return {
-      problemId: row.id,
-      score: dice(query.concepts, other.concepts),
-      sameNumbers: sameNumbers(query.numbers, other.numbers),
-      differs: differences(query, other),
-    };
-  });
+  const limits = { lexical: LEXICAL_CANDIDATES, wide: WIDE, k: CANDIDATES };
+  let found = await library.search(searchText(normalizedText, query, false), query.numbers, limits);
+  // Some but few hits (a small library, or one whose problems are stated mostly in symbols, like
+  // `what is #% of #`): search every word, function words too. No hit: no template shares a
+  // concept, and function words alone would score every template for nothing.
+  if (found.templates.length > 0 && found.templates.length < LEXICAL_CANDIDATES)
+    found = await library.search(searchText(normalizedText, query, true), query.numbers, limits);
+  const { templates, problems: rows } = found;
+  const lexical = templates.map((template) => ({
+    problemId: null,
+    score: dice(query.concepts, analyzeLibraryText(template).concepts),
+    sameNumbers: false,
+    differs: null,
+    structure: null,
+    answer: null,
+  }));
+  return [
+    ...lexical,
+    ...rows.map((row) => {
+      const other = analyzeLibraryText(row.normalizedText);
+      return {
+        problemId: row.id,
+        score: dice(query.concepts, other.concepts),
+        sameNumbers: sameNumbers(query.numbers, other.numbers),
+        differs: differences(query, other),
+        structure: other,
+        answer: row.answer,
+      };
+    }),
+  ];
+}
+
+/**
+ * Library texts are analyzed once per isolate: the same problems come back query after query.
+ * Bounded, so a long-lived process with a growing library does not grow without end.
+ */
+const analyzed = new Map<string, ProblemStructure>();
+const ANALYZED_MAX = 50_000;
+
+function analyzeLibraryText(text: string): ProblemStructure {
+  let structure = analyzed.get(text);
+  if (!structure) {
+    if (analyzed.size >= ANALYZED_MAX) analyzed.clear();
+    structure = analyzeProblem(text);
+    analyzed.set(text, structure);
+  }
+  return structure;
 }
 
 /** The lexical verdict over the compared candidates (pure: scripts/calibrate-router.ts sweeps it). */
@@ -221,13 +318,21 @@ export function decideSimilar(candidates: SimilarCandidate[], tuning: RouterTuni
   if (candidates.length === 0) return { decision: "abstain", score: 0, reason: "no_candidates" };
   const byScore = [...candidates].sort((a, b) => b.score - a.score);
   const lexicalBest = byScore[0] as SimilarCandidate;
-  const [best, second] = byScore.filter((c) => c.sameNumbers);
+  const [best, ...others] = byScore.filter(
+    (c): c is SimilarCandidate & { problemId: string } => c.sameNumbers && c.problemId !== null,
+  );
   if (!best)
     return {
       decision: "abstain",
       score: round(lexicalBest.score),
       reason: lexicalBest.score < tuning.threshold ? "below_threshold" : "numbers_differ",
     };
+  // The runner-up is the best candidate that is another problem. One with the same numbers and
+  // structure and the same verified answer is the same problem stored twice (the flywheel deposits
+  // each phrasing users asked): its block serves as well, so the closer copy (first in BM25 order
+  // on a tie) is routed to. A different answer makes it another problem (`both are blue` for
+  // `both are red`).
+  const second = others.find((c) => !sameProblem(best, c));
   const base = { score: round(best.score), runnerUp: round(second?.score ?? 0) };
   if (best.score < tuning.threshold) return { decision: "abstain", ...base, reason: "below_threshold" };
   if (best.score - (second?.score ?? 0) < tuning.margin)
@@ -236,13 +341,26 @@ export function decideSimilar(candidates: SimilarCandidate[], tuning: RouterTuni
   return { decision: "similar", problemId: best.problemId, ...base, reason: "similar" };
 }
 
+/** Whether two library problems are one: same numbers, no difference of structure, the same verified answer. */
+function sameProblem(a: SimilarCandidate, b: SimilarCandidate): boolean {
+  return (
+    a.structure !== null &&
+    b.structure !== null &&
+    a.answer !== null &&
+    b.answer !== null &&
+    answersEqual(a.answer, b.answer) &&
+    sameNumbers(a.structure.numbers, b.structure.numbers) &&
+    differences(a.structure, b.structure) === null
+  );
+}
+
 // ---- problem structure ----------------------------------------------------------------------
 
 /** A problem's structure, as `routeProblem` compares it. */
 export interface ProblemStructure {
   /** Concepts (canonical, stemmed content words) of the whole text. */
   concepts: Set<string>;
-  /** Concepts of the question sentence: what is asked for. */
+  /** The question sentence's concepts that name what is asked for (`ASKED`). */
   asked: Set<string>;
   /** Single-letter variables of the question sentence. */
   askedVariables: Set<string>;
@@ -252,7 +370,7 @@ export interface ProblemStructure {
 }
 
 /** The numbers a problem states: as digits, and as number words (`five`, `tenth`, `twice`). */
-interface Numbers {
+export interface Numbers {
   digits: string[];
   words: string[];
 }
@@ -350,7 +468,8 @@ function without(xs: string[], ys: string[]): string[] {
 }
 
 function numbersOf(text: string): Numbers {
-  const digits = problemTemplate(text.trim()).literals.map((l) => l.replace(/^-/, ""));
+  // The text is normalized: numbers are canonical digit runs (`0.5`, `12500`), signs aside.
+  const digits = text.match(/\d+(?:\.\d+)?/g) ?? [];
   const words: string[] = [];
   // Number words, compounds included: `three hundred and sixty`, `twenty-five`, `a dozen`.
   let value: number | null = null;
@@ -414,8 +533,11 @@ const PHRASES: [RegExp, string][] = [
   [/\b(?:km\/h|kmph|kph|km per hour|kilomet(?:er|re)s? (?:per|an|a) hour)\b/g, " kmh "],
   [/\b(?:m\/s|meters? per second|metres? per second)(?![a-z])/g, " mps "],
   [/\b(?:mph|miles? per hour)\b/g, " mph "],
-  [/\b([a-z]+)\^2\b/g, " square $1 "],
-  [/\b([a-z]+)\^3\b/g, " cubic $1 "],
+  [
+    /\b(cm|mm|km|m|centimet(?:er|re)s?|met(?:er|re)s?|inch(?:es)?|f(?:ee|oo)t|yards?|miles?)\^2\b/g,
+    " square $1 ",
+  ],
+  [/\b(cm|mm|km|m|centimet(?:er|re)s?|met(?:er|re)s?|inch(?:es)?|f(?:ee|oo)t|yards?)\^3\b/g, " cubic $1 "],
   [/(?<=(?:\d|square|cubic|\bin|\bper) ?)cm\b|\bcentimet(?:er|re)s?\b/g, " centimeter "],
   [/(?<=(?:\d|square|cubic|\bin|\bper) ?)mm\b|\bmillimet(?:er|re)s?\b/g, " millimeter "],
   [/(?<=(?:\d|square|cubic|\bin|\bper) ?)km\b|\bkilomet(?:er|re)s?\b/g, " kilometer "],
@@ -659,13 +781,13 @@ function stem(word: string): string {
 }
 
 /**
- * The FTS query: the query's own words and concepts plus the words each concept stands for, so
- * the index finds library problems that say it another way.
+ * The FTS query: the query's concepts plus the words each concept stands for, so the index finds
+ * library problems that say it another way; with `everyWord`, the query's own words too.
  */
 function searchText(normalizedText: string, query: ProblemStructure, everyWord: boolean): string {
-  const words = (normalizedText.toLowerCase().match(/[a-z]{2,}/g) ?? []).filter(
-    (w) => everyWord || !STOP_WORDS.has(w),
-  );
+  // Each word costs a BM25 score for every template holding it: the concepts (which FTS stems
+  // like the index) suffice unless function words are wanted too.
+  const words: string[] = everyWord ? (normalizedText.toLowerCase().match(/[a-z]{2,}/g) ?? []) : [];
   words.push(...query.concepts);
   for (const c of query.concepts) {
     const spelled = SEARCH_EXPANSIONS[c];
@@ -674,50 +796,27 @@ function searchText(normalizedText: string, query: ProblemStructure, everyWord: 
   return words.join(" ");
 }
 
-/** The words a concept stands for in library text (templates are searched as written). */
+/**
+ * The words a concept stands for in library text, where they differ from the concept itself
+ * (templates are searched as written). Few on purpose: every word searched costs a BM25 score
+ * for each template that holds it.
+ */
 const SEARCH_EXPANSIONS: Record<string, string> = {
-  gcd: "greatest highest common divisor factor gcf hcf",
-  lcm: "least lowest common multiple",
-  remainder: "mod modulo divided",
+  gcd: "greatest common divisor",
+  lcm: "least common multiple",
+  remainder: "mod divided",
   percent: "percentage",
   larger: "bigger greater",
-  largest: "biggest greatest maximum",
-  smaller: "lesser",
-  smallest: "least minimum",
-  root: "solution roots solutions",
+  root: "solution",
   probability: "chance",
-  sum: "total",
   average: "mean",
-  divisor: "divisors factor factors",
-  way: "ways arrangements orders",
-  arrange: "arranged arrangement lined row order",
-  choose: "chosen selected picked formed",
-  dice: "die",
-  roll: "rolled thrown tossed",
-  draw: "drawn",
-  cost: "price costs priced",
-  buy: "buys bought",
-  sell: "sells sold",
-  pay: "pays paid",
-  speed: "velocity",
-  length: "long",
-  width: "wide",
-  height: "high tall",
-  kmh: "km h",
-  mps: "m s meters second",
-  meter: "m meters",
-  centimeter: "cm centimeters",
-  kilometer: "km kilometers",
-  liter: "liters l",
-  hour: "hours h",
-  minute: "minutes",
-  year: "years annual",
-  month: "months monthly",
-  increase: "grew increase",
-  sequence: "progression",
-  together: "adjacent next",
-  meet: "meet",
-  fill: "fill full",
+  divisor: "factor",
+  arrange: "arranged lined",
+  choose: "chosen selected",
+  cost: "price",
+  kmh: "km",
+  mps: "meters second",
+  together: "adjacent",
 };
 
 function dice(a: Set<string>, b: Set<string>): number {

@@ -1,10 +1,12 @@
 /**
  * Router latency on a large library: a fresh libSQL file database (WAL, migrated) holding
  * `problems` problems from scripts/gen-router-library.ts (the development library plus generated
- * variants, each with a verified solution), then every development query routed `rounds` times
- * after one warm-up round. Reports p50/p95 of `routeProblem` (normalization not included: the edge
- * normalizes once per request for the fast path anyway) and how the development queries fared
- * against the large library.
+ * variants, each with a verified solution), then every query of the tuning set
+ * (test/fixtures/router-queries.jsonl) and of the re-wording development set
+ * (router-dev-rewordings.jsonl) routed `rounds` times after one warm-up round. Reports p50/p95/p99
+ * of `routeProblem` over the reader /v1/solve uses (normalization not included: the edge
+ * normalizes once per request for the fast path anyway) and how each set fared against the large
+ * library.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -29,19 +31,23 @@ export interface RouterBenchResult {
   samples: number;
   p50Ms: number;
   p95Ms: number;
+  p99Ms: number;
   maxMs: number;
   /** The routes that reached the lexical step (decided `similar` or `abstain`). */
-  lexical: { samples: number; p50Ms: number; p95Ms: number };
+  lexical: { samples: number; p50Ms: number; p95Ms: number; p99Ms: number };
   decisions: Record<RouteKind, number>;
-  /** The development queries against the large library: routed to their problem / abstained. */
-  dev: {
-    inLibrary: number;
-    inLibraryCorrect: number;
-    outOfLibrary: number;
-    abstained: number;
-    wrongRoutes: number;
-  };
+  /** Each query set against the large library: routed to their problem / abstained. */
+  sets: { tuning: SetOutcome; rewordings: SetOutcome };
   loadS: number;
+}
+
+/** How one query set fared. */
+export interface SetOutcome {
+  inLibrary: number;
+  inLibraryCorrect: number;
+  outOfLibrary: number;
+  abstained: number;
+  wrongRoutes: number;
 }
 
 /** Builds the library and times the router (see the module comment). */
@@ -90,14 +96,25 @@ export async function benchRouter(options: RouterBenchOptions): Promise<RouterBe
     }
     const loadS = (performance.now() - loadStart) / 1000;
 
-    const queries = devFixture<{ query: string; expect: string | null }>("router-queries.jsonl");
+    type Query = { query: string; expect: string | null; set: keyof RouterBenchResult["sets"] };
+    const queries: Query[] = [
+      ...devFixture<Query>("router-queries.jsonl").map((q) => ({ ...q, set: "tuning" as const })),
+      ...devFixture<Query>("router-dev-rewordings.jsonl").map((q) => ({ ...q, set: "rewordings" as const })),
+    ];
     const normalized = queries.map((q) => normalizeProblem(q.query));
     // The decision /v1/solve makes (edge/solve.service.ts calls the same function and reader).
     const reader = libraryReader(db);
     const times: number[] = [];
     const lexicalTimes: number[] = [];
     const decisions: Record<RouteKind, number> = { answer: 0, template: 0, similar: 0, abstain: 0 };
-    const dev = { inLibrary: 0, inLibraryCorrect: 0, outOfLibrary: 0, abstained: 0, wrongRoutes: 0 };
+    const outcome = (): SetOutcome => ({
+      inLibrary: 0,
+      inLibraryCorrect: 0,
+      outOfLibrary: 0,
+      abstained: 0,
+      wrongRoutes: 0,
+    });
+    const sets = { tuning: outcome(), rewordings: outcome() };
     for (let round = 0; round <= options.rounds; round++) {
       for (const [i, text] of normalized.entries()) {
         const t0 = performance.now();
@@ -105,7 +122,9 @@ export async function benchRouter(options: RouterBenchOptions): Promise<RouterBe
         const ms = performance.now() - t0;
         if (round === 0) {
           // The warm-up round scores the decisions; the timed rounds repeat them.
-          const expected = queries[i]?.expect ?? null;
+          const q = queries[i] as Query;
+          const expected = q.expect;
+          const dev = sets[q.set];
           const id = r.problemId === undefined ? null : (devIds.get(r.problemId) ?? r.problemId);
           if (expected === null) {
             dev.outOfLibrary++;
@@ -133,10 +152,16 @@ export async function benchRouter(options: RouterBenchOptions): Promise<RouterBe
       samples: times.length,
       p50Ms: q(times, 0.5),
       p95Ms: q(times, 0.95),
+      p99Ms: q(times, 0.99),
       maxMs: q(times, 1),
-      lexical: { samples: lexicalTimes.length, p50Ms: q(lexicalTimes, 0.5), p95Ms: q(lexicalTimes, 0.95) },
+      lexical: {
+        samples: lexicalTimes.length,
+        p50Ms: q(lexicalTimes, 0.5),
+        p95Ms: q(lexicalTimes, 0.95),
+        p99Ms: q(lexicalTimes, 0.99),
+      },
       decisions,
-      dev,
+      sets,
       loadS: round3(loadS),
     };
   } finally {

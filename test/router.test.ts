@@ -197,10 +197,15 @@ describe("abstain", () => {
       decision: "abstain",
       reason: "structure_differs",
     });
-    // Same numbers as the gcd problem, nothing else in common.
-    expect(await route("Write a limerick about 84 cats and 126 dogs.")).toMatchObject({
+    // The gcd problem's numbers and one word of it, nothing else alike.
+    expect(await route("Name a common animal with 84 teeth and 126 bones.")).toMatchObject({
       decision: "abstain",
       reason: "below_threshold",
+    });
+    // No template shares a concept.
+    expect(await route("Write a limerick about cats.")).toMatchObject({
+      decision: "abstain",
+      reason: "no_candidates",
     });
     expect(await route("!!! ???")).toMatchObject({ decision: "abstain", reason: "no_candidates", score: 0 });
   });
@@ -262,7 +267,15 @@ describe("analyzeProblem", () => {
 });
 
 describe("decideSimilar", () => {
-  const best: SimilarCandidate = { problemId: "p1", score: 0.6, sameNumbers: true, differs: null };
+  const best: SimilarCandidate = {
+    problemId: "p1",
+    score: 0.6,
+    sameNumbers: true,
+    differs: null,
+    structure: analyzeProblem("what is the area of a circle with a diameter of 14 cm"),
+    answer: "153.94",
+  };
+  const other = analyzeProblem("what is the circumference of a circle with a diameter of 14 cm");
   it("needs the same numbers, then applies threshold, margin and the structure checks in that order", () => {
     expect(decideSimilar([], ROUTER_TUNING).reason).toBe("no_candidates");
     expect(decideSimilar([best], ROUTER_TUNING)).toMatchObject({
@@ -276,9 +289,21 @@ describe("decideSimilar", () => {
       "below_threshold",
     );
     expect(decideSimilar([{ ...best, score: 0.1 }], ROUTER_TUNING).reason).toBe("below_threshold");
-    expect(decideSimilar([best, { ...best, problemId: "p2", score: 0.55 }], ROUTER_TUNING).reason).toBe(
-      "ambiguous",
-    );
+    expect(
+      decideSimilar(
+        [best, { ...best, problemId: "p2", score: 0.55, structure: other, answer: "43.98" }],
+        ROUTER_TUNING,
+      ).reason,
+    ).toBe("ambiguous");
+    // The same problem stored twice (another phrasing, the same answer) is no ambiguity: the
+    // closer copy wins; with another answer it is another problem.
+    const copy = analyzeProblem("find the area of a round disk 14 cm across");
+    expect(
+      decideSimilar([{ ...best, problemId: "p2", score: 0.6, structure: copy }, best], ROUTER_TUNING),
+    ).toMatchObject({ decision: "similar", problemId: "p2" });
+    expect(
+      decideSimilar([best, { ...best, problemId: "p2", score: 0.55, answer: "154" }], ROUTER_TUNING).reason,
+    ).toBe("ambiguous");
     // A lexically closer candidate with other numbers is no runner-up: it is another instance.
     expect(
       decideSimilar([{ ...best, problemId: "p2", score: 0.9, sameNumbers: false }, best], ROUTER_TUNING),

@@ -3,7 +3,7 @@ import { benchHttpOverhead } from "../../gpu-node/bench/http-overhead.js";
 import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
 import { readGpuEnv } from "../../gpu-node/config.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
-import { benchRouter } from "../../scripts/router-bench.js";
+import { benchRouter, type SetOutcome } from "../../scripts/router-bench.js";
 import { intFlag, intListFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]
@@ -29,7 +29,8 @@ checking the probe hash; per-depth median and p95, bytes on disk, VRAM baseline 
 bench http: the same deposit and hot graft in-process and over loopback HTTP (signed GPU node):
 output hashes compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.
 bench router: a libSQL file library of N generated problems (scripts/gen-router-library.ts), the
-development queries routed after a warm-up; p50/p95 of the router and the dev-set outcome.
+tuning and re-wording queries routed after a warm-up (routeProblem, the decision /v1/solve makes);
+p50/p95/p99 of the router and each set's outcome.
 bench edge: open-loop load through the edge at a constant arrival rate (each rate in turn), fast
 path (a verified library answer) or graft path (a block grafted on the GPU node): throughput,
 p50/p95/p99 latency from each request's due time, error rate, status and error codes, health
@@ -171,12 +172,13 @@ async function benchRouterCommand(argv: string[]): Promise<number> {
     rounds: intFlag(flags.rounds, "rounds", 5),
     log: (line) => process.stderr.write(`${line}\n`),
   });
-  const { dev } = result;
+  const set = (name: string, s: SetOutcome) =>
+    `${name}: ${s.inLibraryCorrect}/${s.inLibrary} in library, ${s.abstained}/${s.outOfLibrary} abstained, ` +
+    `${s.wrongRoutes} wrong routes`;
   process.stdout.write(
-    `router over ${result.problems} problems: p50 ${result.p50Ms} ms, p95 ${result.p95Ms} ms (${result.samples} routes; ` +
-      `lexical step p50 ${result.lexical.p50Ms} ms, p95 ${result.lexical.p95Ms} ms); ` +
-      `dev set: ${dev.inLibraryCorrect}/${dev.inLibrary} in library, ${dev.abstained}/${dev.outOfLibrary} abstained, ` +
-      `${dev.wrongRoutes} wrong routes\n`,
+    `router over ${result.problems} problems: p50 ${result.p50Ms} ms, p95 ${result.p95Ms} ms, p99 ${result.p99Ms} ms ` +
+      `(${result.samples} routes; lexical step p50 ${result.lexical.p50Ms} ms, p99 ${result.lexical.p99Ms} ms); ` +
+      `${set("tuning set", result.sets.tuning)}; ${set("re-wordings", result.sets.rewordings)}\n`,
   );
   if (flags.json) printJson(result);
   return 0;
