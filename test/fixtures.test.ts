@@ -154,6 +154,37 @@ describe("router queries", () => {
   );
 });
 
+describe("re-wording development set", () => {
+  const Rewording = z
+    .strictObject({
+      query: z.string().min(5),
+      expect: z.string().nullable(),
+      kind: z.enum(["reworded", ...OUT_OF_LIBRARY]),
+      answer: z.string().min(1).optional(),
+    })
+    .refine((q) => (q.expect === null) === (q.kind !== "reworded"), {
+      message: "expect must be null exactly for out-of-library kinds",
+    })
+    .refine((q) => (q.answer !== undefined) === (q.expect !== null), {
+      message: "answer is given exactly for re-wordings",
+    });
+  const rewordings = readJsonl("./fixtures/router-dev-rewordings.jsonl", Rewording);
+
+  it("re-words at least 20 library problems at least 3 times each, with their answers, and has out-of-library queries", () => {
+    const perProblem = new Map<string, number>();
+    for (const q of rewordings.filter((x) => x.expect !== null)) {
+      const e = byId.get(q.expect as string);
+      expect(e, q.query).toBeDefined();
+      expect(q.answer, q.query).toBe(e?.answer);
+      // A re-wording, not a copy or a new-numbers variant of the library problem.
+      expect(problemTemplate(q.query).template, q.query).not.toBe(problemTemplate(e?.problem ?? "").template);
+      perProblem.set(q.expect as string, (perProblem.get(q.expect as string) ?? 0) + 1);
+    }
+    expect([...perProblem.values()].filter((n) => n >= 3).length).toBeGreaterThanOrEqual(20);
+    expect(rewordings.filter((q) => q.expect === null).length).toBeGreaterThanOrEqual(10);
+  });
+});
+
 describe("starter library", () => {
   it("is 12 distinct entries copied verbatim from the router library", () => {
     expect(starter).toHaveLength(12);
