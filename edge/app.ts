@@ -9,15 +9,15 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { errorBody, notFound, tooLarge } from "../shared/errors.js";
-import { adminRoutes } from "./admin.routes.js";
 import { requireKey } from "./auth.js";
-import { flywheelRoutes } from "./flywheel.routes.js";
-import { healthRoutes } from "./health.routes.js";
 import { type AppDeps, type AppEnv, consoleLogger, type Deps, errorHandler, systemClock } from "./http.js";
-import { libraryRoutes } from "./library.routes.js";
-import { clusterRoutes, nodeAdminRoutes } from "./nodes.routes.js";
-import { openApiRoutes } from "./openapi.js";
-import { solveRoutes } from "./solve.routes.js";
+import { adminRoutes } from "./routes/admin.routes.js";
+import { flywheelRoutes } from "./routes/flywheel.routes.js";
+import { healthRoutes } from "./routes/health.routes.js";
+import { libraryRoutes } from "./routes/library.routes.js";
+import { clusterRoutes, nodeAdminRoutes } from "./routes/nodes.routes.js";
+import { openApiRoutes } from "./routes/openapi.js";
+import { solveRoutes } from "./routes/solve.routes.js";
 
 export type { AppDeps } from "./http.js";
 

@@ -7,7 +7,7 @@ import type { MiddlewareHandler } from "hono";
 import { tooManyRequests } from "../shared/errors.js";
 import type { ApiKeyRole } from "./db/schema.js";
 import type { AppEnv, Deps } from "./http.js";
-import { authenticateBearer, requireRole } from "./keys.service.js";
+import { authenticateBearer, requireRole } from "./services/keys.service.js";
 
 /** Requires a valid bearer key with `role`, then spends one unit of that key's rate limit. */
 export function requireKey(deps: Deps, role: ApiKeyRole): MiddlewareHandler<AppEnv> {

@@ -7,11 +7,11 @@ import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ZodError, type z } from "zod";
 import { DomainError, errorBody } from "../shared/errors.js";
+import type { GpuClient } from "./cluster/gpu.js";
 import type { EdgeConfig } from "./config.js";
 import type { Database } from "./db/database.js";
-import type { GpuClient } from "./gpu.js";
-import type { Principal } from "./keys.service.js";
 import type { RateLimiter } from "./rate-limit.js";
+import type { Principal } from "./services/keys.service.js";
 
 /** Milliseconds since the epoch and a monotonic clock for durations. */
 export interface Clock {

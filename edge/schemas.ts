@@ -5,8 +5,8 @@
 import { z } from "zod";
 import { transferRefusalCodes } from "../shared/params.js";
 import { blockManifestSchema, errorBodySchema, LIMITS, sha256Schema } from "../shared/protocol.js";
-import { answerChecks } from "./answer-checks.js";
 import { apiKeyRoles, blockStates } from "./db/schema.js";
+import { answerChecks } from "./routing/answer-checks.js";
 
 const problemText = z.string().trim().min(1).max(LIMITS.queryChars);
 

@@ -11,7 +11,6 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrateDatabase, openDatabase } from "../edge/db/client.js";
-import { registerProblem } from "../edge/library.service.js";
 import {
   bestCandidate,
   type CandidateFeatures,
@@ -19,7 +18,8 @@ import {
   ROUTER_TUNING,
   type RouterTuning,
   routeSimilar,
-} from "../edge/router.js";
+} from "../edge/routing/router.js";
+import { registerProblem } from "../edge/services/library.service.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 

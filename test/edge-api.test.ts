@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { queries } from "../edge/db/schema.js";
-import { addSolution, registerProblem } from "../edge/library.service.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
-import { verifyUploadGrant } from "../edge/upload-grant.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
+import { addSolution, registerProblem } from "../edge/services/library.service.js";
+import { verifyUploadGrant } from "../edge/services/upload-grant.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 
 const SECRET = "test-secret-0123456789abcdef";

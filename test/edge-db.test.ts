@@ -24,7 +24,7 @@ import {
   setBlockState,
   toFtsQuery,
   upsertNode,
-} from "../edge/library.service.js";
+} from "../edge/services/library.service.js";
 import { DomainError } from "../shared/errors.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 

@@ -9,16 +9,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEdgeGpuClient } from "../edge/cluster/gpu.js";
+import { systemClock } from "../edge/http.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import {
   type Candidate,
   type FlywheelBudget,
   judge,
   runFlywheelOnce,
   startFlywheelWorker,
-} from "../edge/flywheel.service.js";
-import { createEdgeGpuClient } from "../edge/gpu.js";
-import { systemClock } from "../edge/http.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+} from "../edge/services/flywheel.service.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { runCli } from "./helpers/cli.js";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEdgeServer } from "../edge/node.js";
+import { startEdgeServer } from "../edge/runtime/node.js";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { type IsolatedLoadRequest, isolatedLoadCheck } from "../gpu-node/blocks/isolated-load.js";
 import { Engine } from "../gpu-node/engine/engine.js";

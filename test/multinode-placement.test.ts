@@ -7,7 +7,7 @@ import {
   type NodeView,
   planRebalance,
   routeCandidates,
-} from "../edge/placement.js";
+} from "../edge/cluster/placement.js";
 import { rendezvousPick, rendezvousRank } from "../shared/rendezvous.js";
 
 const F = { modelFingerprint: "m1", engineFingerprint: "e1" };

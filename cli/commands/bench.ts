@@ -1,9 +1,9 @@
+import { benchRouter } from "../../bench/router-bench.js";
 import { benchGraft, graftBenchTable } from "../../gpu-node/bench/graft-bench.js";
 import { benchHttpOverhead } from "../../gpu-node/bench/http-overhead.js";
 import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
 import { readGpuEnv } from "../../gpu-node/config.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
-import { benchRouter } from "../../scripts/router-bench.js";
 import { intFlag, intListFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]
@@ -201,7 +201,7 @@ async function benchEdgeCommand(argv: string[]): Promise<number> {
   const rates = intListFlag(requireFlag(flags.rate, "rate"), "rate", []);
   if (rates.length === 0 || rates.some((r) => r < 1)) throw new UsageError("--rate takes positive integers");
   const key = flags.key ?? process.env.KVGRAFT_API_KEY ?? process.env.KVGRAFT_ADMIN_KEY;
-  const { benchEdge, loadLine } = await import("../../edge/load-bench.js");
+  const { benchEdge, loadLine } = await import("../../bench/load-bench.js");
   const result = await benchEdge({
     path: flags.path,
     stack: flags.stack,

@@ -2,17 +2,18 @@
  * `kvgraft flywheel`: the flywheel worker on its own (npm start runs one next to the edge). It
  * works on the edge's database and calls the GPU node like the edge does (signed).
  */
+
+import { createEdgeGpuClient } from "../../edge/cluster/gpu.js";
 import { readEdgeConfig } from "../../edge/config.js";
 import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
+import { consoleLogger, systemClock } from "../../edge/http.js";
+import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/runtime/node.js";
 import {
   DEFAULT_FLYWHEEL_BUDGET,
   flywheelProgress,
   runFlywheelOnce,
   startFlywheelWorker,
-} from "../../edge/flywheel.service.js";
-import { createEdgeGpuClient } from "../../edge/gpu.js";
-import { consoleLogger, systemClock } from "../../edge/http.js";
-import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/node.js";
+} from "../../edge/services/flywheel.service.js";
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft flywheel [--edge-db file:PATH|libsql://...] [--gpu-url URL] [--once]

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import {
   adminBlockRegisterSchema,
   adminSolutionRequestSchema,

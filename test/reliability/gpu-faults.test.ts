@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import { createGpuClient, GpuError } from "../../shared/gpu-client.js";
 import { errorBodySchema } from "../../shared/protocol.js";
 import { syntheticModel } from "../helpers/models.js";

@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { addSolution, registerProblem } from "../../edge/library.service.js";
-import { percentiles, prepareWorkload, runLoad } from "../../edge/load-bench.js";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { percentiles, prepareWorkload, runLoad } from "../../bench/load-bench.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
+import { addSolution, registerProblem } from "../../edge/services/library.service.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 
 const temp = mkdtempSync(join(tmpdir(), "kvgraft-rel-load-"));

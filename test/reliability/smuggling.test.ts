@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import { signRequest } from "../../shared/signing.js";
 import { syntheticModel } from "../helpers/models.js";
 import { type GpuChild, killHard, type RawResponse, rawExchange, startGpuChild } from "./helpers.js";

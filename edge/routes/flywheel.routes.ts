@@ -1,15 +1,15 @@
 /** The flywheel's admin API under `/admin/flywheel` (admin auth is mounted on `/admin/*`). */
 import { Hono } from "hono";
 import { z } from "zod";
-import { flywheelStatuses } from "./db/schema.js";
+import { flywheelStatuses } from "../db/schema.js";
+import { type AppEnv, type Deps, readJson, readQuery } from "../http.js";
 import {
   acceptFlywheelItem,
   enqueueProblem,
   getFlywheelItem,
   listFlywheelItems,
   rejectFlywheelItem,
-} from "./flywheel.service.js";
-import { type AppEnv, type Deps, readJson, readQuery } from "./http.js";
+} from "../services/flywheel.service.js";
 
 const answer = z.string().trim().min(1).max(1000);
 

@@ -15,16 +15,17 @@
  */
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ZodError } from "zod";
-import { answersEqual } from "../shared/answers.js";
-import { conflict, DomainError, notFound, unprocessable } from "../shared/errors.js";
-import { sha256Hex } from "../shared/hash.js";
-import { normalizeProblem } from "../shared/normalize.js";
-import type { SolveResult, SolveSample } from "../shared/protocol.js";
-import { tally } from "../shared/vote.js";
+import { answersEqual } from "../../shared/answers.js";
+import { conflict, DomainError, notFound, unprocessable } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { normalizeProblem } from "../../shared/normalize.js";
+import type { SolveResult, SolveSample } from "../../shared/protocol.js";
+import { tally } from "../../shared/vote.js";
+import type { Database } from "../db/client.js";
+import { type FlywheelStatus, flywheelQueue, queries } from "../db/schema.js";
+import { type Logger, systemClock } from "../http.js";
+import { adminSolutionRequestSchema } from "../schemas.js";
 import { type AdminDeps, depositSolution } from "./admin.service.js";
-import type { Database } from "./db/client.js";
-import { type FlywheelStatus, flywheelQueue, queries } from "./db/schema.js";
-import { type Logger, systemClock } from "./http.js";
 import {
   claimNextFlywheel,
   enqueueFlywheel,
@@ -33,7 +34,6 @@ import {
   finishFlywheel,
   listFlywheel,
 } from "./library.service.js";
-import { adminSolutionRequestSchema } from "./schemas.js";
 
 /** How much compute the flywheel spends per item. */
 export interface FlywheelBudget {

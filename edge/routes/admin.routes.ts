@@ -1,19 +1,24 @@
 /** The admin API under `/admin` (the app mounts admin auth on the whole prefix first). */
 import { Hono } from "hono";
-import { notFound } from "../shared/errors.js";
-import { sha256Schema } from "../shared/protocol.js";
-import { deleteBlock, depositSolution, issueUploadGrant, registerImportedBlock } from "./admin.service.js";
-import { type AppEnv, type Deps, readJson } from "./http.js";
-import { createApiKey, listApiKeys, revokeApiKey } from "./keys.service.js";
-import { upsertNode } from "./library.service.js";
-import { describeNodes } from "./nodes.routes.js";
+import { notFound } from "../../shared/errors.js";
+import { sha256Schema } from "../../shared/protocol.js";
+import { type AppEnv, type Deps, readJson } from "../http.js";
 import {
   adminBlockRegisterSchema,
   adminSolutionRequestSchema,
   keyCreateSchema,
   nodeRegisterSchema,
   uploadRequestSchema,
-} from "./schemas.js";
+} from "../schemas.js";
+import {
+  deleteBlock,
+  depositSolution,
+  issueUploadGrant,
+  registerImportedBlock,
+} from "../services/admin.service.js";
+import { createApiKey, listApiKeys, revokeApiKey } from "../services/keys.service.js";
+import { upsertNode } from "../services/library.service.js";
+import { describeNodes } from "./nodes.routes.js";
 
 export function adminRoutes(deps: Deps): Hono<AppEnv> {
   return new Hono<AppEnv>()

@@ -10,9 +10,9 @@
 
 import type { z } from "zod";
 import { ZodError } from "zod";
-import { DomainError } from "../shared/errors.js";
-import { createGpuClient, GpuError } from "../shared/gpu-client.js";
-import type { ProgramParam } from "../shared/params.js";
+import { DomainError } from "../../shared/errors.js";
+import { createGpuClient, GpuError } from "../../shared/gpu-client.js";
+import type { ProgramParam } from "../../shared/params.js";
 import type {
   BlockManifest,
   GenerationResult,
@@ -20,7 +20,7 @@ import type {
   SolveRequest,
   SolveResult,
   sandboxRunResultSchema,
-} from "../shared/protocol.js";
+} from "../../shared/protocol.js";
 
 export type SandboxRunResult = z.infer<typeof sandboxRunResultSchema>;
 

@@ -8,4 +8,4 @@ export {
   UPLOAD_GRANT_PREFIX,
   type UploadGrantClaims,
   verifyUploadGrant,
-} from "../shared/upload-grant.js";
+} from "../../shared/upload-grant.js";

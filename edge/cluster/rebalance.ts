@@ -16,8 +16,8 @@
  * follow-up run.
  */
 import { eq } from "drizzle-orm";
-import { GpuError } from "../shared/gpu-client.js";
-import { blocks } from "./db/schema.js";
+import { GpuError } from "../../shared/gpu-client.js";
+import { blocks } from "../db/schema.js";
 import type { GpuPool } from "./gpu-pool.js";
 import {
   addReplica,

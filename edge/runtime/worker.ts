@@ -6,13 +6,13 @@
  */
 import { createClient } from "@libsql/client/web";
 import type { Hono } from "hono";
-import { createApp } from "./app.js";
-import { ConfigError, rateLimitBinding, readEdgeConfig } from "./config.js";
-import { databaseFromClient } from "./db/database.js";
-import { createEdgeGpuClient } from "./gpu.js";
-import { type AppEnv, consoleLogger } from "./http.js";
-import { ensureAdminKey } from "./keys.service.js";
-import { createLocalRateLimiter, workersRateLimiter } from "./rate-limit.js";
+import { createApp } from "../app.js";
+import { createEdgeGpuClient } from "../cluster/gpu.js";
+import { ConfigError, rateLimitBinding, readEdgeConfig } from "../config.js";
+import { databaseFromClient } from "../db/database.js";
+import { type AppEnv, consoleLogger } from "../http.js";
+import { createLocalRateLimiter, workersRateLimiter } from "../rate-limit.js";
+import { ensureAdminKey } from "../services/keys.service.js";
 
 interface Built {
   app: Hono<AppEnv>;

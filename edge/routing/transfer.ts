@@ -13,10 +13,10 @@ import {
   type TransferRefusal,
   type TransferRefusalCode,
   transferParams,
-} from "../shared/params.js";
+} from "../../shared/params.js";
+import type { GpuClient } from "../cluster/gpu.js";
+import type { TemplateMatch } from "../services/library.service.js";
 import { type AnswerCheck, checkAnswer } from "./answer-checks.js";
-import type { GpuClient } from "./gpu.js";
-import type { TemplateMatch } from "./library.service.js";
 
 /** How a transferred answer was verified (the response's `verification`). */
 export interface TransferVerification {

@@ -4,16 +4,18 @@
  * functions over the deps.
  */
 import { and, desc, eq } from "drizzle-orm";
-import { badRequest, DomainError, notFound, unavailable, unprocessable } from "../shared/errors.js";
-import { sha256Hex } from "../shared/hash.js";
-import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
-import { MAX_LITERAL_CHARS, type ProgramParam } from "../shared/params.js";
-import { type BlockManifest, CHUNK_SHA256_HEADER, gpuPaths, LIMITS } from "../shared/protocol.js";
+import { badRequest, DomainError, notFound, unavailable, unprocessable } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
+import { MAX_LITERAL_CHARS, type ProgramParam } from "../../shared/params.js";
+import { type BlockManifest, CHUNK_SHA256_HEADER, gpuPaths, LIMITS } from "../../shared/protocol.js";
+import type { GpuClient, SandboxRunResult } from "../cluster/gpu.js";
+import { isGpuPool } from "../cluster/gpu-pool.js";
+import { blocks, problems } from "../db/schema.js";
+import type { Deps } from "../http.js";
+import { isParametricProfile, profileParameters } from "../routing/param-probe.js";
+import type { AdminSolutionRequest } from "../schemas.js";
 import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
-import { blocks, problems } from "./db/schema.js";
-import type { GpuClient, SandboxRunResult } from "./gpu.js";
-import { isGpuPool } from "./gpu-pool.js";
-import type { Deps } from "./http.js";
 import {
   addSolution,
   type Block,
@@ -25,8 +27,6 @@ import {
   type Solution,
   setBlockState,
 } from "./library.service.js";
-import { isParametricProfile, profileParameters } from "./param-probe.js";
-import type { AdminSolutionRequest } from "./schemas.js";
 import { createUploadGrant } from "./upload-grant.js";
 
 /** What the admin operations need (the embedded default calls them in-process with these). */

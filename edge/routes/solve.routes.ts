@@ -1,8 +1,8 @@
 /** `POST /v1/solve`. */
 import { Hono } from "hono";
-import { type AppEnv, type Deps, readJson } from "./http.js";
-import { solveRequestSchema } from "./schemas.js";
-import { solve } from "./solve.service.js";
+import { type AppEnv, type Deps, readJson } from "../http.js";
+import { solveRequestSchema } from "../schemas.js";
+import { solve } from "../services/solve.service.js";
 
 export function solveRoutes(deps: Deps): Hono<AppEnv> {
   return new Hono<AppEnv>().post("/solve", async (c) => {

@@ -10,15 +10,15 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
-import { parseFlags, printJson, UsageError } from "../cli/args.js";
-import { createApp } from "./app.js";
-import { type EdgeConfig, processEnv, readEdgeConfig, readListenConfig } from "./config.js";
-import { type Database, migrateDatabase, openDatabase } from "./db/client.js";
-import type { GpuClient } from "./gpu.js";
-import { createGpuPool, isGpuPool, readPoolSettings } from "./gpu-pool.js";
-import { type AppEnv, consoleLogger, type Logger } from "./http.js";
-import { ensureAdminKey } from "./keys.service.js";
-import { createLocalRateLimiter } from "./rate-limit.js";
+import { parseFlags, printJson, UsageError } from "../../cli/args.js";
+import { createApp } from "../app.js";
+import type { GpuClient } from "../cluster/gpu.js";
+import { createGpuPool, isGpuPool, readPoolSettings } from "../cluster/gpu-pool.js";
+import { type EdgeConfig, processEnv, readEdgeConfig, readListenConfig } from "../config.js";
+import { type Database, migrateDatabase, openDatabase } from "../db/client.js";
+import { type AppEnv, consoleLogger, type Logger } from "../http.js";
+import { createLocalRateLimiter } from "../rate-limit.js";
+import { ensureAdminKey } from "../services/keys.service.js";
 
 /** The library database the Node entry uses when LIBSQL_URL and --db are unset. */
 export const DEFAULT_DB_URL = "file:.data/kvgraft.db";

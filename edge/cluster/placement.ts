@@ -11,9 +11,9 @@
  *   restores it from disk), ties broken by rendezvous rank.
  */
 import { and, eq, inArray } from "drizzle-orm";
-import { rendezvousPick, rendezvousRank } from "../shared/rendezvous.js";
-import type { Database } from "./db/database.js";
-import { blockReplicas, blocks } from "./db/schema.js";
+import { rendezvousPick, rendezvousRank } from "../../shared/rendezvous.js";
+import type { Database } from "../db/database.js";
+import { blockReplicas, blocks } from "../db/schema.js";
 
 /** What placement needs to know about one node. */
 export interface NodeView {

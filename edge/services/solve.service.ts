@@ -10,14 +10,17 @@
  * flywheel. A solve that fails (GPU node down, say) is logged with source "error".
  */
 import { and, desc, eq } from "drizzle-orm";
-import { answersEqual, extractAnswer } from "../shared/answers.js";
-import { DomainError } from "../shared/errors.js";
-import { sha256Hex } from "../shared/hash.js";
-import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
-import type { GenerationResult, SolveResult } from "../shared/protocol.js";
-import { blocks } from "./db/schema.js";
+import { answersEqual, extractAnswer } from "../../shared/answers.js";
+import { DomainError } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
+import type { GenerationResult, SolveResult } from "../../shared/protocol.js";
+import { blocks } from "../db/schema.js";
+import type { Deps } from "../http.js";
+import { routeSimilar } from "../routing/router.js";
+import { tryTransfer } from "../routing/transfer.js";
+import type { SolveRequest, SolveResponse } from "../schemas.js";
 import { enqueueForKey } from "./flywheel.service.js";
-import type { Deps } from "./http.js";
 import {
   findByTemplate,
   findVerifiedByFingerprint,
@@ -25,9 +28,6 @@ import {
   setBlockState,
   type TemplateMatch,
 } from "./library.service.js";
-import { routeSimilar } from "./router.js";
-import type { SolveRequest, SolveResponse } from "./schemas.js";
-import { tryTransfer } from "./transfer.js";
 
 /** Who asked, for the log and the response. */
 export interface SolveContext {

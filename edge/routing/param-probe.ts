@@ -6,9 +6,15 @@
  * (an exponent or a constant the program hard-codes). A timeout or limit says nothing, so it
  * leaves the parameter `ignored`: the safe side, since an ignored parameter must keep its value.
  */
-import { answersEqual } from "../shared/answers.js";
-import { type ParamProfile, type ParamRole, paramKind, paramSign, perturbLiteral } from "../shared/params.js";
-import type { GpuClient } from "./gpu.js";
+import { answersEqual } from "../../shared/answers.js";
+import {
+  type ParamProfile,
+  type ParamRole,
+  paramKind,
+  paramSign,
+  perturbLiteral,
+} from "../../shared/params.js";
+import type { GpuClient } from "../cluster/gpu.js";
 
 const STEPS = [1, 2];
 

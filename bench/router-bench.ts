@@ -12,10 +12,10 @@ import { join } from "node:path";
 import { migrateDatabase, openDatabase } from "../edge/db/client.js";
 import { newId } from "../edge/db/ids.js";
 import { problems, solutions } from "../edge/db/schema.js";
-import { type RouteKind, routeProblem } from "../edge/router.js";
+import { type RouteKind, routeProblem } from "../edge/routing/router.js";
+import { devFixture, generateRouterLibrary } from "../scripts/gen-router-library.js";
 import { sha256Hex } from "../shared/hash.js";
 import { NORMALIZE_VERSION, normalizeProblem, problemTemplate } from "../shared/normalize.js";
-import { devFixture, generateRouterLibrary } from "./gen-router-library.js";
 
 export interface RouterBenchOptions {
   problems: number;

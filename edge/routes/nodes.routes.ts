@@ -10,21 +10,21 @@
  */
 import { eq } from "drizzle-orm";
 import { Hono } from "hono";
-import { readBounded } from "../shared/body.js";
-import { badRequest, notFound, tooLarge, unauthorized, unavailable } from "../shared/errors.js";
-import { sha256Hex } from "../shared/hash.js";
-import { heartbeatSchema } from "../shared/heartbeat.js";
-import { sha256Schema } from "../shared/protocol.js";
+import { readBounded } from "../../shared/body.js";
+import { badRequest, notFound, tooLarge, unauthorized, unavailable } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { heartbeatSchema } from "../../shared/heartbeat.js";
+import { sha256Schema } from "../../shared/protocol.js";
 import {
   NonceCache,
   SIGNATURE_HEADERS,
   verifySignatureHeaders,
   verifySignedBody,
-} from "../shared/signing.js";
-import { type GpuNode, listNodes, markNodeDown, upsertNode } from "./db/nodes.js";
-import { gpuNodes } from "./db/schema.js";
-import { type GpuPool, isGpuPool } from "./gpu-pool.js";
-import type { AppEnv, Deps } from "./http.js";
+} from "../../shared/signing.js";
+import { type GpuPool, isGpuPool } from "../cluster/gpu-pool.js";
+import { type GpuNode, listNodes, markNodeDown, upsertNode } from "../db/nodes.js";
+import { gpuNodes } from "../db/schema.js";
+import type { AppEnv, Deps } from "../http.js";
 
 const HEARTBEAT_BODY_BYTES = 8 * 2 ** 20;
 

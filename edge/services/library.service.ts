@@ -5,15 +5,15 @@
  * here so routes import the whole data layer from one place.
  */
 import { and, asc, desc, eq, gt, inArray, ne, sql } from "drizzle-orm";
-import { badRequest, conflict, notFound } from "../shared/errors.js";
-import { NORMALIZE_VERSION } from "../shared/normalize.js";
-import type { Database } from "./db/database.js";
-import { type FingerprintValue, fingerprintKey } from "./db/fingerprint.js";
-import { isId, newId } from "./db/ids.js";
-import { type BlockState, blocks, problems, queries, solutions } from "./db/schema.js";
+import { badRequest, conflict, notFound } from "../../shared/errors.js";
+import { NORMALIZE_VERSION } from "../../shared/normalize.js";
+import type { Database } from "../db/database.js";
+import { type FingerprintValue, fingerprintKey } from "../db/fingerprint.js";
+import { isId, newId } from "../db/ids.js";
+import { type BlockState, blocks, problems, queries, solutions } from "../db/schema.js";
 
-export * from "./db/flywheel-queue.js";
-export * from "./db/nodes.js";
+export * from "../db/flywheel-queue.js";
+export * from "../db/nodes.js";
 
 export type Problem = typeof problems.$inferSelect;
 export type Solution = typeof solutions.$inferSelect;

@@ -4,8 +4,8 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import type { AppEnv } from "./http.js";
-import * as s from "./schemas.js";
+import type { AppEnv } from "../http.js";
+import * as s from "../schemas.js";
 
 type Schema = z.ZodType;
 

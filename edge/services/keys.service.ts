@@ -4,11 +4,11 @@
  * carry distinct codes for logs, but one uniform message so a caller learns nothing from it.
  */
 import { and, asc, eq, isNull } from "drizzle-orm";
-import { forbidden, notFound, unauthorized } from "../shared/errors.js";
-import { sha256Hex } from "../shared/hash.js";
-import type { Database } from "./db/database.js";
-import { newId } from "./db/ids.js";
-import { type ApiKeyRole, apiKeys } from "./db/schema.js";
+import { forbidden, notFound, unauthorized } from "../../shared/errors.js";
+import { sha256Hex } from "../../shared/hash.js";
+import type { Database } from "../db/database.js";
+import { newId } from "../db/ids.js";
+import { type ApiKeyRole, apiKeys } from "../db/schema.js";
 
 const PREFIX_LENGTH = 8;
 const SECRET_LENGTH = 32;

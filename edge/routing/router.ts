@@ -19,11 +19,11 @@
  * Pure scoring lives in `decideSimilar`, so scripts/calibrate-router.ts can sweep the constants.
  */
 import { and, asc, desc, eq } from "drizzle-orm";
-import { sha256Hex } from "../shared/hash.js";
-import { problemTemplate } from "../shared/normalize.js";
-import type { Database } from "./db/database.js";
-import { blocks, problems } from "./db/schema.js";
-import { findVerifiedByFingerprint, searchTemplates } from "./library.service.js";
+import { sha256Hex } from "../../shared/hash.js";
+import { problemTemplate } from "../../shared/normalize.js";
+import type { Database } from "../db/database.js";
+import { blocks, problems } from "../db/schema.js";
+import { findVerifiedByFingerprint, searchTemplates } from "../services/library.service.js";
 
 export type RouteKind = "answer" | "template" | "similar" | "abstain";
 export type RouteReason =

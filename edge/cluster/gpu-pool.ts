@@ -11,13 +11,13 @@
  * next heartbeat. No live replica: 503 `no_replica`.
  */
 import { z } from "zod";
-import { DomainError, unavailable } from "../shared/errors.js";
-import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
-import { sha256Hex } from "../shared/hash.js";
-import type { BlockManifest, GenerationResult, Health } from "../shared/protocol.js";
-import { rendezvousRank } from "../shared/rendezvous.js";
-import type { Database } from "./db/database.js";
-import { type GpuNode, listNodes, markNodeDown, recordMissedHeartbeat } from "./db/nodes.js";
+import { DomainError, unavailable } from "../../shared/errors.js";
+import { createGpuClient, GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
+import { sha256Hex } from "../../shared/hash.js";
+import type { BlockManifest, GenerationResult, Health } from "../../shared/protocol.js";
+import { rendezvousRank } from "../../shared/rendezvous.js";
+import type { Database } from "../db/database.js";
+import { type GpuNode, listNodes, markNodeDown, recordMissedHeartbeat } from "../db/nodes.js";
 import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
 import {
   addReplica,

@@ -2,8 +2,8 @@
 import { sql } from "drizzle-orm";
 import { Hono } from "hono";
 import type { z } from "zod";
-import type { AppEnv, Deps } from "./http.js";
-import type { healthResponseSchema } from "./schemas.js";
+import type { AppEnv, Deps } from "../http.js";
+import type { healthResponseSchema } from "../schemas.js";
 
 type HealthResponse = z.infer<typeof healthResponseSchema>;
 

@@ -3,7 +3,7 @@
  * database holding one verified solution, and a loopback server standing in for the GPU node that
  * only counts requests (there must be none). Sequential requests after a warm-up; latency is the
  * client's round trip. Usage:
- *   node --import tsx edge/fast-path-bench.ts [--requests 1000] [--warmup 100] [--json]
+ *   node --import tsx bench/fast-path-bench.ts [--requests 1000] [--warmup 100] [--json]
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -11,9 +11,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { intFlag, parseFlags, printJson } from "../cli/args.js";
+import { startEdgeServer } from "../edge/runtime/node.js";
+import { addSolution, registerProblem } from "../edge/services/library.service.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
-import { addSolution, registerProblem } from "./library.service.js";
-import { startEdgeServer } from "./node.js";
 
 const flags = parseFlags(process.argv.slice(2), {
   requests: { type: "string" },
