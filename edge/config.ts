@@ -78,19 +78,29 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/** The set, non-empty string variables of an environment record (Workers bindings that are not strings drop out). */
+function setStrings(env: Record<string, unknown>): Record<string, string> {
+  const strings: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (typeof v === "string" && v !== "") strings[k] = v;
+  return strings;
+}
+
+/** Parses the environment with `schema`, or throws a ConfigError that lists every bad variable. */
+function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, unknown>): z.infer<S> {
+  const parsed = schema.safeParse(setStrings(env));
+  if (!parsed.success)
+    throw new ConfigError(
+      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  return parsed.data;
+}
+
 /**
  * Parses the environment (Node: `process.env`; Workers: the `env` object, whose non-string
  * bindings are ignored here). Empty strings count as unset.
  */
 export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
-  const strings: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (typeof v === "string" && v !== "") strings[k] = v;
-  const parsed = envSchema.safeParse(strings);
-  if (!parsed.success)
-    throw new ConfigError(
-      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  const e = parsed.data;
+  const e = parseEnv(envSchema, env);
   const trim = (url: string) => url.replace(/\/+$/, "");
   return {
     db: { url: e.LIBSQL_URL, ...(e.LIBSQL_AUTH_TOKEN ? { authToken: e.LIBSQL_AUTH_TOKEN } : {}) },
@@ -137,11 +147,40 @@ const listenSchema = z.object({
 
 /** Where the Node entry listens: `EDGE_PORT`, else `PORT`, else 8787; `EDGE_HOST` (default loopback). */
 export function readListenConfig(env: Record<string, string | undefined>): { port: number; host: string } {
-  const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
-  const parsed = listenSchema.safeParse(strings);
-  if (!parsed.success)
-    throw new ConfigError(
-      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  return { port: parsed.data.EDGE_PORT ?? parsed.data.PORT ?? 8787, host: parsed.data.EDGE_HOST };
+  const e = parseEnv(listenSchema, env);
+  return { port: e.EDGE_PORT ?? e.PORT ?? 8787, host: e.EDGE_HOST };
+}
+
+/** Cluster settings of the GPU pool (every one has a default). */
+export interface PoolSettings {
+  /** Copies of each block (R). */
+  replicas: number;
+  /** The heartbeat interval nodes are expected to keep. */
+  heartbeatMs: number;
+  /** Heartbeats missed in a row before a node counts as down. */
+  downAfter: number;
+  /** Block copies running at once during a rebalance. */
+  transferConcurrency: number;
+  /** A full rebalance runs at least this often (0: only on membership changes and on request). */
+  rebalanceIntervalMs: number;
+}
+
+const poolSchema = z.object({
+  KVGRAFT_REPLICAS: int(1, 16, 2),
+  KVGRAFT_HEARTBEAT_MS: int(50, 600_000, 2_000),
+  KVGRAFT_HEARTBEAT_DOWN_AFTER: int(1, 100, 3),
+  KVGRAFT_TRANSFER_CONCURRENCY: int(1, 64, 2),
+  KVGRAFT_REBALANCE_INTERVAL_MS: int(0, 86_400_000, 30_000),
+});
+
+/** Reads the GPU pool's cluster settings from the environment record the entry hands the edge. */
+export function readPoolSettings(env: Record<string, unknown>): PoolSettings {
+  const e = parseEnv(poolSchema, env);
+  return {
+    replicas: e.KVGRAFT_REPLICAS,
+    heartbeatMs: e.KVGRAFT_HEARTBEAT_MS,
+    downAfter: e.KVGRAFT_HEARTBEAT_DOWN_AFTER,
+    transferConcurrency: e.KVGRAFT_TRANSFER_CONCURRENCY,
+    rebalanceIntervalMs: e.KVGRAFT_REBALANCE_INTERVAL_MS,
+  };
 }

@@ -1,73 +1,42 @@
 /**
- * Several GPU nodes behind the one `GpuClient` interface the edge already uses (edge/gpu.ts).
- * Nodes come from the registry (heartbeats, edge/db/nodes.ts) plus, optionally, the one statically
- * configured node (KVGRAFT_GPU_URL), so a single configured URL keeps working as a pool of one.
+ * Several GPU nodes behind the one `GpuClient` interface the edge already uses (edge/cluster/gpu.ts).
+ * The pieces, one job each: the node directory (registry cache, the configured node, clients,
+ * suspects: node-directory.ts), where a call goes (pool-routing.ts), failure classification
+ * (failures.ts), one call with failover (failover.ts), per-node counters (node-metrics.ts),
+ * replication and rebalancing (rebalance.ts), the heartbeat sweep and timers (heartbeat-sweep.ts).
  *
- * Per call: a graft goes to a live replica of its block where it is hot, else warm, else any live
- * replica (edge/placement.ts); a deposit goes to a live node of the largest fingerprint group; plain
- * generation and sandbox runs go to the least busy live node. A node that fails mid-request
- * (unreachable, timed out, draining, queue full, lost the block) is skipped and the call retried
- * once on another node within the request's deadline; an unreachable node is marked down until its
- * next heartbeat. No live replica: 503 `no_replica`.
+ * A node that fails mid-request (unreachable, timed out, draining, queue full, lost the block) is
+ * skipped and the call retried once on another node within the request's deadline; an unreachable
+ * node is marked down until its next heartbeat. No live replica: 503 `no_replica`.
  */
-import { z } from "zod";
-import { DomainError, unavailable } from "../../shared/errors.js";
-import { createGpuClient, GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
-import { sha256Hex } from "../../shared/hash.js";
-import type { BlockManifest, GenerationResult, Health } from "../../shared/protocol.js";
-import { rendezvousRank } from "../../shared/rendezvous.js";
+import { DomainError } from "../../shared/errors.js";
+import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
+import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
+import type { PoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
-import { type GpuNode, listNodes, markNodeDown, recordMissedHeartbeat } from "../db/nodes.js";
+import { type GpuNode, markNodeDown } from "../db/nodes.js";
+import { type Attempt, createFailover, type Routed } from "./failover.js";
+import { classifyFailure, noReplica } from "./failures.js";
 import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
+import { startPoolTimers } from "./heartbeat-sweep.js";
+import { createNodeDirectory, type NodeDirectory, type PoolNode } from "./node-directory.js";
+import { createMetricsBook, type MetricsBook, type NodeMetrics } from "./node-metrics.js";
 import {
   addReplica,
   blockFingerprints,
   desiredNodes,
-  isLive,
-  majorityGroup,
-  type NodeView,
   type RouteTier,
   recordedHolders,
   removeReplica,
   routeCandidates,
 } from "./placement.js";
+import { depositCandidates, graftCandidates, leastBusy } from "./pool-routing.js";
 import { Rebalancer } from "./rebalance.js";
 
-/** Cluster settings (from the edge's environment; every one has a default). */
-export interface PoolSettings {
-  /** Copies of each block (R). */
-  replicas: number;
-  /** The heartbeat interval nodes are expected to keep. */
-  heartbeatMs: number;
-  /** Heartbeats missed in a row before a node counts as down. */
-  downAfter: number;
-  /** Block copies running at once during a rebalance. */
-  transferConcurrency: number;
-  /** A full rebalance runs at least this often (0: only on membership changes and on request). */
-  rebalanceIntervalMs: number;
-}
-
-const settingsSchema = z.object({
-  KVGRAFT_REPLICAS: z.coerce.number().int().min(1).max(16).default(2),
-  KVGRAFT_HEARTBEAT_MS: z.coerce.number().int().min(50).max(600_000).default(2_000),
-  KVGRAFT_HEARTBEAT_DOWN_AFTER: z.coerce.number().int().min(1).max(100).default(3),
-  KVGRAFT_TRANSFER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
-  KVGRAFT_REBALANCE_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).default(30_000),
-});
-
-/** Reads the cluster settings from the environment record the entry hands the edge config. */
-export function readPoolSettings(env: Record<string, unknown>): PoolSettings {
-  const strings: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (typeof v === "string" && v !== "") strings[k] = v;
-  const e = settingsSchema.parse(strings);
-  return {
-    replicas: e.KVGRAFT_REPLICAS,
-    heartbeatMs: e.KVGRAFT_HEARTBEAT_MS,
-    downAfter: e.KVGRAFT_HEARTBEAT_DOWN_AFTER,
-    transferConcurrency: e.KVGRAFT_TRANSFER_CONCURRENCY,
-    rebalanceIntervalMs: e.KVGRAFT_REBALANCE_INTERVAL_MS,
-  };
-}
+export type { PoolSettings } from "../config.js";
+export type { Routed } from "./failover.js";
+export type { PoolNode } from "./node-directory.js";
+export type { NodeMetrics } from "./node-metrics.js";
 
 export interface GpuPoolOptions extends PoolSettings {
   db: Database;
@@ -80,52 +49,6 @@ export interface GpuPoolOptions extends PoolSettings {
   fetch?: typeof fetch;
   log?: (message: string, fields?: Record<string, unknown>) => void;
   now?: () => number;
-}
-
-/** Per-node counters kept by this edge process. */
-export interface NodeMetrics {
-  requests: number;
-  failures: number;
-  /** Calls that failed here and were retried on another node. */
-  failovers: number;
-  grafts: Record<RouteTier, number>;
-  copiesIn: number;
-  copiesOut: number;
-  bytesIn: number;
-  drops: number;
-  latencyMsSum: number;
-}
-
-const newMetrics = (): NodeMetrics => ({
-  requests: 0,
-  failures: 0,
-  failovers: 0,
-  grafts: { hot: 0, warm: 0, cold: 0 },
-  copiesIn: 0,
-  copiesOut: 0,
-  bytesIn: 0,
-  drops: 0,
-  latencyMsSum: 0,
-});
-
-/** A node as the pool sees it. */
-export interface PoolNode extends NodeView {
-  source: "registry" | "static";
-  status: "up" | "down";
-  lastHeartbeatAt: number | null;
-  missedHeartbeats: number;
-  capacity: Record<string, unknown>;
-  coldCount: number | null;
-}
-
-/** Where a routed call went. */
-export interface Routed<T> {
-  result: T;
-  nodeId: string;
-  /** The tier the route chose (grafts only). */
-  tier: RouteTier | null;
-  /** Nodes tried, in order (two when the first failed). */
-  attempts: { nodeId: string; error?: string; ms: number }[];
 }
 
 export interface GpuPool extends GpuClient {
@@ -169,8 +92,19 @@ export function isGpuPool(gpu: GpuClient): gpu is GpuPool {
   return (gpu as Partial<GpuPool>).kind === "pool";
 }
 
-const REFRESH_MS = 250;
-const MIN_RETRY_BUDGET_MS = 50;
+/** What the pool's calls share. */
+interface PoolContext {
+  db: Database;
+  settings: PoolSettings;
+  timeoutMs: number;
+  directory: NodeDirectory;
+  metrics: MetricsBook;
+  failover: ReturnType<typeof createFailover>;
+  rebalancer: Rebalancer;
+  log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Rotates the least-busy order among equals. */
+  nextOffset(): number;
+}
 
 /** Creates the pool; nothing is contacted until the first call. */
 export function createGpuPool(options: GpuPoolOptions): GpuPool {
@@ -184,490 +118,224 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     transferConcurrency: options.transferConcurrency,
     rebalanceIntervalMs: options.rebalanceIntervalMs,
   };
-  const timing = { heartbeatMs: settings.heartbeatMs, downAfter: settings.downAfter };
-  let rows: GpuNode[] = [];
-  let rowsAt = Number.NEGATIVE_INFINITY;
-  let rowsLoading: Promise<void> | undefined;
-  const suspect = new Map<string, number>();
-  const clients = new Map<string, { url: string; client: GpuNodeClient }>();
-  const metrics = new Map<string, NodeMetrics>();
-  let staticInfo: { modelFingerprint: string; engineFingerprint: string; health: Health } | null = null;
-  let staticDownAt: number | undefined;
-  let rr = 0;
-  const timers: ReturnType<typeof setInterval>[] = [];
-
-  const metricsOf = (id: string) => {
-    let m = metrics.get(id);
-    if (!m) {
-      m = newMetrics();
-      metrics.set(id, m);
-    }
-    return m;
-  };
-
-  const urlOf = (id: string): string | undefined =>
-    rows.find((r) => r.id === id)?.url ??
-    (options.staticNode?.id === id ? options.staticNode.url : undefined);
-
-  function client(id: string): GpuNodeClient {
-    const url = urlOf(id);
-    if (!url || !options.secret)
-      throw unavailable("no_replica", `GPU node ${id} is not known to this edge.`, 5);
-    const cached = clients.get(id);
-    if (cached && cached.url === url) return cached.client;
-    const made = createGpuClient({
-      baseUrl: url,
-      secret: options.secret,
-      // Calls carry their own deadline signal; this only bounds transfers and listings.
-      timeoutMs: Math.max(options.timeoutMs, 600_000),
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
-    clients.set(id, { url, client: made });
-    return made;
-  }
-
-  async function loadRows(fresh: boolean): Promise<void> {
-    if (!fresh && now() - rowsAt < REFRESH_MS) return;
-    rowsLoading ??= listNodes(db)
-      .then((r) => {
-        rows = r;
-        rowsAt = now();
-      })
-      .finally(() => {
-        rowsLoading = undefined;
-      });
-    await rowsLoading;
-  }
-
-  async function staticView(): Promise<PoolNode | null> {
-    const s = options.staticNode;
-    if (!s || rows.some((r) => r.id === s.id)) return null;
-    // Its fingerprints matter only next to registered nodes; a pool of one never asks.
-    if (!staticInfo && options.secret && rows.length > 0) {
-      try {
-        const health = await createGpuClient({
-          baseUrl: s.url,
-          secret: options.secret,
-          timeoutMs: options.healthTimeoutMs,
-          ...(options.fetch ? { fetch: options.fetch } : {}),
-        }).health();
-        staticInfo = { modelFingerprint: health.model.sha256, engineFingerprint: health.engine.id, health };
-      } catch {
-        // Unknown fingerprints: the node still serves calls; placement leaves it out of groups.
-      }
-    }
-    const down =
-      staticDownAt !== undefined && now() - staticDownAt < settings.heartbeatMs * settings.downAfter;
-    return {
-      id: s.id,
-      url: s.url,
-      source: "static",
-      status: down ? "down" : "up",
-      live: !down,
-      modelFingerprint: staticInfo?.modelFingerprint ?? "",
-      engineFingerprint: staticInfo?.engineFingerprint ?? "",
-      hot: staticInfo?.health.tiers.hot ?? [],
-      warm: staticInfo?.health.tiers.warm ?? [],
-      queueDepth: staticInfo?.health.queue.depth ?? 0,
-      lastHeartbeatAt: null,
-      missedHeartbeats: 0,
-      capacity: {},
-      coldCount: staticInfo?.health.tiers.coldCount ?? null,
-    };
-  }
-
-  function rowView(row: GpuNode): PoolNode {
-    const health = row.health as {
-      tiers?: { hot?: string[]; warm?: string[]; coldCount?: number };
-      queue?: { depth?: number };
-    };
-    const last = row.lastHeartbeatAt.getTime();
-    return {
-      id: row.id,
-      url: row.url,
-      source: "registry",
-      status: row.status,
-      live: isLive(
-        { status: row.status, lastHeartbeatAt: last, suspectSinceMs: suspect.get(row.id) },
-        now(),
-        timing,
-      ),
-      modelFingerprint: row.modelFingerprint,
-      engineFingerprint: row.engineFingerprint,
-      hot: health.tiers?.hot ?? [],
-      warm: health.tiers?.warm ?? [],
-      queueDepth: health.queue?.depth ?? 0,
-      lastHeartbeatAt: last,
-      missedHeartbeats: row.missedHeartbeats,
-      capacity: row.capacity,
-      coldCount: health.tiers?.coldCount ?? null,
-    };
-  }
-
-  async function nodes(fresh = false): Promise<PoolNode[]> {
-    await loadRows(fresh);
-    const views = rows.map(rowView);
-    const s = await staticView();
-    if (!s) return views;
-    // The configured node is never written off while it is the only one: a pool of one keeps
-    // sending it every call, as the single-node edge did.
-    if (!s.live && !views.some((v) => v.live)) s.live = true;
-    return [s, ...views];
-  }
-
-  /**
-   * What a failed call says: `verdict` (about the request: no retry), `lost_block` (the node lacks
-   * the block), `retry` (another node may do it: queue full, no sandbox), `suspect` (the node is
-   * slow, draining or broken: skip it until its next heartbeat), `gone` (unreachable: mark it down).
-   */
-  function classify(err: unknown): "gone" | "suspect" | "retry" | "lost_block" | "verdict" {
-    if (err instanceof GpuError) {
-      if (err.status === 404 && err.code === "block_not_found") return "lost_block";
-      if (err.status === 429 || err.code === "queue_full" || err.code === "sandbox_unavailable")
-        return "retry";
-      if (err.status >= 500) return "suspect";
-      return "verdict";
-    }
-    if (err instanceof DomainError) return err.status >= 500 ? "suspect" : "verdict";
-    const name = err instanceof Error ? err.name : "";
-    if (name === "TimeoutError" || name === "AbortError") return "suspect";
-    // fetch rejects with a TypeError when the node cannot be reached (refused, reset, DNS).
-    if (err instanceof TypeError) return "gone";
-    return "suspect";
-  }
+  const directory = createNodeDirectory({ ...options, now });
+  const metrics = createMetricsBook();
 
   async function nodeFailed(id: string, err: unknown): Promise<void> {
-    suspect.set(id, now());
-    metricsOf(id).failures++;
-    if (options.staticNode?.id === id && !rows.some((r) => r.id === id)) staticDownAt = now();
+    directory.markSuspect(id);
+    metrics.of(id).failures++;
+    if (directory.isUnregisteredStatic(id)) directory.markStaticDown();
     // Routing skips it already (suspect); the registry write need not hold up the retry.
-    else if (classify(err) === "gone") void markNodeDown(db, id).catch(() => undefined);
+    else if (classifyFailure(err) === "gone") void markNodeDown(db, id).catch(() => undefined);
     log("gpu node failed", { nodeId: id, error: err instanceof Error ? err.message : String(err) });
     // Later than other triggers: the failed call's retry goes first, and a blip may heal.
     rebalancer.kick("node failed", 1_000);
   }
 
-  /**
-   * Runs `fn` on the first candidate, and on the second if the first fails in a way another
-   * node could fix (at most two attempts, within `timeoutMs` of the start).
-   */
-  async function routed<T>(
-    candidates: string[],
-    fn: (c: GpuNodeClient, opts: { deadlineMs: number; signal: AbortSignal }, nodeId: string) => Promise<T>,
-    onLostBlock?: (nodeId: string) => Promise<void>,
-    external?: AbortSignal,
-  ): Promise<Routed<T>> {
-    const started = performance.now();
-    const attempts: Routed<T>["attempts"] = [];
-    let lastError: unknown;
-    for (const nodeId of candidates.slice(0, 2)) {
-      const left = options.timeoutMs - (performance.now() - started);
-      if (attempts.length > 0 && left < MIN_RETRY_BUDGET_MS) break;
-      const t0 = performance.now();
-      const m = metricsOf(nodeId);
-      m.requests++;
-      try {
-        const result = await fn(
-          client(nodeId),
-          {
-            deadlineMs: Math.max(1, Math.floor(left)),
-            signal: AbortSignal.timeout(Math.max(1, Math.ceil(left))),
-          },
-          nodeId,
-        );
-        const ms = performance.now() - t0;
-        m.latencyMsSum += ms;
-        attempts.push({ nodeId, ms });
-        return { result, nodeId, tier: null, attempts };
-      } catch (err) {
-        const ms = performance.now() - t0;
-        m.latencyMsSum += ms;
-        // The caller gave up: not the node's fault, and nobody waits for a retry.
-        if (external?.aborted) throw toDomainError(err, options.timeoutMs);
-        const kind = classify(err);
-        attempts.push({
-          nodeId,
-          ms,
-          error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
-        });
-        lastError = err;
-        if (kind === "verdict") throw toDomainError(err, options.timeoutMs);
-        if (kind === "lost_block") await onLostBlock?.(nodeId);
-        else if (kind === "gone") await nodeFailed(nodeId, err);
-        else if (kind === "suspect") suspect.set(nodeId, now());
-        m.failovers++;
-      }
-    }
-    if (lastError === undefined) throw noReplica();
-    const mapped = toDomainError(lastError, options.timeoutMs);
-    throw new DomainError(
-      mapped.status,
-      mapped.code,
-      mapped.message,
-      { ...mapped.details, attempts },
-      mapped.retryAfterS,
-    );
-  }
-
-  const noReplica = (blockId?: string) =>
-    new DomainError(
-      503,
-      "no_replica",
-      blockId ? "No GPU node that holds this block is reachable now." : "No GPU node is reachable now.",
-      blockId ? { blockId } : undefined,
-      Math.max(1, Math.ceil((settings.heartbeatMs * settings.downAfter) / 1000)),
-    );
-
-  /** Live nodes, least busy first (round-robin among equals). */
-  async function anyNodes(): Promise<string[]> {
-    const live = (await nodes()).filter((n) => n.live);
-    const offset = rr++;
-    return live
-      .map((n, i) => ({ n, k: (i + offset) % Math.max(1, live.length) }))
-      .sort((a, b) => a.n.queueDepth - b.n.queueDepth || a.k - b.k)
-      .map(({ n }) => n.id);
-  }
-
-  async function graftCandidates(blockId: string): Promise<{ id: string; tier: RouteTier }[]> {
-    const all = await nodes();
-    const info = await blockFingerprints(db, blockId);
-    if (!info) {
-      // Not in the library: any live node may have it (a pool of one, direct API use).
-      return rendezvousRank(
-        blockId,
-        all.filter((n) => n.live).map((n) => n.id),
-      ).map((id) => ({ id, tier: "cold" as const }));
-    }
-    const holders = (await recordedHolders(db, [blockId])).get(blockId) ?? new Set<string>();
-    const candidates = routeCandidates(blockId, holders, all);
-    // A pool of one: the configured node is the only place the block can be.
-    const only = all.length === 1 && all[0]?.source === "static" ? all[0] : null;
-    if (candidates.length === 0 && only?.live) return [{ id: only.id, tier: "cold" }];
-    return candidates;
-  }
-
-  async function graftRouted(req: {
-    blockId: string;
-    query: string;
-    maxTokens: number;
-  }): Promise<Routed<GenerationResult>> {
-    const candidates = await graftCandidates(req.blockId);
-    if (candidates.length === 0) throw noReplica(req.blockId);
-    const out = await routed(
-      candidates.map((c) => c.id),
-      (c, opts) => c.graft(req, opts),
-      async (nodeId) => {
-        // The node does not hold it after all: forget the record; the rebalancer recopies it.
-        await removeReplica(db, req.blockId, nodeId).catch(() => undefined);
-        rebalancer.kick("replica missing");
-      },
-    );
-    const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
-    if (tier) metricsOf(out.nodeId).grafts[tier]++;
-    return { ...out, tier };
-  }
-
-  async function depositPlaced(text: string): Promise<{ manifest: BlockManifest; nodeId: string }> {
-    const all = (await nodes()).filter((n) => n.live);
-    const group = majorityGroup(all);
-    const eligible = group
-      ? all.filter(
-          (n) =>
-            n.modelFingerprint === group.modelFingerprint && n.engineFingerprint === group.engineFingerprint,
-        )
-      : all;
-    if (eligible.length === 0) throw noReplica();
-    const order = rendezvousRank(
-      await sha256Hex(text),
-      eligible.map((n) => n.id),
-    );
-    const out = await routed(order, (c, opts) => c.deposit(text, opts));
-    return { manifest: out.result, nodeId: out.nodeId };
-  }
-
-  async function placement(blockId: string): Promise<BlockPlacement> {
-    const all = await nodes();
-    const info = await blockFingerprints(db, blockId);
-    const holders = (await recordedHolders(db, [blockId])).get(blockId) ?? new Set<string>();
-    const desired = info ? desiredNodes(blockId, info, all, settings.replicas) : [];
-    const byId = new Map(all.map((n) => [n.id, n]));
-    return {
-      blockId,
-      known: info !== null,
-      replicas: settings.replicas,
-      desired,
-      holders: [...holders].sort().map((nodeId) => {
-        const n = byId.get(nodeId);
-        const tier: RouteTier | null = !n
-          ? null
-          : n.hot.includes(blockId)
-            ? "hot"
-            : n.warm.includes(blockId)
-              ? "warm"
-              : "cold";
-        return { nodeId, live: n?.live ?? false, tier, desired: desired.includes(nodeId) };
-      }),
-      missing: desired.filter((id) => !holders.has(id)),
-      route: info ? routeCandidates(blockId, holders, all) : [],
-    };
-  }
-
-  async function replicate(blockId: string, originNodeId: string): Promise<BlockPlacement> {
-    await addReplica(db, blockId, originNodeId);
-    try {
-      await rebalancer.placeBlock(blockId);
-    } catch (err) {
-      log("replication incomplete; the rebalancer will retry", {
-        blockId,
-        error: err instanceof Error ? err.message : String(err),
-      });
-      rebalancer.kick("replication incomplete");
-    }
-    return placement(blockId);
-  }
-
-  /** Counts missed heartbeats of registry nodes; a node that goes down triggers a rebalance. */
-  async function sweep(): Promise<void> {
-    await loadRows(true);
-    const t = now();
-    let wentDown = false;
-    for (const row of rows) {
-      if (row.status !== "up") continue;
-      const late = t - row.lastHeartbeatAt.getTime() - settings.heartbeatMs * (row.missedHeartbeats + 1);
-      if (late <= settings.heartbeatMs / 2) continue;
-      const updated = await recordMissedHeartbeat(db, row.id, settings.downAfter).catch(() => null);
-      if (updated?.status === "down") {
-        wentDown = true;
-        log("gpu node down: missed heartbeats", { nodeId: row.id, missed: updated.missedHeartbeats });
-      }
-    }
-    if (wentDown) {
-      await loadRows(true);
-      rebalancer.kick("node down");
-    }
-  }
-
-  const mappedAny =
-    <T>(
-      fn: (c: GpuNodeClient, opts: { deadlineMs: number; signal: AbortSignal }) => Promise<T>,
-      external?: AbortSignal,
-    ) =>
-    async (): Promise<T> => {
-      const order = await anyNodes();
-      if (order.length === 0) throw noReplica();
-      return (await routed(order, fn, undefined, external)).result;
-    };
-
-  const pool: GpuPool = {
-    kind: "pool",
-    settings,
+  const cluster = {
     db,
+    settings,
+    nodes: directory.nodes,
+    client: directory.client,
+    metrics: metrics.of,
+    nodeFailed,
+  };
+  const rebalancer = new Rebalancer(cluster, { log });
+  let offset = 0;
+  const ctx: PoolContext = {
+    db,
+    settings,
+    timeoutMs: options.timeoutMs,
+    directory,
+    metrics,
+    rebalancer,
+    log,
+    nextOffset: () => offset++,
+    failover: createFailover({
+      timeoutMs: options.timeoutMs,
+      timing: settings,
+      client: directory.client,
+      metrics,
+      nodeGone: nodeFailed,
+      markSuspect: directory.markSuspect,
+    }),
+  };
+  let stopTimers: (() => void) | null = null;
+  return {
+    kind: "pool",
+    ...cluster,
+    rebalancer,
     get configured() {
       return options.secret !== null;
     },
-    // Assigned below (the rebalancer needs the pool).
-    rebalancer: undefined as unknown as Rebalancer,
-    nodes,
-    client,
-    metrics: metricsOf,
-    allMetrics: () => Object.fromEntries(metrics),
-    nodeFailed,
+    allMetrics: metrics.all,
     heartbeatReceived(row, change) {
-      const i = rows.findIndex((r) => r.id === row.id);
-      if (i >= 0) rows[i] = row;
-      else rows = [...rows, row].sort((a, b) => (a.id < b.id ? -1 : 1));
-      if (change !== "down") suspect.delete(row.id);
+      directory.heartbeatReceived(row, change === "down");
       if (change !== "same") {
         log("gpu node membership", { nodeId: row.id, change });
         rebalancer.kick(`node ${change}`);
       }
     },
-    depositPlaced,
-    deposit: async (text) => (await depositPlaced(text)).manifest,
-    graftRouted,
-    graft: async (req) => (await graftRouted(req)).result,
-    generate: (req) => mappedAny((c, opts) => c.generate(req, opts))(),
+    depositPlaced: (text) => depositPlaced(ctx, text),
+    deposit: async (text) => (await depositPlaced(ctx, text)).manifest,
+    graftRouted: (req) => graftRouted(ctx, req),
+    graft: async (req) => (await graftRouted(ctx, req)).result,
+    generate: (req) => onLeastBusy(ctx, (c, opts) => c.generate(req, opts)),
     solve: (req, signal) =>
-      mappedAny(
+      onLeastBusy(
+        ctx,
         (c, opts) =>
           c.solve(req, signal ? { ...opts, signal: AbortSignal.any([opts.signal, signal]) } : opts),
         signal,
-      )(),
+      ),
     runProgram: (req): Promise<SandboxRunResult> =>
-      mappedAny((c) => c.sandboxRun(req))().catch((err: unknown) => {
+      onLeastBusy(ctx, (c) => c.sandboxRun(req)).catch((err: unknown) => {
         throw err instanceof DomainError ? err : toDomainError(err, options.timeoutMs);
       }),
-    async getBlock(id) {
-      // Recorded holders first, then every other live node (a block imported straight into a node
-      // is not recorded yet): a cheap metadata read, so all of them may be asked.
-      const first = (await graftCandidates(id)).map((c) => c.id);
-      const order = [...new Set([...first, ...(await anyNodes())])];
-      if (order.length === 0) throw noReplica(id);
-      let last: unknown;
-      for (const nodeId of order) {
-        try {
-          return await client(nodeId).getBlock(id);
-        } catch (err) {
-          last = err;
-          if (classify(err) === "verdict") break;
-        }
-      }
-      throw toDomainError(last, options.timeoutMs);
-    },
-    async deleteBlock(id) {
-      const live = (await nodes()).filter((n) => n.live);
-      let deleted = 0;
-      for (const n of live) {
-        try {
-          await client(n.id).deleteBlock(id);
-          deleted++;
-        } catch (err) {
-          if (!(err instanceof GpuError && err.status === 404)) throw toDomainError(err, options.timeoutMs);
-        }
-        await removeReplica(db, id, n.id);
-      }
-      if (deleted === 0) throw new DomainError(404, "block_not_found", "No live GPU node holds this block.");
-    },
-    async health() {
-      const order = await anyNodes();
-      if (order.length === 0) throw noReplica();
-      let last: unknown;
-      for (const id of order.slice(0, 2)) {
-        try {
-          return await createGpuClient({
-            baseUrl: urlOf(id) as string,
-            secret: options.secret as string,
-            timeoutMs: options.healthTimeoutMs,
-            ...(options.fetch ? { fetch: options.fetch } : {}),
-          }).health();
-        } catch (err) {
-          last = err;
-        }
-      }
-      throw toDomainError(last, options.healthTimeoutMs);
-    },
-    replicate,
-    placement,
+    getBlock: (id) => getBlockAnywhere(ctx, id),
+    deleteBlock: (id) => deleteEverywhere(ctx, id),
+    health: () => healthOfAny(ctx, options.healthTimeoutMs),
+    replicate: (blockId, originNodeId) => replicate(ctx, blockId, originNodeId),
+    placement: (blockId) => placement(ctx, blockId),
     startBackground() {
-      if (timers.length) return;
-      const tick = setInterval(() => {
-        void sweep().catch((err: Error) => log("heartbeat sweep failed", { error: err.message }));
-      }, settings.heartbeatMs);
-      tick.unref?.();
-      timers.push(tick);
-      if (settings.rebalanceIntervalMs > 0) {
-        const full = setInterval(() => rebalancer.kick("periodic"), settings.rebalanceIntervalMs);
-        full.unref?.();
-        timers.push(full);
-      }
-      rebalancer.kick("start");
+      stopTimers ??= startPoolTimers({ db, directory, settings, now, log, kick: (r) => rebalancer.kick(r) });
     },
     async close() {
-      for (const t of timers.splice(0)) clearInterval(t);
+      stopTimers?.();
       await rebalancer.idle();
     },
   };
-  const rebalancer = new Rebalancer(pool, { log });
-  (pool as { rebalancer: Rebalancer }).rebalancer = rebalancer;
-  return pool;
+}
+
+/** Runs the call on the least busy live node, failing over once. */
+async function onLeastBusy<T>(ctx: PoolContext, fn: Attempt<T>, external?: AbortSignal): Promise<T> {
+  const order = leastBusy(await ctx.directory.nodes(), ctx.nextOffset());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  return (await ctx.failover(order, fn, undefined, external)).result;
+}
+
+async function graftRouted(
+  ctx: PoolContext,
+  req: { blockId: string; query: string; maxTokens: number },
+): Promise<Routed<GenerationResult>> {
+  const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
+  if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
+  const out = await ctx.failover(
+    candidates.map((c) => c.id),
+    (c, opts) => c.graft(req, opts),
+    async (nodeId) => {
+      // The node does not hold it after all: forget the record; the rebalancer recopies it.
+      await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);
+      ctx.rebalancer.kick("replica missing");
+    },
+  );
+  const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
+  if (tier) ctx.metrics.of(out.nodeId).grafts[tier]++;
+  return { ...out, tier };
+}
+
+async function depositPlaced(
+  ctx: PoolContext,
+  text: string,
+): Promise<{ manifest: BlockManifest; nodeId: string }> {
+  const order = await depositCandidates(text, await ctx.directory.nodes());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  const out = await ctx.failover(order, (c, opts) => c.deposit(text, opts));
+  return { manifest: out.result, nodeId: out.nodeId };
+}
+
+/**
+ * A block's manifest from the first node that has it: recorded holders first, then every other
+ * live node (a block imported straight into a node is not recorded yet); a cheap metadata read, so
+ * all of them may be asked.
+ */
+async function getBlockAnywhere(ctx: PoolContext, id: string): Promise<BlockManifest> {
+  const all = await ctx.directory.nodes();
+  const first = (await graftCandidates(ctx.db, id, all)).map((c) => c.id);
+  const order = [...new Set([...first, ...leastBusy(await ctx.directory.nodes(), ctx.nextOffset())])];
+  if (order.length === 0) throw noReplica(ctx.settings, id);
+  let last: unknown;
+  for (const nodeId of order) {
+    try {
+      return await ctx.directory.client(nodeId).getBlock(id);
+    } catch (err) {
+      last = err;
+      if (classifyFailure(err) === "verdict") break;
+    }
+  }
+  throw toDomainError(last, ctx.timeoutMs);
+}
+
+/** Deletes a block from every live node and its replica records; 404 when none held it. */
+async function deleteEverywhere(ctx: PoolContext, id: string): Promise<void> {
+  const live = (await ctx.directory.nodes()).filter((n) => n.live);
+  let deleted = 0;
+  for (const n of live) {
+    try {
+      await ctx.directory.client(n.id).deleteBlock(id);
+      deleted++;
+    } catch (err) {
+      if (!(err instanceof GpuError && err.status === 404)) throw toDomainError(err, ctx.timeoutMs);
+    }
+    await removeReplica(ctx.db, id, n.id);
+  }
+  if (deleted === 0) throw new DomainError(404, "block_not_found", "No live GPU node holds this block.");
+}
+
+/** The health of the least busy live node (the next one if it does not answer). */
+async function healthOfAny(ctx: PoolContext, healthTimeoutMs: number) {
+  const order = leastBusy(await ctx.directory.nodes(), ctx.nextOffset());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  let last: unknown;
+  for (const id of order.slice(0, 2)) {
+    try {
+      return await ctx.directory.healthClient(id).health();
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw toDomainError(last, healthTimeoutMs);
+}
+
+/** Where a block should be and where it is. */
+async function placement(ctx: PoolContext, blockId: string): Promise<BlockPlacement> {
+  const all = await ctx.directory.nodes();
+  const info = await blockFingerprints(ctx.db, blockId);
+  const holders = (await recordedHolders(ctx.db, [blockId])).get(blockId) ?? new Set<string>();
+  const desired = info ? desiredNodes(blockId, info, all, ctx.settings.replicas) : [];
+  const byId = new Map(all.map((n) => [n.id, n]));
+  const tierOf = (n: PoolNode): RouteTier =>
+    n.hot.includes(blockId) ? "hot" : n.warm.includes(blockId) ? "warm" : "cold";
+  return {
+    blockId,
+    known: info !== null,
+    replicas: ctx.settings.replicas,
+    desired,
+    holders: [...holders].sort().map((nodeId) => {
+      const n = byId.get(nodeId);
+      return {
+        nodeId,
+        live: n?.live ?? false,
+        tier: n ? tierOf(n) : null,
+        desired: desired.includes(nodeId),
+      };
+    }),
+    missing: desired.filter((id) => !holders.has(id)),
+    route: info ? routeCandidates(blockId, holders, all) : [],
+  };
+}
+
+/** After a deposit on `originNodeId`: records it and copies the block to its R nodes. */
+async function replicate(ctx: PoolContext, blockId: string, originNodeId: string): Promise<BlockPlacement> {
+  await addReplica(ctx.db, blockId, originNodeId);
+  try {
+    await ctx.rebalancer.placeBlock(blockId);
+  } catch (err) {
+    ctx.log("replication incomplete; the rebalancer will retry", {
+      blockId,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    ctx.rebalancer.kick("replication incomplete");
+  }
+  return placement(ctx, blockId);
 }

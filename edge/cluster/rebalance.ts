@@ -16,9 +16,10 @@
  * follow-up run.
  */
 import { eq } from "drizzle-orm";
-import { GpuError } from "../../shared/gpu-client.js";
+import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
+import type { Database } from "../db/database.js";
 import { blocks } from "../db/schema.js";
-import type { GpuPool } from "./gpu-pool.js";
+import type { NodeMetrics } from "./node-metrics.js";
 import {
   addReplica,
   blockFingerprints,
@@ -46,6 +47,19 @@ export interface RebalanceReport {
   /** Ready blocks no live node holds (they come back with their nodes). */
   unavailable: number;
   recordsFixed: number;
+}
+
+/**
+ * What the rebalancer needs of the cluster (the pool implements it): the nodes, their clients and
+ * counters, the replica records, and where to report a node that failed a listing.
+ */
+export interface RebalanceCluster {
+  readonly db: Database;
+  readonly settings: { readonly replicas: number; readonly transferConcurrency: number };
+  nodes(fresh?: boolean): Promise<NodeView[]>;
+  client(nodeId: string): GpuNodeClient;
+  metrics(nodeId: string): NodeMetrics;
+  nodeFailed(nodeId: string, err: unknown): Promise<void>;
 }
 
 const LIST_TIMEOUT_MS = 10_000;
@@ -91,10 +105,10 @@ export class Rebalancer {
   private closed = false;
 
   constructor(
-    private readonly pool: GpuPool,
+    private readonly cluster: RebalanceCluster,
     private readonly options: { log: (message: string, fields?: Record<string, unknown>) => void },
   ) {
-    this.transfers = new Semaphore(pool.settings.transferConcurrency);
+    this.transfers = new Semaphore(cluster.settings.transferConcurrency);
   }
 
   /** Progress for /admin/rebalance. */
@@ -155,8 +169,8 @@ export class Rebalancer {
    */
   async copy(blockId: string, from: string, to: string): Promise<number> {
     return this.transfers.run(async () => {
-      const source = this.pool.client(from);
-      const target = this.pool.client(to);
+      const source = this.cluster.client(from);
+      const target = this.cluster.client(to);
       let bytes = 0;
       try {
         const { manifest, body } = await source.openBlockFile(blockId);
@@ -167,9 +181,9 @@ export class Rebalancer {
       } catch (err) {
         if (!(err instanceof GpuError && err.status === 409 && err.code === "block_exists")) throw err;
       }
-      await addReplica(this.pool.db, blockId, to);
-      const mOut = this.pool.metrics(from);
-      const mIn = this.pool.metrics(to);
+      await addReplica(this.cluster.db, blockId, to);
+      const mOut = this.cluster.metrics(from);
+      const mIn = this.cluster.metrics(to);
       mOut.copiesOut++;
       mIn.copiesIn++;
       mIn.bytesIn += bytes;
@@ -180,12 +194,12 @@ export class Rebalancer {
   /** Removes a copy from a node and its record (already gone counts as done). */
   async drop(blockId: string, node: string): Promise<void> {
     try {
-      await this.pool.client(node).deleteBlock(blockId);
+      await this.cluster.client(node).deleteBlock(blockId);
     } catch (err) {
       if (!(err instanceof GpuError && err.status === 404)) throw err;
     }
-    await removeReplica(this.pool.db, blockId, node);
-    this.pool.metrics(node).drops++;
+    await removeReplica(this.cluster.db, blockId, node);
+    this.cluster.metrics(node).drops++;
   }
 
   /**
@@ -193,15 +207,15 @@ export class Rebalancer {
    * it, then drops copies outside the desired set once all of them hold it.
    */
   async placeBlock(blockId: string): Promise<void> {
-    const info = await blockFingerprints(this.pool.db, blockId);
+    const info = await blockFingerprints(this.cluster.db, blockId);
     if (!info) return;
-    const nodes = await this.pool.nodes();
-    const holders = (await recordedHolders(this.pool.db, [blockId])).get(blockId) ?? new Set<string>();
-    const { actions } = planRebalance([{ blockId, ...info, holders }], nodes, this.pool.settings.replicas);
+    const nodes = await this.cluster.nodes();
+    const holders = (await recordedHolders(this.cluster.db, [blockId])).get(blockId) ?? new Set<string>();
+    const { actions } = planRebalance([{ blockId, ...info, holders }], nodes, this.cluster.settings.replicas);
     const copies = actions.filter((a) => a.kind === "copy");
     await Promise.all(copies.map((a) => this.copy(blockId, a.from, a.to)));
-    const desired = desiredNodes(blockId, info, nodes, this.pool.settings.replicas);
-    const now = (await recordedHolders(this.pool.db, [blockId])).get(blockId) ?? new Set<string>();
+    const desired = desiredNodes(blockId, info, nodes, this.cluster.settings.replicas);
+    const now = (await recordedHolders(this.cluster.db, [blockId])).get(blockId) ?? new Set<string>();
     // Only with a full desired set in place (never when none is known: that would drop the last copy).
     if (desired.length > 0 && desired.every((id) => now.has(id)))
       for (const id of now) {
@@ -227,11 +241,11 @@ export class Rebalancer {
       recordsFixed: 0,
     };
     this.current = report;
-    const { db } = this.pool;
+    const { db } = this.cluster;
     try {
       for (let pass = 0; pass < 4; pass++) {
         report.passes = pass + 1;
-        const nodes = (await this.pool.nodes(true)).map((n) => ({ ...n }));
+        const nodes = (await this.cluster.nodes(true)).map((n) => ({ ...n }));
         // One node (or none): nothing to place or move.
         if (nodes.length < 2) break;
         // What each live node really holds.
@@ -241,11 +255,11 @@ export class Rebalancer {
             .filter((n) => n.live)
             .map(async (n) => {
               try {
-                const listed = await withTimeout(this.pool.client(n.id).listBlocks(), LIST_TIMEOUT_MS);
+                const listed = await withTimeout(this.cluster.client(n.id).listBlocks(), LIST_TIMEOUT_MS);
                 inventory.set(n.id, new Set(listed.map((m) => m.sha256)));
               } catch (err) {
                 n.live = false;
-                await this.pool.nodeFailed(n.id, err);
+                await this.cluster.nodeFailed(n.id, err);
               }
             }),
         );
@@ -285,7 +299,7 @@ export class Rebalancer {
           for (const n of live)
             if (inventory.get(n.id)?.has(sha256)) extra.push({ kind: "drop", blockId: sha256, node: n.id });
 
-        const plan = planRebalance(holdings, nodes, this.pool.settings.replicas);
+        const plan = planRebalance(holdings, nodes, this.cluster.settings.replicas);
         report.unavailable = plan.unavailable.length;
         const actions = [...plan.actions, ...extra];
         if (actions.length === 0) break;

@@ -13,8 +13,14 @@ import type { Hono } from "hono";
 import { parseFlags, printJson, UsageError } from "../../cli/args.js";
 import { createApp } from "../app.js";
 import type { GpuClient } from "../cluster/gpu.js";
-import { createGpuPool, isGpuPool, readPoolSettings } from "../cluster/gpu-pool.js";
-import { type EdgeConfig, processEnv, readEdgeConfig, readListenConfig } from "../config.js";
+import { createGpuPool, isGpuPool } from "../cluster/gpu-pool.js";
+import {
+  type EdgeConfig,
+  processEnv,
+  readEdgeConfig,
+  readListenConfig,
+  readPoolSettings,
+} from "../config.js";
 import { type Database, migrateDatabase, openDatabase } from "../db/client.js";
 import { type AppEnv, consoleLogger, type Logger } from "../http.js";
 import { createLocalRateLimiter } from "../rate-limit.js";
