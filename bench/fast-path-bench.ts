@@ -11,8 +11,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { intFlag, parseFlags, printJson } from "../cli/args.js";
+import { addSolution, registerProblem } from "../edge/db/library.js";
 import { startEdgeServer } from "../edge/runtime/node.js";
-import { addSolution, registerProblem } from "../edge/services/library.service.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 
 const flags = parseFlags(process.argv.slice(2), {

@@ -19,7 +19,7 @@ import {
   type RouterTuning,
   routeSimilar,
 } from "../edge/routing/router.js";
-import { registerProblem } from "../edge/services/library.service.js";
+import { registerProblem } from "../edge/db/library.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 

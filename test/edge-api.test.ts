@@ -9,9 +9,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { addSolution, registerProblem } from "../edge/db/library.js";
 import { queries } from "../edge/db/schema.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
-import { addSolution, registerProblem } from "../edge/services/library.service.js";
 import { verifyUploadGrant } from "../edge/services/upload-grant.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 

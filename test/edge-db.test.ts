@@ -4,27 +4,25 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Database, migrateDatabase, type OpenDatabase, openDatabase } from "../edge/db/client.js";
 import {
-  addSolution,
   claimNextFlywheel,
   enqueueFlywheel,
+  finishFlywheel,
+  listFlywheel,
+} from "../edge/db/flywheel-queue.js";
+import {
+  addSolution,
   findByTemplate,
   findVerifiedByFingerprint,
-  finishFlywheel,
   getLibraryItem,
-  listFlywheel,
   listLibrary,
-  listNodes,
   logQuery,
-  markNodeDown,
-  markNodeUp,
-  recordMissedHeartbeat,
   registerBlock,
   registerProblem,
   searchTemplates,
   setBlockState,
   toFtsQuery,
-  upsertNode,
-} from "../edge/services/library.service.js";
+} from "../edge/db/library.js";
+import { listNodes, markNodeDown, markNodeUp, recordMissedHeartbeat, upsertNode } from "../edge/db/nodes.js";
 import { DomainError } from "../shared/errors.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 

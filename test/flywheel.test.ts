@@ -13,12 +13,11 @@ import { createEdgeGpuClient } from "../edge/cluster/gpu.js";
 import { systemClock } from "../edge/http.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import {
-  type Candidate,
   type FlywheelBudget,
-  judge,
   runFlywheelOnce,
   startFlywheelWorker,
 } from "../edge/services/flywheel.service.js";
+import { type Candidate, judge } from "../edge/services/flywheel-judge.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { runCli } from "./helpers/cli.js";

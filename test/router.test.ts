@@ -10,8 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrateDatabase, type OpenDatabase, openDatabase } from "../edge/db/client.js";
+import { addSolution, registerBlock, registerProblem } from "../edge/db/library.js";
 import { decideSimilar, ROUTER_TUNING, routeProblem } from "../edge/routing/router.js";
-import { addSolution, registerBlock, registerProblem } from "../edge/services/library.service.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 

@@ -10,10 +10,10 @@ import { consoleLogger, systemClock } from "../../edge/http.js";
 import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/runtime/node.js";
 import {
   DEFAULT_FLYWHEEL_BUDGET,
-  flywheelProgress,
   runFlywheelOnce,
   startFlywheelWorker,
 } from "../../edge/services/flywheel.service.js";
+import { flywheelProgress } from "../../edge/services/flywheel-admin.service.js";
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft flywheel [--edge-db file:PATH|libsql://...] [--gpu-url URL] [--once]

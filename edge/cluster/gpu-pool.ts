@@ -15,21 +15,14 @@ import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
 import type { PoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
 import { type GpuNode, markNodeDown } from "../db/nodes.js";
+import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
 import { type Attempt, createFailover, type Routed } from "./failover.js";
 import { classifyFailure, noReplica } from "./failures.js";
 import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
 import { startPoolTimers } from "./heartbeat-sweep.js";
 import { createNodeDirectory, type NodeDirectory, type PoolNode } from "./node-directory.js";
 import { createMetricsBook, type MetricsBook, type NodeMetrics } from "./node-metrics.js";
-import {
-  addReplica,
-  blockFingerprints,
-  desiredNodes,
-  type RouteTier,
-  recordedHolders,
-  removeReplica,
-  routeCandidates,
-} from "./placement.js";
+import { desiredNodes, type RouteTier, routeCandidates } from "./placement.js";
 import { depositCandidates, graftCandidates, leastBusy } from "./pool-routing.js";
 import { Rebalancer } from "./rebalance.js";
 

@@ -1,7 +1,7 @@
 /**
  * Block placement over several GPU nodes. Pure functions decide (which nodes are live, where a
  * block should live, which replica a graft goes to, what a rebalance must copy or drop); a few
- * small helpers read and write the `block_replicas` table that records where copies really are.
+ * edge/db/replicas.ts reads and writes the `block_replicas` table that records where copies really are.
  *
  * - A node is live when it is marked up, its last heartbeat is recent, and no call to it failed
  *   since that heartbeat.
@@ -10,10 +10,7 @@
  * - A graft goes to a live holder where the block is hot, else warm, else any live holder (which
  *   restores it from disk), ties broken by rendezvous rank.
  */
-import { and, eq, inArray } from "drizzle-orm";
 import { rendezvousPick, rendezvousRank } from "../../shared/rendezvous.js";
-import type { Database } from "../db/database.js";
-import { blockReplicas, blocks } from "../db/schema.js";
 
 /** What placement needs to know about one node. */
 export interface NodeView {
@@ -146,72 +143,4 @@ export function planRebalance(
         if (!desired.includes(node)) actions.push({ kind: "drop", blockId: b.blockId, node });
   }
   return { actions, unavailable };
-}
-
-// --- the block_replicas table ---
-
-/** Node ids recorded as holding each of `blockIds` (the block's origin node included). */
-export async function recordedHolders(
-  db: Database,
-  blockIds: readonly string[],
-): Promise<Map<string, Set<string>>> {
-  const out = new Map<string, Set<string>>(blockIds.map((id) => [id, new Set<string>()]));
-  if (blockIds.length === 0) return out;
-  const ids = [...blockIds];
-  const rows = await db
-    .select({ blockSha256: blockReplicas.blockSha256, nodeId: blockReplicas.nodeId })
-    .from(blockReplicas)
-    .where(inArray(blockReplicas.blockSha256, ids));
-  for (const row of rows) out.get(row.blockSha256)?.add(row.nodeId);
-  // Blocks registered before replicas were recorded live on the node that made them.
-  const origins = await db
-    .select({ sha256: blocks.sha256, nodeId: blocks.nodeId })
-    .from(blocks)
-    .where(inArray(blocks.sha256, ids));
-  for (const row of origins) {
-    const set = out.get(row.sha256);
-    if (set && set.size === 0 && row.nodeId) set.add(row.nodeId);
-  }
-  return out;
-}
-
-/** Records that `nodeId` holds the block (idempotent). */
-export async function addReplica(db: Database, blockSha256: string, nodeId: string): Promise<void> {
-  await db.insert(blockReplicas).values({ blockSha256, nodeId }).onConflictDoNothing();
-}
-
-/** Records that `nodeId` no longer holds the block. */
-export async function removeReplica(db: Database, blockSha256: string, nodeId: string): Promise<void> {
-  await db
-    .delete(blockReplicas)
-    .where(and(eq(blockReplicas.blockSha256, blockSha256), eq(blockReplicas.nodeId, nodeId)));
-}
-
-/** Ready blocks with their fingerprints (what the rebalancer places). */
-export async function readyBlocks(db: Database): Promise<(Fingerprints & { blockId: string })[]> {
-  return db
-    .select({
-      blockId: blocks.sha256,
-      modelFingerprint: blocks.modelFingerprint,
-      engineFingerprint: blocks.engineFingerprint,
-    })
-    .from(blocks)
-    .where(eq(blocks.state, "ready"));
-}
-
-/** One block's row with its fingerprints, or null. */
-export async function blockFingerprints(
-  db: Database,
-  blockId: string,
-): Promise<(Fingerprints & { state: string; nodeId: string | null }) | null> {
-  const [row] = await db
-    .select({
-      modelFingerprint: blocks.modelFingerprint,
-      engineFingerprint: blocks.engineFingerprint,
-      state: blocks.state,
-      nodeId: blocks.nodeId,
-    })
-    .from(blocks)
-    .where(eq(blocks.sha256, blockId));
-  return row ?? null;
 }

@@ -6,14 +6,9 @@
 import { sha256Hex } from "../../shared/hash.js";
 import { rendezvousRank } from "../../shared/rendezvous.js";
 import type { Database } from "../db/database.js";
+import { blockFingerprints, recordedHolders } from "../db/replicas.js";
 import type { PoolNode } from "./node-directory.js";
-import {
-  blockFingerprints,
-  majorityGroup,
-  type RouteTier,
-  recordedHolders,
-  routeCandidates,
-} from "./placement.js";
+import { majorityGroup, type RouteTier, routeCandidates } from "./placement.js";
 
 /** Live nodes, least busy first; `offset` rotates the order among equals (round-robin). */
 export function leastBusy(nodes: readonly PoolNode[], offset: number): string[] {

@@ -15,22 +15,18 @@
  * calls, periodically, and by `POST /admin/rebalance`; concurrent triggers coalesce into one
  * follow-up run.
  */
-import { eq } from "drizzle-orm";
 import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
 import type { Database } from "../db/database.js";
-import { blocks } from "../db/schema.js";
-import type { NodeMetrics } from "./node-metrics.js";
+import { quarantinedBlockIds } from "../db/library.js";
 import {
   addReplica,
   blockFingerprints,
-  desiredNodes,
-  type NodeView,
-  planRebalance,
-  type RebalanceAction,
   readyBlocks,
   recordedHolders,
   removeReplica,
-} from "./placement.js";
+} from "../db/replicas.js";
+import type { NodeMetrics } from "./node-metrics.js";
+import { desiredNodes, type NodeView, planRebalance, type RebalanceAction } from "./placement.js";
 
 /** Progress of the current run and the result of the last one. */
 export interface RebalanceReport {
@@ -290,12 +286,9 @@ export class Rebalancer {
           holdings.push({ ...b, holders });
         }
         // Blocks the library quarantined do not stay on live nodes.
-        const quarantined = await db
-          .select({ sha256: blocks.sha256 })
-          .from(blocks)
-          .where(eq(blocks.state, "quarantined"));
+        const quarantined = await quarantinedBlockIds(db);
         const extra: RebalanceAction[] = [];
-        for (const { sha256 } of quarantined)
+        for (const sha256 of quarantined)
           for (const n of live)
             if (inventory.get(n.id)?.has(sha256)) extra.push({ kind: "drop", blockId: sha256, node: n.id });
 

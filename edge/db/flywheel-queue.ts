@@ -3,11 +3,11 @@
  * open (queued or running) item per fingerprint; a claim is a single UPDATE, so concurrent
  * workers never get the same item.
  */
-import { and, asc, eq, inArray, lt, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import { conflict, notFound } from "../../shared/errors.js";
 import type { Database } from "./database.js";
 import { newId } from "./ids.js";
-import { type FlywheelStatus, flywheelQueue } from "./schema.js";
+import { type FlywheelStatus, flywheelQueue, queries } from "./schema.js";
 
 export type FlywheelItem = typeof flywheelQueue.$inferSelect;
 
@@ -132,4 +132,87 @@ export async function listFlywheel(
     .where(options.status ? eq(flywheelQueue.status, options.status) : undefined)
     .orderBy(asc(flywheelQueue.id))
     .limit(limit);
+}
+
+/** One item by id, or null. */
+export async function getFlywheel(db: Database, id: string): Promise<FlywheelItem | null> {
+  const [row] = await db.select().from(flywheelQueue).where(eq(flywheelQueue.id, id));
+  return row ?? null;
+}
+
+/** Puts a running item back in the queue (its worker failed or is stopping). */
+export async function requeueFlywheel(db: Database, id: string, now: Date): Promise<void> {
+  await db
+    .update(flywheelQueue)
+    .set({ status: "queued", updatedAt: now })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
+}
+
+/** Moves an item from one status to another; null when it is not in `from` (or does not exist). */
+export async function transitionFlywheel(
+  db: Database,
+  id: string,
+  from: FlywheelStatus,
+  to: FlywheelStatus,
+  result?: Record<string, unknown>,
+): Promise<FlywheelItem | null> {
+  const [row] = await db
+    .update(flywheelQueue)
+    .set({ status: to, ...(result ? { result } : {}), updatedAt: new Date() })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, from)))
+    .returning();
+  return row ?? null;
+}
+
+/** Sets the reference answer of an item; null when there is no such item. */
+export async function setFlywheelReference(
+  db: Database,
+  id: string,
+  reference: string,
+): Promise<FlywheelItem | null> {
+  const [row] = await db
+    .update(flywheelQueue)
+    .set({ referenceAnswer: reference, updatedAt: new Date() })
+    .where(eq(flywheelQueue.id, id))
+    .returning();
+  return row ?? null;
+}
+
+const openStatus = () => inArray(flywheelQueue.status, ["queued", "running"]);
+
+/** Whether an item of this fingerprint is open (queued or running). */
+export async function isFlywheelOpen(db: Database, fingerprint: string): Promise<boolean> {
+  const [already] = await db
+    .select({ id: flywheelQueue.id })
+    .from(flywheelQueue)
+    .where(and(openStatus(), eq(flywheelQueue.fingerprint, fingerprint)));
+  return already !== undefined;
+}
+
+/** Open items whose fingerprint this API key asked about (through its logged queries). */
+export async function countOpenFlywheelOfKey(db: Database, keyId: string | null): Promise<number> {
+  const asked = db
+    .selectDistinct({ fingerprint: queries.fingerprint })
+    .from(queries)
+    .where(keyId === null ? isNull(queries.keyId) : eq(queries.keyId, keyId));
+  const [count] = await db
+    .select({ n: sql<number>`count(*)` })
+    .from(flywheelQueue)
+    .where(and(openStatus(), inArray(flywheelQueue.fingerprint, asked)));
+  return count?.n ?? 0;
+}
+
+/** Per status: the item count and the summed cost of its items. */
+export async function flywheelTotals(db: Database) {
+  return db
+    .select({
+      status: flywheelQueue.status,
+      items: sql<number>`count(*)`,
+      tokensIn: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensIn')), 0)`,
+      tokensOut: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensOut')), 0)`,
+      gpuMs: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.gpuMs')), 0)`,
+      energyWh: sql<number | null>`sum(json_extract(${flywheelQueue.cost}, '$.energyWh'))`,
+    })
+    .from(flywheelQueue)
+    .groupBy(flywheelQueue.status);
 }

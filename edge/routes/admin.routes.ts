@@ -2,6 +2,7 @@
 import { Hono } from "hono";
 import { notFound } from "../../shared/errors.js";
 import { sha256Schema } from "../../shared/protocol.js";
+import { upsertNode } from "../db/nodes.js";
 import { type AppEnv, type Deps, readJson } from "../http.js";
 import {
   adminBlockRegisterSchema,
@@ -17,7 +18,6 @@ import {
   registerImportedBlock,
 } from "../services/admin.service.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../services/keys.service.js";
-import { upsertNode } from "../services/library.service.js";
 import { describeNodes } from "./nodes.routes.js";
 
 export function adminRoutes(deps: Deps): Hono<AppEnv> {

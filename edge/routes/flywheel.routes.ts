@@ -9,7 +9,7 @@ import {
   getFlywheelItem,
   listFlywheelItems,
   rejectFlywheelItem,
-} from "../services/flywheel.service.js";
+} from "../services/flywheel-admin.service.js";
 
 const answer = z.string().trim().min(1).max(1000);
 

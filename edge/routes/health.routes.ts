@@ -1,7 +1,8 @@
 /** `GET /health`: the edge, its database and the GPU node. */
-import { sql } from "drizzle-orm";
+
 import { Hono } from "hono";
 import type { z } from "zod";
+import { pingDatabase } from "../db/database.js";
 import type { AppEnv, Deps } from "../http.js";
 import type { healthResponseSchema } from "../schemas.js";
 
@@ -24,7 +25,7 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
     }
   };
   const [db, gpu] = await Promise.all([
-    timed(() => withTimeout(deps.db.run(sql`select 1`), deps.config.gpu.healthTimeoutMs, "db_timeout")),
+    timed(() => withTimeout(pingDatabase(deps.db), deps.config.gpu.healthTimeoutMs, "db_timeout")),
     deps.gpu.configured ? timed(() => deps.gpu.health()) : null,
   ]);
   const gpuPart: HealthResponse["gpu"] =

@@ -1,9 +1,9 @@
 /** `GET /v1/library` (paged) and `GET /v1/library/:id`. */
 import { Hono } from "hono";
 import { notFound } from "../../shared/errors.js";
+import { getLibraryItem, listLibrary } from "../db/library.js";
 import { type AppEnv, type Deps, readQuery } from "../http.js";
 import { libraryQuerySchema } from "../schemas.js";
-import { getLibraryItem, listLibrary } from "../services/library.service.js";
 
 export function libraryRoutes(deps: Deps): Hono<AppEnv> {
   return new Hono<AppEnv>()

@@ -8,7 +8,6 @@
  * - Admin views (mounted under `/admin`): the node list with liveness, tiers and per-node metrics,
  *   a block's placement, rebalance progress and trigger, and per-node metrics as Prometheus text.
  */
-import { eq } from "drizzle-orm";
 import { Hono } from "hono";
 import { readBounded } from "../../shared/body.js";
 import { badRequest, notFound, tooLarge, unauthorized, unavailable } from "../../shared/errors.js";
@@ -22,8 +21,7 @@ import {
   verifySignedBody,
 } from "../../shared/signing.js";
 import { type GpuPool, isGpuPool } from "../cluster/gpu-pool.js";
-import { type GpuNode, listNodes, markNodeDown, upsertNode } from "../db/nodes.js";
-import { gpuNodes } from "../db/schema.js";
+import { type GpuNode, getNode, listNodes, markNodeDown, upsertNode } from "../db/nodes.js";
 import type { AppEnv, Deps } from "../http.js";
 
 const HEARTBEAT_BODY_BYTES = 8 * 2 ** 20;
@@ -62,7 +60,7 @@ export function clusterRoutes(deps: Deps): Hono<AppEnv> {
       throw badRequest("invalid_json", "The heartbeat is not valid JSON.");
     }
     const beat = heartbeatSchema.parse(json);
-    const [previous] = await deps.db.select().from(gpuNodes).where(eq(gpuNodes.id, beat.id));
+    const previous = await getNode(deps.db, beat.id);
     const now = new Date(deps.clock.now());
     let row = await upsertNode(
       deps.db,

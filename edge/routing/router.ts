@@ -18,12 +18,15 @@
  *   number words like `five` count), so the grafted worked solution is about this very instance.
  * Pure scoring lives in `decideSimilar`, so scripts/calibrate-router.ts can sweep the constants.
  */
-import { and, asc, desc, eq } from "drizzle-orm";
 import { sha256Hex } from "../../shared/hash.js";
 import { problemTemplate } from "../../shared/normalize.js";
 import type { Database } from "../db/database.js";
-import { blocks, problems } from "../db/schema.js";
-import { findVerifiedByFingerprint, searchTemplates } from "../services/library.service.js";
+import {
+  findVerifiedByFingerprint,
+  newestReadyBlock,
+  problemsOfTemplate,
+  searchTemplates,
+} from "../db/library.js";
 
 export type RouteKind = "answer" | "template" | "similar" | "abstain";
 export type RouteReason =
@@ -87,12 +90,7 @@ export async function routeProblem(
   if (hit)
     return withBlock(db, { decision: "answer", problemId: hit.problem.id, score: 1, reason: "fingerprint" });
   const { template } = problemTemplate(normalizedText);
-  const [same] = await db
-    .select({ id: problems.id })
-    .from(problems)
-    .where(eq(problems.template, template))
-    .orderBy(asc(problems.id))
-    .limit(1);
+  const [same] = await problemsOfTemplate(db, template, 1);
   if (same) return withBlock(db, { decision: "template", problemId: same.id, score: 1, reason: "template" });
   return routeSimilar(db, normalizedText, tuning);
 }
@@ -107,11 +105,7 @@ export async function routeSimilar(
   const verdict = decideSimilar(best, { ...ROUTER_TUNING, ...tuning });
   if (verdict.decision !== "similar" || !best) return verdict;
   const numbers = numberKeys(normalizedText);
-  const rows = await db
-    .select({ id: problems.id, normalizedText: problems.normalizedText })
-    .from(problems)
-    .where(eq(problems.template, best.template))
-    .orderBy(asc(problems.id));
+  const rows = await problemsOfTemplate(db, best.template);
   const match = rows.find((r) => sameNumbers(numbers, numberKeys(r.normalizedText)));
   if (!match) return { ...verdict, decision: "abstain", reason: "numbers_differ" };
   return withBlock(db, { ...verdict, problemId: match.id });
@@ -306,12 +300,7 @@ function sameNumbers(a: [string, string], b: [string, string]): boolean {
 /** Adds the problem's newest ready block to a decision. */
 async function withBlock<T extends RouteDecision>(db: Database, decision: T): Promise<T> {
   if (!decision.problemId) return decision;
-  const [block] = await db
-    .select({ sha256: blocks.sha256 })
-    .from(blocks)
-    .where(and(eq(blocks.problemId, decision.problemId), eq(blocks.state, "ready")))
-    .orderBy(desc(blocks.createdAt))
-    .limit(1);
+  const block = await newestReadyBlock(db, decision.problemId);
   return block ? { ...decision, blockId: block.sha256 } : decision;
 }
 

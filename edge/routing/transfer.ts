@@ -15,7 +15,7 @@ import {
   transferParams,
 } from "../../shared/params.js";
 import type { GpuClient } from "../cluster/gpu.js";
-import type { TemplateMatch } from "../services/library.service.js";
+import type { TemplateMatch } from "../db/library.js";
 import { type AnswerCheck, checkAnswer } from "./answer-checks.js";
 
 /** How a transferred answer was verified (the response's `verification`). */

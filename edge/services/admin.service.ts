@@ -3,7 +3,6 @@
  * registration), deleting blocks, registering imported blocks, and issuing upload grants. Plain
  * functions over the deps.
  */
-import { and, desc, eq } from "drizzle-orm";
 import { badRequest, DomainError, notFound, unavailable, unprocessable } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
@@ -11,22 +10,24 @@ import { MAX_LITERAL_CHARS, type ProgramParam } from "../../shared/params.js";
 import { type BlockManifest, CHUNK_SHA256_HEADER, gpuPaths, LIMITS } from "../../shared/protocol.js";
 import type { GpuClient, SandboxRunResult } from "../cluster/gpu.js";
 import { isGpuPool } from "../cluster/gpu-pool.js";
-import { blocks, problems } from "../db/schema.js";
-import type { Deps } from "../http.js";
-import { isParametricProfile, profileParameters } from "../routing/param-probe.js";
-import type { AdminSolutionRequest } from "../schemas.js";
-import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
 import {
   addSolution,
   type Block,
   type BlockInput,
+  findBlock,
   findVerifiedByFingerprint,
+  newestReadyBlock,
   type Problem,
   registerBlock,
   registerProblem,
+  requireProblem,
   type Solution,
   setBlockState,
-} from "./library.service.js";
+} from "../db/library.js";
+import type { Deps } from "../http.js";
+import { isParametricProfile, profileParameters } from "../routing/param-probe.js";
+import type { AdminSolutionRequest } from "../schemas.js";
+import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
 import { createUploadGrant } from "./upload-grant.js";
 
 /** What the admin operations need (the embedded default calls them in-process with these). */
@@ -98,7 +99,7 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
       created: false,
       problem: existing.problem,
       solution: existing.solution,
-      block: await readyBlockOf(deps, existing.problem.id),
+      block: await newestReadyBlock(deps.db, existing.problem.id),
     };
 
   const { template, literals } = problemTemplate(normalizedText);
@@ -181,7 +182,7 @@ export function blockInput(manifest: BlockManifest, problemId: string, nodeId: s
  * the library so routing never picks it again. 404 `block_not_found` for an unknown block.
  */
 export async function deleteBlock(deps: AdminDeps, sha256: string): Promise<Block> {
-  const [row] = await deps.db.select().from(blocks).where(eq(blocks.sha256, sha256));
+  const row = await findBlock(deps.db, sha256);
   if (!row) throw notFound("block_not_found", "No block with this SHA-256.");
   try {
     await deps.gpu.deleteBlock(sha256);
@@ -196,7 +197,7 @@ export async function registerImportedBlock(
   deps: AdminDeps,
   input: { problemId: string; sha256: string },
 ): Promise<Block> {
-  await requireProblem(deps, input.problemId);
+  await requireProblem(deps.db, input.problemId);
   const manifest = await deps.gpu.getBlock(input.sha256);
   if (manifest.sha256 !== input.sha256)
     throw new DomainError(502, "gpu_bad_response", "The GPU node returned the manifest of another block.");
@@ -214,7 +215,7 @@ export async function issueUploadGrant(
 ) {
   const { publicUrl, secret } = deps.config.gpu;
   if (!publicUrl || !secret) throw unavailable("gpu_unavailable", "No GPU node is configured on this edge.");
-  await requireProblem(deps, input.problemId);
+  await requireProblem(deps.db, input.problemId);
   const exp = Math.floor(deps.clock.now() / 1000) + deps.config.uploads.grantTtlS;
   const jti = [...crypto.getRandomValues(new Uint8Array(16))]
     .map((b) => b.toString(16).padStart(2, "0"))
@@ -240,19 +241,4 @@ export async function issueUploadGrant(
       `${endpoints.register} on this edge with {"problemId": "${input.problemId}", "sha256": "${input.sha256}"} to make the block routable.`,
     ],
   };
-}
-
-async function requireProblem(deps: AdminDeps, id: string): Promise<void> {
-  const [row] = await deps.db.select({ id: problems.id }).from(problems).where(eq(problems.id, id));
-  if (!row) throw notFound("problem_not_found", "No problem with this id.");
-}
-
-async function readyBlockOf(deps: AdminDeps, problemId: string): Promise<Block | null> {
-  const [row] = await deps.db
-    .select()
-    .from(blocks)
-    .where(and(eq(blocks.problemId, problemId), eq(blocks.state, "ready")))
-    .orderBy(desc(blocks.createdAt))
-    .limit(1);
-  return row ?? null;
 }

@@ -13,27 +13,21 @@
  * Every item records what it cost. Admins can accept a finished item against a reference answer
  * (the recorded candidates are judged again; nothing is regenerated) or reject an open one.
  */
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ZodError } from "zod";
 import { answersEqual } from "../../shared/answers.js";
-import { conflict, DomainError, notFound, unprocessable } from "../../shared/errors.js";
-import { sha256Hex } from "../../shared/hash.js";
-import { normalizeProblem } from "../../shared/normalize.js";
+import { DomainError } from "../../shared/errors.js";
 import type { SolveResult, SolveSample } from "../../shared/protocol.js";
 import { tally } from "../../shared/vote.js";
-import type { Database } from "../db/client.js";
-import { type FlywheelStatus, flywheelQueue, queries } from "../db/schema.js";
-import { type Logger, systemClock } from "../http.js";
-import { adminSolutionRequestSchema } from "../schemas.js";
-import { type AdminDeps, depositSolution } from "./admin.service.js";
 import {
   claimNextFlywheel,
-  enqueueFlywheel,
   type FlywheelItem,
-  findVerifiedByFingerprint,
   finishFlywheel,
-  listFlywheel,
-} from "./library.service.js";
+  requeueFlywheel,
+} from "../db/flywheel-queue.js";
+import { findVerifiedByFingerprint } from "../db/library.js";
+import { type Logger, systemClock } from "../http.js";
+import type { AdminDeps } from "./admin.service.js";
+import { candidatesOf, depositAccepted, judge, omitSolution } from "./flywheel-judge.js";
 
 /** How much compute the flywheel spends per item. */
 export interface FlywheelBudget {
@@ -57,9 +51,6 @@ export const DEFAULT_FLYWHEEL_BUDGET: FlywheelBudget = {
 
 /** GPU failures after which an item is given up instead of queued again. */
 const MAX_ATTEMPTS = 3;
-/** Characters of a sample's reasoning kept in the item's record (the worked solution). */
-const REASONING_CHARS = 20_000;
-
 /** What an item cost, summed over its GPU requests. */
 export interface FlywheelCost {
   requests: number;
@@ -70,84 +61,6 @@ export interface FlywheelCost {
   /** Null when the GPU node reported no energy (no NVIDIA GPU). */
   energyWh: number | null;
   wallMs: number;
-}
-
-/** One recorded sample of the heavy solve: what acceptance judges. */
-export interface Candidate {
-  seed: number;
-  stated: string | null;
-  program: string | null;
-  /** What the program printed when it ran cleanly, else null. */
-  printed: string | null;
-  verdict: string | null;
-  reasoning: string;
-}
-
-/** An accepted candidate: what gets deposited, and on what grounds. */
-export interface Accepted {
-  answer: string;
-  program: string;
-  solution: string;
-  basis: "agreement" | "reference_program" | "reference_stated";
-  seeds: number[];
-}
-
-/**
- * Judges the candidates. Agreement: two programs from different samples, with different source,
- * printed the same answer as the majority of stated answers. Reference: a program printed it
- * (that program is deposited), or else a stated answer equals it; then the program deposited
- * prints the reference itself, which the parametric check marks as not transferable.
- */
-export function judge(
-  candidates: readonly Candidate[],
-  reference: string | null,
-): { accepted: Accepted } | { reason: string } {
-  const solution = (c: Candidate) => c.reasoning.trim() || "(the model gave no worked solution)";
-  if (reference !== null) {
-    const printer = candidates.find((c) => c.printed !== null && answersEqual(c.printed, reference));
-    if (printer?.program)
-      return {
-        accepted: {
-          answer: reference,
-          program: printer.program,
-          solution: solution(printer),
-          basis: "reference_program",
-          seeds: [printer.seed],
-        },
-      };
-    const stater = candidates.find((c) => c.stated !== null && answersEqual(c.stated, reference));
-    if (stater)
-      return {
-        accepted: {
-          answer: reference,
-          program: `print(${JSON.stringify(reference.trim())})\n`,
-          solution: solution(stater),
-          basis: "reference_stated",
-          seeds: [stater.seed],
-        },
-      };
-    return { reason: "no_candidate_matches_reference" };
-  }
-  const majority = tally(
-    candidates.map((c) => ({ stated: c.stated, program: null })),
-    0,
-  ).answer;
-  if (majority === null) return { reason: "no_stated_answer" };
-  const agreeing = candidates.filter(
-    (c) => c.program !== null && c.printed !== null && answersEqual(c.printed, majority),
-  );
-  const sources = new Set(agreeing.map((c) => (c.program ?? "").replace(/\s+/g, " ").trim()));
-  const first = agreeing[0];
-  if (!first?.program || agreeing.length < 2 || sources.size < 2) return { reason: "no_agreement" };
-  return {
-    accepted: {
-      answer: majority,
-      program: first.program,
-      solution: solution(first),
-      basis: "agreement",
-      seeds: agreeing.map((c) => c.seed),
-    },
-  };
 }
 
 /** A solve made of single-sample requests, merged; the vote is recounted over all samples. */
@@ -212,47 +125,11 @@ function addCost(into: FlywheelCost, add: FlywheelCost): void {
   if (add.energyWh !== null) into.energyWh = (into.energyWh ?? 0) + add.energyWh;
 }
 
-function candidatesOf(samples: readonly SolveSample[]): Candidate[] {
-  return samples.map((s) => ({
-    seed: s.seed,
-    stated: s.answer,
-    program: s.program?.trim() ? s.program : null,
-    printed: s.run?.verdict === "ok" ? s.run.answer : null,
-    verdict: s.run?.verdict ?? null,
-    reasoning: s.reasoning.slice(0, REASONING_CHARS),
-  }));
-}
-
-/** Deposits an accepted candidate through the admin solutions path. */
-async function deposit(deps: AdminDeps, problem: string, accepted: Accepted) {
-  const input = adminSolutionRequestSchema.parse({
-    problem,
-    solution: accepted.solution,
-    program: accepted.program,
-    answer: accepted.answer,
-  });
-  const outcome = await depositSolution(deps, input);
-  return {
-    created: outcome.created,
-    problemId: outcome.problem.id,
-    solutionId: outcome.solution.id,
-    blockSha256: outcome.block?.sha256 ?? null,
-  };
-}
-
 /** A refusal that is about the candidate (a 4xx or a bad shape), not a failure of the services. */
 function refusalCode(err: unknown): string | null {
   if (err instanceof ZodError) return "invalid_candidate";
   if (err instanceof DomainError && err.status < 500 && err.status !== 429) return err.code;
   return null;
-}
-
-/** Puts a running item back in the queue (the GPU node failed or the worker is stopping). */
-async function requeue(deps: AdminDeps, id: string): Promise<void> {
-  await deps.db
-    .update(flywheelQueue)
-    .set({ status: "queued", updatedAt: new Date(deps.clock.now()) })
-    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
 }
 
 /** Processes one claimed (running) item to accepted or rejected; see the module comment. */
@@ -308,7 +185,7 @@ export async function processFlywheelItem(
     const verdict = judge(candidates, reference);
     if ("reason" in verdict) return await close("rejected", { reason: verdict.reason, ...summary });
     try {
-      const deposited = await deposit(deps, item.problem, verdict.accepted);
+      const deposited = await depositAccepted(deps, item.problem, verdict.accepted);
       if (!deposited.created) return await close("rejected", { reason: "already_verified", ...summary });
       return await close("accepted", { ...summary, accepted: omitSolution(verdict.accepted), ...deposited });
     } catch (err) {
@@ -325,16 +202,11 @@ export async function processFlywheelItem(
     if (refused !== null && !signal?.aborted) return close("rejected", { reason: refused });
     const failed = err instanceof DomainError ? err.code : "internal_error";
     if (signal?.aborted || item.attempts < MAX_ATTEMPTS) {
-      await requeue(deps, item.id);
+      await requeueFlywheel(deps.db, item.id, new Date(deps.clock.now()));
       throw err;
     }
     return close("rejected", { reason: "gpu_failed", error: failed });
   }
-}
-
-function omitSolution(accepted: Accepted): Omit<Accepted, "solution"> {
-  const { solution: _solution, ...rest } = accepted;
-  return rest;
 }
 
 /** Claims and processes the next queued item; null when the queue is empty. */
@@ -412,205 +284,6 @@ export function startFlywheelWorker(
       await loop;
     },
   };
-}
-
-// --- admin operations ---
-
-/** Queue depth, items done and what they cost, from the queue table. */
-export async function flywheelProgress(deps: Pick<AdminDeps, "db">) {
-  const rows = await deps.db
-    .select({
-      status: flywheelQueue.status,
-      items: sql<number>`count(*)`,
-      tokensIn: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensIn')), 0)`,
-      tokensOut: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensOut')), 0)`,
-      gpuMs: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.gpuMs')), 0)`,
-      energyWh: sql<number | null>`sum(json_extract(${flywheelQueue.cost}, '$.energyWh'))`,
-    })
-    .from(flywheelQueue)
-    .groupBy(flywheelQueue.status);
-  const count = (s: FlywheelStatus) => Number(rows.find((r) => r.status === s)?.items ?? 0);
-  const sum = (k: "tokensIn" | "tokensOut" | "gpuMs") => rows.reduce((n, r) => n + Number(r[k]), 0);
-  const energy = rows.filter((r) => r.energyWh !== null);
-  return {
-    queued: count("queued"),
-    running: count("running"),
-    accepted: count("accepted"),
-    rejected: count("rejected"),
-    done: count("accepted") + count("rejected"),
-    tokensIn: sum("tokensIn"),
-    tokensOut: sum("tokensOut"),
-    gpuMs: Math.round(sum("gpuMs")),
-    energyWh: energy.length ? energy.reduce((n, r) => n + Number(r.energyWh), 0) : null,
-  };
-}
-
-/** The progress and the items (optionally of one status); candidates are counted, not listed. */
-export async function listFlywheelItems(
-  deps: Pick<AdminDeps, "db">,
-  options: { status?: FlywheelStatus; limit?: number },
-) {
-  const [progress, items] = await Promise.all([flywheelProgress(deps), listFlywheel(deps.db, options)]);
-  const brief = (item: FlywheelItem) => {
-    if (!item.result || !Array.isArray(item.result.candidates)) return item;
-    const { candidates, ...rest } = item.result;
-    return { ...item, result: { ...rest, candidateCount: candidates.length } };
-  };
-  return { progress, items: items.map(brief) };
-}
-
-export async function getFlywheelItem(deps: Pick<AdminDeps, "db">, id: string): Promise<FlywheelItem> {
-  const [row] = await deps.db.select().from(flywheelQueue).where(eq(flywheelQueue.id, id));
-  if (!row) throw notFound("flywheel_item_not_found", "No flywheel item with this id.");
-  return row;
-}
-
-/** Open flywheel items one API key may have caused at once, so that one key cannot flood the worker. */
-export const FLYWHEEL_OPEN_PER_KEY = 20;
-
-/**
- * Queues the problem of an unsure answer for the key that asked, unless it is already open or
- * the key already caused `cap` open items (counted through the key's logged queries, by
- * fingerprint); then nothing new is queued and the answer stands. Returns whether it was queued.
- */
-export async function enqueueForKey(
-  db: Database,
-  input: { keyId: string | null; problem: string; fingerprint: string },
-  cap = FLYWHEEL_OPEN_PER_KEY,
-): Promise<boolean> {
-  const open = inArray(flywheelQueue.status, ["queued", "running"]);
-  const [already] = await db
-    .select({ id: flywheelQueue.id })
-    .from(flywheelQueue)
-    .where(and(open, eq(flywheelQueue.fingerprint, input.fingerprint)));
-  if (already) return false;
-  const asked = db
-    .selectDistinct({ fingerprint: queries.fingerprint })
-    .from(queries)
-    .where(input.keyId === null ? isNull(queries.keyId) : eq(queries.keyId, input.keyId));
-  const [count] = await db
-    .select({ n: sql<number>`count(*)` })
-    .from(flywheelQueue)
-    .where(and(open, inArray(flywheelQueue.fingerprint, asked)));
-  if ((count?.n ?? 0) >= cap) return false;
-  return (await enqueueFlywheel(db, { problem: input.problem, fingerprint: input.fingerprint })).created;
-}
-
-/** Queues a problem (admins may attach the reference answer); an open item gets the reference. */
-export async function enqueueProblem(
-  deps: Pick<AdminDeps, "db">,
-  input: { problem: string; referenceAnswer?: string | undefined },
-) {
-  const fingerprint = await sha256Hex(normalizeProblem(input.problem));
-  const { item, created } = await enqueueFlywheel(deps.db, {
-    problem: input.problem,
-    fingerprint,
-    referenceAnswer: input.referenceAnswer ?? null,
-  });
-  if (created || input.referenceAnswer === undefined) return { item, created };
-  return { item: await setReference(deps, item.id, input.referenceAnswer), created };
-}
-
-async function setReference(deps: Pick<AdminDeps, "db">, id: string, reference: string) {
-  const [row] = await deps.db
-    .update(flywheelQueue)
-    .set({ referenceAnswer: reference, updatedAt: new Date() })
-    .where(eq(flywheelQueue.id, id))
-    .returning();
-  if (!row) throw notFound("flywheel_item_not_found", "No flywheel item with this id.");
-  return row;
-}
-
-/** Moves an item from one status to another, or fails with 409 naming the status it has. */
-async function transition(deps: Pick<AdminDeps, "db">, id: string, from: FlywheelStatus, to: FlywheelStatus) {
-  const [row] = await deps.db
-    .update(flywheelQueue)
-    .set({ status: to, updatedAt: new Date() })
-    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, from)))
-    .returning();
-  if (row) return row;
-  const current = await getFlywheelItem(deps, id);
-  throw conflict("flywheel_item_state", `The item is ${current.status}; this needs it ${from}.`, {
-    status: current.status,
-  });
-}
-
-/**
- * An admin's acceptance. A queued item takes the reference answer for the worker to judge
- * against. A rejected item that has candidates is judged again against the reference (default:
- * its majority answer, which the admin thereby vouches for) and, on a match, deposited: 422
- * `no_matching_candidate` when none matches, the deposit's own 422 when its program fails the
- * sandbox check; the item stays rejected then and no block is made.
- */
-export async function acceptFlywheelItem(
-  deps: AdminDeps,
-  id: string,
-  input: { referenceAnswer?: string | undefined },
-): Promise<FlywheelItem> {
-  const item = await getFlywheelItem(deps, id);
-  if (item.status === "queued") {
-    if (input.referenceAnswer === undefined)
-      throw conflict("flywheel_item_unsolved", "A queued item is accepted only with a reference answer.", {
-        status: item.status,
-      });
-    return setReference(deps, id, input.referenceAnswer);
-  }
-  const result = (item.result ?? {}) as { candidates?: Candidate[]; answer?: string | null };
-  if (item.status !== "rejected" || !result.candidates?.length)
-    throw conflict("flywheel_item_state", `The item is ${item.status} and has no candidates to accept.`, {
-      status: item.status,
-    });
-  const reference = input.referenceAnswer ?? item.referenceAnswer ?? result.answer ?? null;
-  if (reference === null)
-    throw unprocessable("no_matching_candidate", "The item has no majority answer; give a reference answer.");
-  const verdict = judge(result.candidates, reference);
-  if ("reason" in verdict)
-    throw unprocessable("no_matching_candidate", "No candidate of this item matches the reference answer.", {
-      reference,
-    });
-  await transition(deps, id, "rejected", "running");
-  try {
-    const deposited = await deposit(deps, item.problem, verdict.accepted);
-    return await finishFlywheel(deps.db, id, {
-      status: "accepted",
-      cost: item.cost,
-      result: {
-        ...result,
-        reference,
-        acceptedBy: "admin",
-        accepted: omitSolution(verdict.accepted),
-        ...deposited,
-      },
-    });
-  } catch (err) {
-    await transition(deps, id, "running", "rejected").catch(() => undefined);
-    throw err;
-  }
-}
-
-/** An admin's rejection of a queued item (a rejected one stays as it is); no block is made. */
-export async function rejectFlywheelItem(
-  deps: Pick<AdminDeps, "db">,
-  id: string,
-  input: { note?: string | undefined },
-): Promise<FlywheelItem> {
-  const item = await getFlywheelItem(deps, id);
-  if (item.status === "rejected") return item;
-  if (item.status !== "queued")
-    throw conflict("flywheel_item_state", `The item is ${item.status}; only queued items can be rejected.`, {
-      status: item.status,
-    });
-  const [row] = await deps.db
-    .update(flywheelQueue)
-    .set({
-      status: "rejected",
-      result: { reason: "admin_rejected", ...(input.note ? { note: input.note } : {}) },
-      updatedAt: new Date(),
-    })
-    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "queued")))
-    .returning();
-  if (!row) return rejectFlywheelItem(deps, id, input);
-  return row;
 }
 
 /** JSON lines on stderr: stdout of `kvgraft start --json` carries only its summary. */

@@ -3,12 +3,21 @@
  * SHA-256 of the whole key are stored, and the plaintext is shown once at creation. Failures
  * carry distinct codes for logs, but one uniform message so a caller learns nothing from it.
  */
-import { and, asc, eq, isNull } from "drizzle-orm";
 import { forbidden, notFound, unauthorized } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
+import {
+  type ApiKeyInfo,
+  findApiKeyByPrefix,
+  firstActiveAdminKey,
+  insertApiKey,
+  listApiKeyRows,
+  promoteToAdmin,
+  revokeApiKeyRow,
+} from "../db/api-keys.js";
 import type { Database } from "../db/database.js";
-import { newId } from "../db/ids.js";
-import { type ApiKeyRole, apiKeys } from "../db/schema.js";
+import type { ApiKeyRole } from "../db/schema.js";
+
+export type { ApiKeyInfo } from "../db/api-keys.js";
 
 const PREFIX_LENGTH = 8;
 const SECRET_LENGTH = 32;
@@ -24,16 +33,6 @@ export interface Principal {
   role: ApiKeyRole;
 }
 
-/** A stored key as listed to admins: never the hash. */
-export interface ApiKeyInfo {
-  id: string;
-  prefix: string;
-  role: ApiKeyRole;
-  label: string;
-  createdAt: Date;
-  revokedAt: Date | null;
-}
-
 /** Creates a key and returns its plaintext, the only time it is available. */
 export async function createApiKey(
   db: Database,
@@ -41,10 +40,12 @@ export async function createApiKey(
 ): Promise<{ id: string; key: string; prefix: string }> {
   const prefix = randomBase62(PREFIX_LENGTH);
   const key = `kvg_${prefix}_${randomBase62(SECRET_LENGTH)}`;
-  const id = newId("key");
-  await db
-    .insert(apiKeys)
-    .values({ id, prefix, hash: await sha256Hex(key), role: input.role, label: input.label });
+  const id = await insertApiKey(db, {
+    prefix,
+    hash: await sha256Hex(key),
+    role: input.role,
+    label: input.label,
+  });
   return { id, key, prefix };
 }
 
@@ -62,7 +63,7 @@ export async function authenticateBearer(
   const token = match?.[1];
   const parsed = token === undefined ? null : parseKey(token);
   if (token === undefined || parsed === null) throw unauthorized("auth_malformed", AUTH_MESSAGE);
-  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.prefix, parsed.prefix));
+  const row = await findApiKeyByPrefix(db, parsed.prefix);
   const hash = await sha256Hex(token);
   const equal = constantTimeEqual(hash, row?.hash ?? DUMMY_HASH);
   if (!row || !equal) throw unauthorized("auth_invalid", AUTH_MESSAGE);
@@ -78,18 +79,14 @@ export function requireRole(principal: Principal, role: ApiKeyRole): void {
 
 /** Revokes a key; revoking it again keeps the first revocation time. */
 export async function revokeApiKey(db: Database, id: string): Promise<ApiKeyInfo> {
-  await db
-    .update(apiKeys)
-    .set({ revokedAt: new Date() })
-    .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)));
-  const [row] = await db.select(infoColumns).from(apiKeys).where(eq(apiKeys.id, id));
+  const row = await revokeApiKeyRow(db, id);
   if (!row) throw notFound("api_key_not_found", "No API key with this id.");
   return row;
 }
 
 /** All keys, oldest first, without their hashes. */
 export async function listApiKeys(db: Database): Promise<ApiKeyInfo[]> {
-  return db.select(infoColumns).from(apiKeys).orderBy(asc(apiKeys.id));
+  return listApiKeyRows(db);
 }
 
 /**
@@ -107,27 +104,24 @@ export async function ensureAdminKey(
     if (!parsed)
       throw new Error("The configured admin key does not have the form kvg_<8 chars>_<32+ chars>.");
     const hash = await sha256Hex(configuredKey);
-    const [row] = await db.select().from(apiKeys).where(eq(apiKeys.prefix, parsed.prefix));
+    const row = await findApiKeyByPrefix(db, parsed.prefix);
     if (!row) {
-      const id = newId("key");
-      await db
-        .insert(apiKeys)
-        .values({ id, prefix: parsed.prefix, hash, role: "admin", label: "configured admin" });
+      const id = await insertApiKey(db, {
+        prefix: parsed.prefix,
+        hash,
+        role: "admin",
+        label: "configured admin",
+      });
       return { id, key: null };
     }
     if (!constantTimeEqual(hash, row.hash))
       throw new Error("The configured admin key's prefix belongs to a different stored key.");
     if (row.revokedAt !== null) throw new Error("The configured admin key was revoked; configure a new one.");
-    if (row.role !== "admin") await db.update(apiKeys).set({ role: "admin" }).where(eq(apiKeys.id, row.id));
+    if (row.role !== "admin") await promoteToAdmin(db, row.id);
     return { id: row.id, key: null };
   }
-  const [active] = await db
-    .select({ id: apiKeys.id })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.role, "admin"), isNull(apiKeys.revokedAt)))
-    .orderBy(asc(apiKeys.id))
-    .limit(1);
-  if (active) return { id: active.id, key: null };
+  const active = await firstActiveAdminKey(db);
+  if (active !== null) return { id: active, key: null };
   const created = await createApiKey(db, { role: "admin", label: "generated admin" });
   return { id: created.id, key: created.key };
 }
@@ -142,15 +136,6 @@ export function constantTimeEqual(a: string, b: string): boolean {
   for (let i = 0; i < n; i++) diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
   return diff === 0;
 }
-
-const infoColumns = {
-  id: apiKeys.id,
-  prefix: apiKeys.prefix,
-  role: apiKeys.role,
-  label: apiKeys.label,
-  createdAt: apiKeys.createdAt,
-  revokedAt: apiKeys.revokedAt,
-};
 
 function parseKey(token: string): { prefix: string } | null {
   const prefix = KEY_PATTERN.exec(token)?.[1];

@@ -9,25 +9,24 @@
  * the model answers alone (`model`), or nothing does (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
  * flywheel. A solve that fails (GPU node down, say) is logged with source "error".
  */
-import { and, desc, eq } from "drizzle-orm";
 import { answersEqual, extractAnswer } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import type { GenerationResult, SolveResult } from "../../shared/protocol.js";
-import { blocks } from "../db/schema.js";
-import type { Deps } from "../http.js";
-import { routeSimilar } from "../routing/router.js";
-import { tryTransfer } from "../routing/transfer.js";
-import type { SolveRequest, SolveResponse } from "../schemas.js";
-import { enqueueForKey } from "./flywheel.service.js";
 import {
   findByTemplate,
   findVerifiedByFingerprint,
   logQuery,
+  newestReadyBlock,
   setBlockState,
   type TemplateMatch,
-} from "./library.service.js";
+} from "../db/library.js";
+import type { Deps } from "../http.js";
+import { routeSimilar } from "../routing/router.js";
+import { tryTransfer } from "../routing/transfer.js";
+import type { SolveRequest, SolveResponse } from "../schemas.js";
+import { enqueueForKey } from "./flywheel-admin.service.js";
 
 /** Who asked, for the log and the response. */
 export interface SolveContext {
@@ -132,12 +131,7 @@ async function route(
   // 1. Fast path: the exact problem has a verified answer. Nothing below this line runs.
   const hit = await findVerifiedByFingerprint(deps.db, fingerprint);
   if (hit) {
-    const [block] = await deps.db
-      .select({ sha256: blocks.sha256 })
-      .from(blocks)
-      .where(and(eq(blocks.problemId, hit.problem.id), eq(blocks.state, "ready")))
-      .orderBy(desc(blocks.createdAt))
-      .limit(1);
+    const block = await newestReadyBlock(deps.db, hit.problem.id);
     return {
       answer: hit.answer,
       text: null,

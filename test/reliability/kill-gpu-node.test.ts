@@ -9,8 +9,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFile
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerProblem } from "../../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
-import { registerProblem } from "../../edge/services/library.service.js";
 import { GpuError } from "../../shared/gpu-client.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 import { syntheticModel } from "../helpers/models.js";

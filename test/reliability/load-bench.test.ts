@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { percentiles, prepareWorkload, runLoad } from "../../bench/load-bench.js";
+import { addSolution, registerProblem } from "../../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
-import { addSolution, registerProblem } from "../../edge/services/library.service.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 
 const temp = mkdtempSync(join(tmpdir(), "kvgraft-rel-load-"));

@@ -1,19 +1,15 @@
 /**
  * The library over the database: problems, their verified solutions and blocks, lexical search
  * over templates, and the query log. Plain functions over a `Database`, runtime-neutral (Node and
- * Workers). The flywheel queue and the node registry live next to it in edge/db and are re-exported
- * here so routes import the whole data layer from one place.
+ * Workers).
  */
 import { and, asc, desc, eq, gt, inArray, ne, sql } from "drizzle-orm";
 import { badRequest, conflict, notFound } from "../../shared/errors.js";
 import { NORMALIZE_VERSION } from "../../shared/normalize.js";
-import type { Database } from "../db/database.js";
-import { type FingerprintValue, fingerprintKey } from "../db/fingerprint.js";
-import { isId, newId } from "../db/ids.js";
-import { type BlockState, blocks, problems, queries, solutions } from "../db/schema.js";
-
-export * from "../db/flywheel-queue.js";
-export * from "../db/nodes.js";
+import type { Database } from "./database.js";
+import { type FingerprintValue, fingerprintKey } from "./fingerprint.js";
+import { isId, newId } from "./ids.js";
+import { type BlockState, blocks, problems, queries, solutions } from "./schema.js";
 
 export type Problem = typeof problems.$inferSelect;
 export type Solution = typeof solutions.$inferSelect;
@@ -148,6 +144,43 @@ export async function setBlockState(db: Database, sha256: string, state: BlockSt
   const [row] = await db.update(blocks).set({ state }).where(eq(blocks.sha256, sha256)).returning();
   if (!row) throw notFound("block_not_found", "No block with this SHA-256.");
   return row;
+}
+
+/** A block by its SHA-256, or null. */
+export async function findBlock(db: Database, sha256: string): Promise<Block | null> {
+  const [row] = await db.select().from(blocks).where(eq(blocks.sha256, sha256));
+  return row ?? null;
+}
+
+/** The problem's newest ready block, or null. */
+export async function newestReadyBlock(db: Database, problemId: string): Promise<Block | null> {
+  const [row] = await db
+    .select()
+    .from(blocks)
+    .where(and(eq(blocks.problemId, problemId), eq(blocks.state, "ready")))
+    .orderBy(desc(blocks.createdAt))
+    .limit(1);
+  return row ?? null;
+}
+
+/** The ids of quarantined blocks (they must not stay on GPU nodes). */
+export async function quarantinedBlockIds(db: Database): Promise<string[]> {
+  const rows = await db.select({ sha256: blocks.sha256 }).from(blocks).where(eq(blocks.state, "quarantined"));
+  return rows.map((r) => r.sha256);
+}
+
+/** The first `limit` problems with exactly this template (any normalization), oldest first: ids and texts. */
+export async function problemsOfTemplate(
+  db: Database,
+  template: string,
+  limit = -1,
+): Promise<{ id: string; normalizedText: string }[]> {
+  return db
+    .select({ id: problems.id, normalizedText: problems.normalizedText })
+    .from(problems)
+    .where(eq(problems.template, template))
+    .orderBy(asc(problems.id))
+    .limit(limit);
 }
 
 /** The fast path: a verified answer for exactly this problem. */
@@ -326,7 +359,8 @@ export async function logQuery(db: Database, input: QueryLogInput): Promise<stri
   return id;
 }
 
-async function requireProblem(db: Database, problemId: string): Promise<void> {
+/** 404 `problem_not_found` unless a problem with this id exists. */
+export async function requireProblem(db: Database, problemId: string): Promise<void> {
   const [row] = await db.select({ id: problems.id }).from(problems).where(eq(problems.id, problemId));
   if (!row) throw notFound("problem_not_found", "No problem with this id.");
 }
