@@ -59,6 +59,13 @@ export interface GraftBenchRow {
   recomputeMs: number;
   hotMs: number;
   warmMs: number;
+  /** The warm path's load alone (memory path: one host-to-device copy from the pinned tier), without the token. */
+  warmLoadMs: number;
+  /** State bytes over warmLoadMs: the restore bandwidth. */
+  loadGBps: number;
+  /** Parts of the hot step: the tail erase, and the token decoded without sampling (hotMs samples it). */
+  hotEraseMs: number;
+  hotDecodeMs: number;
   coldMs: number;
   coldHashMs: number;
   /** The post-restore probe check a verified graft adds (probe-check.ts: one decode step, digest, erase). */
@@ -181,6 +188,10 @@ export async function benchGraft(
             recompute: [] as number[],
             hot: [] as number[],
             warm: [] as number[],
+            warmLoad: [] as number[],
+            warmFileLoad: [] as number[],
+            hotErase: [] as number[],
+            hotDecode: [] as number[],
             cold: [] as number[],
             hash: [] as number[],
             check: [] as number[],
@@ -239,12 +250,23 @@ export async function benchGraft(
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
             await oneToken(a);
             if (timed) times.hot.push(performance.now() - t);
+            // The hot step's parts: the erase alone, then the token decoded without sampling.
+            t = performance.now();
+            await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
+            if (timed) times.hotErase.push(performance.now() - t);
+            t = performance.now();
+            await a.evaluateWithoutGeneratingNewTokens([probe]);
+            if (timed) times.hotDecode.push(performance.now() - t);
             await prove(a);
             // node-llama-cpp's file path, warm: load the tmpfs copy into slot B.
             t = performance.now();
             await loadSequenceState(b, join(ramDir, `${sha}.state`));
+            const fileLoaded = performance.now();
             await oneToken(b);
-            if (timed) times.warmFile.push(performance.now() - t);
+            if (timed) {
+              times.warmFile.push(performance.now() - t);
+              times.warmFileLoad.push(fileLoaded - t);
+            }
             await prove(b);
             // The probe check on the restored block, timed as a graft with verifyProbe pays it.
             await b.eraseContextTokenRanges([{ start: length, end: b.nextTokenIndex }]);
@@ -281,9 +303,13 @@ export async function benchGraft(
               const held = memory.acquire(sha);
               if (!held) throw new Error("the memory tier lost the block");
               await loadSequenceFromMemory(api, b, held.range);
+              const loaded = performance.now();
               held.release();
               await oneToken(b);
-              if (timed) times.warm.push(performance.now() - t);
+              if (timed) {
+                times.warm.push(performance.now() - t);
+                times.warmLoad.push(loaded - t);
+              }
               await prove(b);
               // Copy: the hot block in slot A duplicated into slot B on the device.
               await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
@@ -293,6 +319,7 @@ export async function benchGraft(
               if (timed) times.copy.push(performance.now() - t);
               await prove(b);
             } else {
+              times.warmLoad = times.warmFileLoad;
               times.warm = times.warmFile;
               times.cold = times.coldFile;
             }
@@ -305,6 +332,10 @@ export async function benchGraft(
             recomputeMs: median(times.recompute),
             hotMs: median(times.hot),
             warmMs: median(times.warm),
+            warmLoadMs: median(times.warmLoad),
+            loadGBps: stateBytes / 1e9 / (median(times.warmLoad) / 1000),
+            hotEraseMs: median(times.hotErase),
+            hotDecodeMs: median(times.hotDecode),
             coldMs: median(times.cold),
             coldHashMs: median(times.hash),
             probeCheckMs: median(times.check),
@@ -353,7 +384,7 @@ export async function benchGraft(
           rows.push(row);
           o.log(
             `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +
-              `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
+              `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x; load ${row.warmLoadMs.toFixed(1)} ms, ${row.loadGBps.toFixed(1)} GB/s), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
               `probe check ${row.probeCheckMs.toFixed(2)} ms, hashes of ${row.probeEntries} entries ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
           );
           memory?.remove(sha);
@@ -374,14 +405,14 @@ export async function benchGraft(
 /** The rows as a Markdown table. */
 export function graftBenchTable(rows: GraftBenchRow[]): string {
   const head =
-    "| length | KV | path | recompute ms | hot ms | warm ms | cold ms | copy ms | warm file ms | cold file ms (hash ms) | hot x | warm x | cold x | cold / disk bound | state MB | restore GB/s | probe check ms | probe entries | hashes equal |\n" +
-    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+    "| length | KV | path | recompute ms | hot ms | warm ms | cold ms | copy ms | warm file ms | cold file ms (hash ms) | hot x | warm x | cold x | cold / disk bound | state MB | restore GB/s | load GB/s | hot decode ms | probe check ms | probe entries | hashes equal |\n" +
+    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
   const fixed = (n: number | null, digits: number) => (n === null ? "-" : n.toFixed(digits));
   const lines = rows.map(
     (r) =>
       `| ${r.length} | ${r.kv} | ${r.statePath}${r.pinned ? " (pinned)" : ""} | ${r.recomputeMs.toFixed(1)} | ${r.hotMs.toFixed(2)} | ${r.warmMs.toFixed(1)} | ${r.coldMs.toFixed(1)} | ${fixed(r.copyMs, 2)} | ` +
       `${r.warmFileMs.toFixed(1)} | ${r.coldFileMs.toFixed(1)} (${r.coldHashMs.toFixed(1)}) | ${r.hotSpeedup.toFixed(1)} | ${r.warmSpeedup.toFixed(2)} | ${r.coldSpeedup.toFixed(2)} | ` +
-      `${fixed(r.coldOverDiskBound, 2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.probeCheckMs.toFixed(2)} | ${r.probeEntries} | ${r.hashesEqual ? "yes" : "NO"} |`,
+      `${fixed(r.coldOverDiskBound, 2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.loadGBps.toFixed(1)} | ${r.hotDecodeMs.toFixed(2)} | ${r.probeCheckMs.toFixed(2)} | ${r.probeEntries} | ${r.hashesEqual ? "yes" : "NO"} |`,
   );
   return [head, ...lines].join("\n");
 }

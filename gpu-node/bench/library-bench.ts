@@ -145,7 +145,7 @@ export async function benchLibrary(o: LibraryBenchOptions): Promise<LibraryBench
       try {
         // Cold: nothing resident, nothing in RAM, page cache dropped.
         blocks.pool.evict(sha);
-        await blocks.warm.remove(sha);
+        await blocks.dropRamCopy(sha);
         cacheDropped &&= o.dropPageCache !== false && (await dropPageCache());
         let t = performance.now();
         const cold = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
@@ -158,7 +158,7 @@ export async function benchLibrary(o: LibraryBenchOptions): Promise<LibraryBench
         const warm = await blocks.graft(sha, QUERY, { maxTokens: 1, verifyProbe: true });
         entry.warm.push(performance.now() - t);
         if (warm.tier !== "warm") throw new Error(`expected a warm access, got ${warm.tier}`);
-        await blocks.warm.remove(sha);
+        await blocks.dropRamCopy(sha);
       } catch (err) {
         if (!(err instanceof DomainError && err.code === "block_probe_mismatch")) throw err;
         entry.mismatches++;
