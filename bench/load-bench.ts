@@ -253,7 +253,8 @@ export async function runLoad(o: LoadRunOptions, bodies: string[]): Promise<Load
 /** `kvgraft start --json` in a child process; resolves with its URLs once ready. */
 export async function startKvgraft(options: {
   dataDir: string;
-  env?: Record<string, string>;
+  /** The environment the child inherits. */
+  env: Record<string, string | undefined>;
   log?: (line: string) => void;
 }): Promise<{ url: string; key: string; child: ChildProcess; stop(): Promise<number | null> }> {
   const entry = process.argv[1];
@@ -263,11 +264,10 @@ export async function startKvgraft(options: {
     [...process.execArgv, entry, "start", "--json", "--data-dir", options.dataDir],
     {
       env: {
-        ...process.env,
+        ...options.env,
         EDGE_PORT: "0",
         GPU_PORT: "0",
-        KVGRAFT_RATE_LIMIT: process.env.KVGRAFT_RATE_LIMIT ?? "1000000",
-        ...options.env,
+        KVGRAFT_RATE_LIMIT: options.env.KVGRAFT_RATE_LIMIT ?? "1000000",
       },
       stdio: ["ignore", "pipe", "pipe"],
     },
@@ -313,6 +313,8 @@ export async function startKvgraft(options: {
  */
 export async function startServeStack(options: {
   dataDir: string;
+  /** The environment the children inherit (MODEL_PATH: their model, else a generated tiny one). */
+  env: Record<string, string | undefined>;
   log?: (line: string) => void;
 }): Promise<{ url: string; key: string; stop(): Promise<number | null> }> {
   const entry = process.argv[1];
@@ -322,13 +324,13 @@ export async function startServeStack(options: {
   const { resolveSpec } = await import("../gpu-node/synth/presets.js");
   const { writeSyntheticModel } = await import("../gpu-node/synth/synth-model.js");
   mkdirSync(options.dataDir, { recursive: true });
-  const model = process.env.MODEL_PATH ?? join(options.dataDir, "tiny-llama-seed0.gguf");
+  const model = options.env.MODEL_PATH || join(options.dataDir, "tiny-llama-seed0.gguf");
   if (!existsSync(model)) writeSyntheticModel(model, resolveSpec("tiny-llama", {}), "0");
   const secret = randomBytes(24).toString("hex");
   const log = createWriteStream(join(options.dataDir, "serve.log"));
   const run = (args: string[], env: Record<string, string>) => {
     const child = spawn(process.execPath, [...process.execArgv, entry, ...args], {
-      env: { ...process.env, KVGRAFT_GPU_SECRET: secret, ...env },
+      env: { ...options.env, KVGRAFT_GPU_SECRET: secret, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     child.stderr?.pipe(log, { end: false });
@@ -356,7 +358,7 @@ export async function startServeStack(options: {
     ["serve", "edge", "--port", "0", "--db", `file:${join(options.dataDir, "edge.db")}`, "--json"],
     {
       KVGRAFT_GPU_URL: gpuUrl,
-      KVGRAFT_RATE_LIMIT: process.env.KVGRAFT_RATE_LIMIT ?? "1000000",
+      KVGRAFT_RATE_LIMIT: options.env.KVGRAFT_RATE_LIMIT ?? "1000000",
     },
   );
   const ready = await edge.ready.catch(async (err: Error) => {
@@ -386,6 +388,8 @@ export interface BenchEdgeOptions {
   url?: string;
   key?: string;
   dataDir?: string;
+  /** The environment the processes started here inherit (MODEL_PATH picks their model). */
+  env: Record<string, string | undefined>;
   /** What to start without --url: `kvgraft start` (default) or `serve` (serve gpu + serve edge, no flywheel). */
   stack?: "start" | "serve";
   /** Unreported warm-up at the first rate (default 10 s). */
@@ -418,7 +422,9 @@ export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
       `starting kvgraft ${stack === "start" ? "start" : "serve gpu + serve edge"} in ${dataDir} (tiny model unless MODEL_PATH is set) ...`,
     );
     started =
-      stack === "start" ? await startKvgraft({ dataDir, log }) : await startServeStack({ dataDir, log });
+      stack === "start"
+        ? await startKvgraft({ dataDir, env: o.env, log })
+        : await startServeStack({ dataDir, env: o.env, log });
     url = started.url;
     key = started.key;
   }
@@ -428,23 +434,17 @@ export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
   let workload: BenchEdgeResult["workload"];
   try {
     const prepared = await prepareWorkload(url, key, o.path, o.maxTokens);
+    const load = (rate: number, durationS: number) =>
+      runLoad(
+        { url, key, path: o.path, rate, durationS, timeoutMs: o.timeoutMs, maxTokens: o.maxTokens },
+        prepared.bodies,
+      );
     workload = { path: o.path, source: prepared.source, distinctBodies: prepared.bodies.length };
     log(`workload ${o.path}: first answer from ${prepared.source}`);
     if ((o.warmupS ?? 10) > 0) {
       // Not reported: JIT, connection pools, caches and the node's first evaluations.
       log(`warm-up: ${o.rates[0]} req/s for ${o.warmupS ?? 10} s`);
-      await runLoad(
-        {
-          url,
-          key,
-          path: o.path,
-          rate: o.rates[0] as number,
-          durationS: o.warmupS ?? 10,
-          timeoutMs: o.timeoutMs,
-          maxTokens: o.maxTokens,
-        },
-        prepared.bodies,
-      );
+      await load(o.rates[0] as number, o.warmupS ?? 10);
       await new Promise((r) => setTimeout(r, (o.pauseS ?? 3) * 1000));
     }
     for (const [k, rate] of o.rates.entries()) {
@@ -454,18 +454,7 @@ export async function benchEdge(o: BenchEdgeOptions): Promise<BenchEdgeResult> {
       const waited = await waitFlywheelIdle(url, key, 60_000);
       if (waited > 0) log(`waited ${Math.round(waited / 1000)} s for the flywheel queue to empty`);
       log(`${o.path}: ${rate} req/s for ${o.durationS} s ...`);
-      const report = await runLoad(
-        {
-          url,
-          key,
-          path: o.path,
-          rate,
-          durationS: o.durationS,
-          timeoutMs: o.timeoutMs,
-          maxTokens: o.maxTokens,
-        },
-        prepared.bodies,
-      );
+      const report = await load(rate, o.durationS);
       log(loadLine(report));
       runs.push(report);
     }

@@ -5,6 +5,7 @@ import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
 import { readGpuEnv } from "../../gpu-node/config.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
 import { intFlag, intListFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
+import { inheritedEnv, readToolEnv } from "../config.js";
 
 const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]
          [--swa-full-cache true|false] [--data-dir DIR] [--energy-seconds S] [--json]
@@ -15,6 +16,7 @@ const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994]
          [--stack start|serve]
          [--max-tokens 4] [--timeout-ms 30000] [--json]
        kvgraft bench router [--problems 10000] [--rounds 5] [--json]
+       kvgraft bench fast-path [--requests 1000] [--warmup 100] [--json]
 
 bench graft: recompute (prefill + 1 token) vs hot graft, warm restore (RAM) and cold restore (disk,
 hash-checked, page cache dropped where permitted), medians after a warm-up, probability hashes
@@ -34,9 +36,11 @@ bench edge: open-loop load through the edge at a constant arrival rate (each rat
 path (a verified library answer) or graft path (a block grafted on the GPU node): throughput,
 p50/p95/p99 latency from each request's due time, error rate, status and error codes, health
 afterwards. Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model), or with
---stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).`;
+--stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).
+bench fast-path: sequential solves of one verified library problem over loopback HTTP (a Node edge, a
+stand-in GPU node that must get no request): round-trip and edge-reported p50/p99, requests per second.`;
 
-/** `kvgraft bench <graft|library|edge>`. */
+/** `kvgraft bench <graft|library|http|router|edge|fast-path>`. */
 export default async function bench(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
@@ -47,8 +51,11 @@ export default async function bench(argv: string[]): Promise<number> {
   if (which === "edge") return benchEdgeCommand(rest);
   if (which === "library") return benchLibraryCommand(rest);
   if (which === "router") return benchRouterCommand(rest);
+  if (which === "fast-path") return benchFastPathCommand(rest);
   if (which !== "graft")
-    throw new UsageError(`unknown benchmark '${which}' (available: graft, library, http, router, edge)`);
+    throw new UsageError(
+      `unknown benchmark '${which}' (available: graft, library, http, router, edge, fast-path)`,
+    );
   const flags = parseFlags(rest, {
     model: { type: "string" },
     lengths: { type: "string" },
@@ -182,6 +189,22 @@ async function benchRouterCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+async function benchFastPathCommand(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    requests: { type: "string" },
+    warmup: { type: "string" },
+    json: { type: "boolean", default: false },
+  });
+  const { benchFastPath, fastPathText } = await import("../../bench/fast-path-bench.js");
+  const result = await benchFastPath({
+    requests: intFlag(flags.requests, "requests", 1000),
+    warmup: intFlag(flags.warmup, "warmup", 100, 0),
+  });
+  if (flags.json) printJson(result);
+  else process.stdout.write(fastPathText(result));
+  return 0;
+}
+
 async function benchEdgeCommand(argv: string[]): Promise<number> {
   const flags = parseFlags(argv, {
     rate: { type: "string" },
@@ -200,7 +223,8 @@ async function benchEdgeCommand(argv: string[]): Promise<number> {
     throw new UsageError("--stack must be start or serve");
   const rates = intListFlag(requireFlag(flags.rate, "rate"), "rate", []);
   if (rates.length === 0 || rates.some((r) => r < 1)) throw new UsageError("--rate takes positive integers");
-  const key = flags.key ?? process.env.KVGRAFT_API_KEY ?? process.env.KVGRAFT_ADMIN_KEY;
+  const env = readToolEnv();
+  const key = flags.key ?? env.apiKey ?? env.adminKey;
   const { benchEdge, loadLine } = await import("../../bench/load-bench.js");
   const result = await benchEdge({
     path: flags.path,
@@ -212,6 +236,7 @@ async function benchEdgeCommand(argv: string[]): Promise<number> {
     ...(flags.url ? { url: flags.url } : {}),
     ...(key ? { key } : {}),
     ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
+    env: inheritedEnv(),
     log: (line) => process.stderr.write(`${line}\n`),
   });
   for (const r of result.runs) process.stdout.write(`${loadLine(r)}\n`);

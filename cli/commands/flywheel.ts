@@ -15,6 +15,7 @@ import {
 } from "../../edge/services/flywheel.service.js";
 import { flywheelProgress } from "../../edge/services/flywheel-admin.service.js";
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
+import { inheritedEnv } from "../config.js";
 
 const HELP = `usage: kvgraft flywheel [--edge-db file:PATH|libsql://...] [--gpu-url URL] [--once]
                         [--samples N] [--max-tokens N] [--json]
@@ -44,7 +45,7 @@ export default async function flywheel(argv: string[]): Promise<number> {
   }
   const config = readEdgeConfig({
     LIBSQL_URL: DEFAULT_DB_URL,
-    ...process.env,
+    ...inheritedEnv(),
     ...(flags["edge-db"] ? { LIBSQL_URL: flags["edge-db"] } : {}),
     ...(flags["gpu-url"] ? { KVGRAFT_GPU_URL: flags["gpu-url"] } : {}),
   });

@@ -28,10 +28,8 @@ kept in the data dir; URL the edge calls: --public-url / KVGRAFT_PUBLIC_URL, def
 export default async function serve(argv: string[]): Promise<number> {
   const [target, ...rest] = argv;
   if (target === "edge") {
-    const edge = (await import("../../edge/runtime/node.js")) as {
-      serveEdge: (argv: string[]) => Promise<number>;
-    };
-    return edge.serveEdge(rest);
+    const { serveEdge } = await import("./serve-edge.js");
+    return serveEdge(rest);
   }
   if (target === "gpu") return serveGpu(rest);
   if (target === "--help" || target === "-h") {

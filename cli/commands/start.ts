@@ -23,6 +23,7 @@ import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
 import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { intFlag, parseFlags, printJson } from "../args.js";
+import { inheritedEnv, readToolEnv } from "../config.js";
 
 const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
 
@@ -67,17 +68,17 @@ export default async function start(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const env = process.env;
+  const env = readToolEnv();
   const json = flags.json;
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-  const dataDir = resolve(flags["data-dir"] ?? env.KVGRAFT_DATA_DIR ?? ".data");
+  const dataDir = resolve(flags["data-dir"] ?? env.dataDir ?? ".data");
   mkdirSync(dataDir, { recursive: true });
-  const gpuPort = intFlag(env.GPU_PORT, "GPU_PORT", 8788, 0);
+  const gpuPort = intFlag(env.gpuPort, "GPU_PORT", 8788, 0);
 
   // 1. The model.
-  const randomWeights = !env.MODEL_PATH;
-  const modelPath = env.MODEL_PATH
-    ? resolve(env.MODEL_PATH)
+  const randomWeights = env.modelPath === undefined;
+  const modelPath = env.modelPath
+    ? resolve(env.modelPath)
     : join(dataDir, `${TINY_PRESET}-seed${TINY_SEED}.gguf`);
   if (!existsSync(modelPath)) {
     if (!randomWeights) throw new Error(`MODEL_PATH ${modelPath} does not exist`);
@@ -86,9 +87,9 @@ export default async function start(argv: string[]): Promise<number> {
   }
 
   // 2. The GPU node, as a child process through the same entry as this one.
-  const secret = env.KVGRAFT_GPU_SECRET ?? randomBytes(32).toString("hex");
+  const secret = env.gpuSecret ?? randomBytes(32).toString("hex");
   // The model goes by --model; an empty MODEL_PATH would fail the node's own validation.
-  const { MODEL_PATH: _model, ...childEnv } = env;
+  const { MODEL_PATH: _model, ...childEnv } = inheritedEnv();
   const entry = process.argv[1];
   if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
   say(`starting the GPU node on port ${gpuPort} ...`);
@@ -129,8 +130,8 @@ export default async function start(argv: string[]): Promise<number> {
     // 3. The edge, in this process.
     edge = await startEdgeServer({
       env: {
-        ...env,
-        LIBSQL_URL: env.LIBSQL_URL ?? `file:${join(dataDir, "kvgraft.db")}`,
+        ...inheritedEnv(),
+        LIBSQL_URL: env.libsqlUrl ?? `file:${join(dataDir, "kvgraft.db")}`,
         KVGRAFT_GPU_URL: gpuUrl,
         KVGRAFT_GPU_SECRET: secret,
       },
@@ -145,7 +146,7 @@ export default async function start(argv: string[]): Promise<number> {
     // 5. What to do next.
     const keyShell = edge.generatedAdminKey
       ? edge.generatedAdminKey
-      : env.KVGRAFT_ADMIN_KEY
+      : env.adminKey
         ? "$KVGRAFT_ADMIN_KEY"
         : existsSync(keyFile)
           ? `$(cat ${shellQuote(relative(process.cwd(), keyFile) || keyFile)})`

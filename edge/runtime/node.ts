@@ -1,7 +1,7 @@
 /**
  * The edge as a Node process: a libSQL database (a `file:` database by default), migrations
  * applied at start, an admin key ensured, the local rate limiter, the signed GPU client, and the
- * Hono app on @hono/node-server. `serveEdge(argv)` is `kvgraft serve edge`.
+ * Hono app on @hono/node-server (`kvgraft serve edge`, cli/commands/serve-edge.ts, runs it).
  */
 import { mkdirSync } from "node:fs";
 import type { Server } from "node:http";
@@ -10,7 +10,6 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
-import { parseFlags, printJson, UsageError } from "../../cli/args.js";
 import { createApp } from "../app.js";
 import type { GpuClient } from "../cluster/gpu.js";
 import { createGpuPool, isGpuPool } from "../cluster/gpu-pool.js";
@@ -141,51 +140,6 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     database.close();
     throw err;
   }
-}
-
-const HELP = `usage: kvgraft serve edge [--port N] [--host H] [--gpu-url URL] [--db file:PATH|libsql://...] [--json]
-
-Runs the edge (HTTP API) as a Node process. Configuration comes from the environment
-(LIBSQL_URL, LIBSQL_AUTH_TOKEN, KVGRAFT_GPU_URL, KVGRAFT_GPU_SECRET, KVGRAFT_ADMIN_KEY, EDGE_PORT/PORT,
-KVGRAFT_RATE_LIMIT, ...); flags win. GPU nodes started with --edge-url register here and heartbeat
-(signed with KVGRAFT_GPU_SECRET); blocks live on KVGRAFT_REPLICAS nodes (default 2), see edge/gpu-pool.ts. Default database: ${DEFAULT_DB_URL}; default port 8787.
-With --json, prints one JSON line {url, adminKey} when ready (adminKey: a key generated now, else null).
-Stops cleanly on SIGINT/SIGTERM.`;
-
-/** `kvgraft serve edge`: runs until SIGINT/SIGTERM; returns the exit code. */
-export async function serveEdge(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    port: { type: "string" },
-    host: { type: "string" },
-    "gpu-url": { type: "string" },
-    db: { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  let port: number | undefined;
-  if (flags.port !== undefined) {
-    port = Number(flags.port);
-    if (!Number.isInteger(port) || port < 0 || port > 65_535)
-      throw new UsageError(`--port must be an integer 0..65535, got ${flags.port}`);
-  }
-  const edge = await startEdgeServer({
-    ...(port !== undefined ? { port } : {}),
-    ...(flags.host ? { host: flags.host } : {}),
-    overrides: { LIBSQL_URL: flags.db, KVGRAFT_GPU_URL: flags["gpu-url"] },
-  });
-  if (flags.json) printJson({ url: edge.url, adminKey: edge.generatedAdminKey });
-  else {
-    process.stdout.write(`kvgraft edge listening on ${edge.url} (database ${edge.config.db.url})\n`);
-    if (edge.generatedAdminKey)
-      process.stdout.write(`admin key (shown once, store it now): ${edge.generatedAdminKey}\n`);
-  }
-  await waitForStopSignal();
-  await edge.close();
-  return 0;
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */
