@@ -1,27 +1,30 @@
 /**
- * The edge's Hono app, one factory for both runtimes: the Node entry (edge/node.ts) and the
- * Workers entry (edge/worker.ts) build its dependencies and hand them in.
+ * The edge's Hono app, one factory for both runtimes: the Node entry (edge/runtime/node.ts) and
+ * the Workers entry (edge/runtime/worker.ts) build its dependencies and hand them in.
  *
  * Layout: `/health` and `/openapi.json` are open; `/v1/*` needs an API key and `/admin/*` an admin
  * key (deny by default: auth runs on the prefix before routing); both are rate-limited per key and
- * have a body limit. One `onError` maps every error to a JSON body.
+ * have a body limit. One `onError` maps every error to a JSON body. Every route documents itself
+ * (edge/routes/documented.ts) into /openapi.json.
  */
-import { Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { errorBody, notFound, tooLarge } from "../shared/errors.js";
 import { requireKey } from "./auth.js";
 import { type AppDeps, type AppEnv, consoleLogger, type Deps, errorHandler, systemClock } from "./http.js";
 import { adminRoutes } from "./routes/admin.routes.js";
+import { clusterRoutes } from "./routes/cluster.routes.js";
 import { flywheelRoutes } from "./routes/flywheel.routes.js";
 import { healthRoutes } from "./routes/health.routes.js";
 import { libraryRoutes } from "./routes/library.routes.js";
-import { clusterRoutes, nodeAdminRoutes } from "./routes/nodes.routes.js";
-import { openApiRoutes } from "./routes/openapi.js";
+import { nodeAdminRoutes } from "./routes/nodes.routes.js";
+import { serveOpenApiDocument } from "./routes/openapi.js";
 import { solveRoutes } from "./routes/solve.routes.js";
 
 export type { AppDeps } from "./http.js";
 
-export function createApp(input: AppDeps): Hono<AppEnv> {
+/** Builds the app from its dependencies (the runtime entries open the database and the GPU client). */
+export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
   const clock = input.clock ?? systemClock;
   const deps: Deps = {
     db: input.db,
@@ -41,7 +44,7 @@ export function createApp(input: AppDeps): Hono<AppEnv> {
       },
     });
 
-  const app = new Hono<AppEnv>();
+  const app = new OpenAPIHono<AppEnv>();
   app.use("*", async (c, next) => {
     const requestId = crypto.randomUUID();
     c.set("requestId", requestId);
@@ -52,7 +55,7 @@ export function createApp(input: AppDeps): Hono<AppEnv> {
   });
 
   app.route("/", healthRoutes(deps));
-  app.route("/", openApiRoutes());
+  serveOpenApiDocument(app);
   // GPU node heartbeats: signed with the GPU secret, not keyed.
   app.route("/", clusterRoutes(deps));
 

@@ -1,8 +1,15 @@
 /** The flywheel's admin API under `/admin/flywheel` (admin auth is mounted on `/admin/*`). */
-import { Hono } from "hono";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { flywheelStatuses } from "../db/schema.js";
 import { type AppEnv, type Deps, readJson, readQuery } from "../http.js";
+import {
+  flywheelAcceptSchema,
+  flywheelEnqueueSchema,
+  flywheelItemSchema,
+  flywheelListQuerySchema,
+  flywheelProgressSchema,
+  flywheelRejectSchema,
+} from "../ops-schemas.js";
 import {
   acceptFlywheelItem,
   enqueueProblem,
@@ -10,20 +17,16 @@ import {
   listFlywheelItems,
   rejectFlywheelItem,
 } from "../services/flywheel-admin.service.js";
-
-const answer = z.string().trim().min(1).max(1000);
-
-const listQuerySchema = z
-  .object({
-    status: z.enum(flywheelStatuses).optional(),
-    limit: z.coerce.number().int().min(1).max(500).default(100),
-  })
-  .strict();
-const enqueueSchema = z
-  .object({ problem: z.string().trim().min(1).max(20_000), referenceAnswer: answer.optional() })
-  .strict();
-const acceptSchema = z.object({ referenceAnswer: answer.optional() }).strict();
-const rejectSchema = z.object({ note: z.string().max(1000).optional() }).strict();
+import {
+  authErrors,
+  errorResponse,
+  idParams,
+  jsonBody,
+  ok,
+  pathId,
+  routeGroup,
+  serve,
+} from "./documented.js";
 
 /** A JSON body that may be empty (`{}`). */
 async function optionalJson<S extends z.ZodType>(c: Parameters<typeof readJson>[0], schema: S) {
@@ -31,20 +34,89 @@ async function optionalJson<S extends z.ZodType>(c: Parameters<typeof readJson>[
   return readJson(c, schema);
 }
 
-export function flywheelRoutes(deps: Deps): Hono<AppEnv> {
-  return new Hono<AppEnv>()
-    .get("/", async (c) => c.json(await listFlywheelItems(deps, readQuery(c, listQuerySchema)), 200))
-    .post("/", async (c) => {
-      const { item, created } = await enqueueProblem(deps, await readJson(c, enqueueSchema));
-      return c.json({ item, created }, created ? 201 : 200);
-    })
-    .get("/:id", async (c) => c.json({ item: await getFlywheelItem(deps, c.req.param("id")) }, 200))
-    .post("/:id/accept", async (c) => {
-      const input = await optionalJson(c, acceptSchema);
-      return c.json({ item: await acceptFlywheelItem(deps, c.req.param("id"), input) }, 200);
-    })
-    .post("/:id/reject", async (c) => {
-      const input = await optionalJson(c, rejectSchema);
-      return c.json({ item: await rejectFlywheelItem(deps, c.req.param("id"), input) }, 200);
-    });
+const itemBody = z.object({ item: flywheelItemSchema });
+const notFoundError = { 404: errorResponse("`flywheel_item_not_found`.") };
+/** An optional JSON body (an empty body counts as `{}`). */
+const optionalBody = (schema: z.ZodType) => ({
+  body: { required: false, content: { "application/json": { schema } } },
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  tags: ["admin"],
+  summary: "Flywheel progress and queue items (candidates counted, not listed)",
+  request: { query: flywheelListQuerySchema },
+  responses: {
+    200: ok(z.object({ progress: flywheelProgressSchema, items: z.array(flywheelItemSchema) })),
+    ...authErrors(true),
+  },
+});
+const enqueueRoute = createRoute({
+  method: "post",
+  path: "/",
+  tags: ["admin"],
+  summary: "Queue a problem for a heavier solve (an open item gets the reference answer)",
+  request: jsonBody(flywheelEnqueueSchema),
+  responses: {
+    201: ok(z.object({ item: flywheelItemSchema, created: z.boolean() }), "Queued"),
+    200: ok(z.object({ item: flywheelItemSchema, created: z.boolean() }), "Already open"),
+    ...authErrors(true),
+  },
+});
+const getRoute = createRoute({
+  method: "get",
+  path: "/{id}",
+  tags: ["admin"],
+  summary: "One flywheel item with its candidates",
+  request: idParams("Flywheel item id"),
+  responses: { 200: ok(itemBody), ...authErrors(true), ...notFoundError },
+});
+const acceptRoute = createRoute({
+  method: "post",
+  path: "/{id}/accept",
+  tags: ["admin"],
+  summary: "Accept an item: a queued one takes the reference; a rejected one is judged again and deposited",
+  request: { ...idParams("Flywheel item id"), ...optionalBody(flywheelAcceptSchema) },
+  responses: {
+    200: ok(itemBody),
+    ...authErrors(true),
+    ...notFoundError,
+    409: errorResponse("`flywheel_item_state` or `flywheel_item_unsolved`."),
+    422: errorResponse("`no_matching_candidate`, or the deposit's program check failed."),
+  },
+});
+const rejectRoute = createRoute({
+  method: "post",
+  path: "/{id}/reject",
+  tags: ["admin"],
+  summary: "Reject a queued item (a rejected one stays as it is)",
+  request: { ...idParams("Flywheel item id"), ...optionalBody(flywheelRejectSchema) },
+  responses: {
+    200: ok(itemBody),
+    ...authErrors(true),
+    ...notFoundError,
+    409: errorResponse("`flywheel_item_state`."),
+  },
+});
+
+export function flywheelRoutes(deps: Deps): OpenAPIHono<AppEnv> {
+  const app = routeGroup();
+  serve(app, listRoute, async (c) =>
+    c.json(await listFlywheelItems(deps, readQuery(c, flywheelListQuerySchema)), 200),
+  );
+  serve(app, enqueueRoute, async (c) => {
+    const { item, created } = await enqueueProblem(deps, await readJson(c, flywheelEnqueueSchema));
+    return c.json({ item, created }, created ? 201 : 200);
+  });
+  serve(app, getRoute, async (c) => c.json({ item: await getFlywheelItem(deps, pathId(c)) }, 200));
+  serve(app, acceptRoute, async (c) => {
+    const input = await optionalJson(c, flywheelAcceptSchema);
+    return c.json({ item: await acceptFlywheelItem(deps, pathId(c), input) }, 200);
+  });
+  serve(app, rejectRoute, async (c) => {
+    const input = await optionalJson(c, flywheelRejectSchema);
+    return c.json({ item: await rejectFlywheelItem(deps, pathId(c), input) }, 200);
+  });
+  return app;
 }

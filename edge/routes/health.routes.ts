@@ -1,10 +1,10 @@
 /** `GET /health`: the edge, its database and the GPU node. */
-
-import { Hono } from "hono";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import type { z } from "zod";
 import { pingDatabase } from "../db/database.js";
 import type { AppEnv, Deps } from "../http.js";
-import type { healthResponseSchema } from "../schemas.js";
+import { healthResponseSchema } from "../schemas.js";
+import { ok, routeGroup, serve } from "./documented.js";
 
 type HealthResponse = z.infer<typeof healthResponseSchema>;
 
@@ -52,11 +52,25 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
   };
 }
 
-export function healthRoutes(deps: Deps): Hono<AppEnv> {
-  return new Hono<AppEnv>().get("/health", async (c) => {
+const healthRoute = createRoute({
+  method: "get",
+  path: "/health",
+  tags: ["service"],
+  summary: "Edge, database and GPU node state (ok | degraded: 200; down: 503)",
+  security: [],
+  responses: {
+    200: ok(healthResponseSchema),
+    503: ok(healthResponseSchema, "The database is unreachable."),
+  },
+});
+
+export function healthRoutes(deps: Deps): OpenAPIHono<AppEnv> {
+  const app = routeGroup();
+  serve(app, healthRoute, async (c) => {
     const health = await checkHealth(deps);
     return c.json(health, health.status === "down" ? 503 : 200);
   });
+  return app;
 }
 
 /** A one-line reason: an error's code, else its cause's message (drizzle wraps driver errors). */

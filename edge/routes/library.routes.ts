@@ -1,19 +1,43 @@
 /** `GET /v1/library` (paged) and `GET /v1/library/:id`. */
-import { Hono } from "hono";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { notFound } from "../../shared/errors.js";
 import { getLibraryItem, listLibrary } from "../db/library.js";
 import { type AppEnv, type Deps, readQuery } from "../http.js";
-import { libraryQuerySchema } from "../schemas.js";
+import { libraryItemSchema, libraryPageSchema, libraryQuerySchema } from "../schemas.js";
+import { authErrors, errorResponse, idParams, ok, pathId, routeGroup, serve } from "./documented.js";
 
-export function libraryRoutes(deps: Deps): Hono<AppEnv> {
-  return new Hono<AppEnv>()
-    .get("/library", async (c) => {
-      const q = readQuery(c, libraryQuerySchema);
-      return c.json(await listLibrary(deps.db, { limit: q.limit, cursor: q.cursor ?? null }), 200);
-    })
-    .get("/library/:id", async (c) => {
-      const item = await getLibraryItem(deps.db, c.req.param("id"));
-      if (!item) throw notFound("problem_not_found", "No library entry with this id.");
-      return c.json(item, 200);
-    });
+const listRoute = createRoute({
+  method: "get",
+  path: "/library",
+  tags: ["public"],
+  summary: "List the library (problems with solutions and blocks), oldest first",
+  request: { query: libraryQuerySchema },
+  responses: { 200: ok(libraryPageSchema), ...authErrors(false) },
+});
+
+const itemRoute = createRoute({
+  method: "get",
+  path: "/library/{id}",
+  tags: ["public"],
+  summary: "One library entry",
+  request: idParams("Problem id"),
+  responses: {
+    200: ok(libraryItemSchema),
+    ...authErrors(false),
+    404: errorResponse("`problem_not_found`."),
+  },
+});
+
+export function libraryRoutes(deps: Deps): OpenAPIHono<AppEnv> {
+  const app = routeGroup();
+  serve(app, listRoute, async (c) => {
+    const q = readQuery(c, libraryQuerySchema);
+    return c.json(await listLibrary(deps.db, { limit: q.limit, cursor: q.cursor ?? null }), 200);
+  });
+  serve(app, itemRoute, async (c) => {
+    const item = await getLibraryItem(deps.db, pathId(c));
+    if (!item) throw notFound("problem_not_found", "No library entry with this id.");
+    return c.json(item, 200);
+  });
+  return app;
 }

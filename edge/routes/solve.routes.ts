@@ -1,11 +1,22 @@
 /** `POST /v1/solve`. */
-import { Hono } from "hono";
+import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
 import { type AppEnv, type Deps, readJson } from "../http.js";
-import { solveRequestSchema } from "../schemas.js";
+import { solveRequestSchema, solveResponseSchema } from "../schemas.js";
 import { solve } from "../services/solve.service.js";
+import { authErrors, gpuErrors, jsonBody, ok, routeGroup, serve } from "./documented.js";
 
-export function solveRoutes(deps: Deps): Hono<AppEnv> {
-  return new Hono<AppEnv>().post("/solve", async (c) => {
+const solveRoute = createRoute({
+  method: "post",
+  path: "/solve",
+  tags: ["public"],
+  summary: "Solve a problem: verified library answer, transfer, graft, or the plain model",
+  request: jsonBody(solveRequestSchema),
+  responses: { 200: ok(solveResponseSchema), ...authErrors(false), ...gpuErrors },
+});
+
+export function solveRoutes(deps: Deps): OpenAPIHono<AppEnv> {
+  const app = routeGroup();
+  serve(app, solveRoute, async (c) => {
     const req = await readJson(c, solveRequestSchema);
     const result = await solve(deps, req, {
       keyId: c.get("principal").keyId,
@@ -14,4 +25,5 @@ export function solveRoutes(deps: Deps): Hono<AppEnv> {
     });
     return c.json(result, 200);
   });
+  return app;
 }
