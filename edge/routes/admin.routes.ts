@@ -1,5 +1,5 @@
 /** The admin API under `/admin` (the app mounts admin auth on the whole prefix first). */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { notFound } from "../../shared/errors.js";
 import { sha256Schema } from "../../shared/protocol.js";
@@ -26,7 +26,7 @@ import {
 } from "../services/admin.service.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../services/keys.service.js";
 import {
-  authErrors,
+  adminRoute,
   errorResponse,
   gpuErrors,
   idParams,
@@ -37,87 +37,75 @@ import {
   serve,
 } from "./documented.js";
 
-const admin = authErrors(true);
 const blockBody = z.object({ block: blockSchema });
 const keyBody = z.object({ key: keyInfoSchema });
 
-const solutionsRoute = createRoute({
+const solutionsRoute = adminRoute({
   method: "post",
   path: "/solutions",
-  tags: ["admin"],
   summary: "Add a verified solution: the program is checked in the sandbox, the block deposited",
   request: jsonBody(adminSolutionRequestSchema),
   responses: {
     201: ok(adminSolutionResponseSchema, "Created"),
     200: ok(adminSolutionResponseSchema, "Already present (idempotent on the problem fingerprint)"),
-    ...admin,
     422: errorResponse("`program_mismatch`, `program_error` or `program_timeout`."),
     502: gpuErrors[502],
     503: errorResponse("`sandbox_unavailable` or `gpu_unavailable`: nothing was stored."),
     504: gpuErrors[504],
   },
 });
-const registerBlockRoute = createRoute({
+const registerBlockRoute = adminRoute({
   method: "post",
   path: "/blocks",
-  tags: ["admin"],
   summary: "Register a block imported straight into the GPU node (after POST /admin/uploads)",
   request: jsonBody(adminBlockRegisterSchema),
   responses: {
     201: ok(blockBody, "Registered"),
-    ...admin,
     404: errorResponse("`problem_not_found` or `block_not_found`."),
     ...gpuErrors,
   },
 });
-const deleteBlockRoute = createRoute({
+const deleteBlockRoute = adminRoute({
   method: "delete",
   path: "/blocks/{id}",
-  tags: ["admin"],
   summary: "Delete a block on the GPU node and quarantine it in the library",
   request: idParams("Block SHA-256"),
-  responses: { 200: ok(blockBody), ...admin, 404: errorResponse("`block_not_found`."), ...gpuErrors },
+  responses: { 200: ok(blockBody), 404: errorResponse("`block_not_found`."), ...gpuErrors },
 });
-const listKeysRoute = createRoute({
+const listKeysRoute = adminRoute({
   method: "get",
   path: "/keys",
-  tags: ["admin"],
   summary: "List API keys (never their secrets)",
-  responses: { 200: ok(z.object({ keys: z.array(keyInfoSchema) })), ...admin },
+  responses: { 200: ok(z.object({ keys: z.array(keyInfoSchema) })) },
 });
-const createKeyRoute = createRoute({
+const createKeyRoute = adminRoute({
   method: "post",
   path: "/keys",
-  tags: ["admin"],
   summary: "Create an API key; the plaintext is in this response only",
   request: jsonBody(keyCreateSchema),
-  responses: { 201: ok(keyCreatedSchema, "Created"), ...admin },
+  responses: { 201: ok(keyCreatedSchema, "Created") },
 });
-const revokeKeyRoute = createRoute({
+const revokeKeyRoute = adminRoute({
   method: "delete",
   path: "/keys/{id}",
-  tags: ["admin"],
   summary: "Revoke an API key",
   request: idParams("Key id"),
-  responses: { 200: ok(keyBody), ...admin, 404: errorResponse("`api_key_not_found`.") },
+  responses: { 200: ok(keyBody), 404: errorResponse("`api_key_not_found`.") },
 });
-const registerNodeRoute = createRoute({
+const registerNodeRoute = adminRoute({
   method: "post",
   path: "/nodes",
-  tags: ["admin"],
   summary: "Register a GPU node (or record its heartbeat)",
   request: jsonBody(nodeRegisterSchema),
-  responses: { 201: ok(z.object({ node: nodeSchema }), "Registered"), ...admin },
+  responses: { 201: ok(z.object({ node: nodeSchema }), "Registered") },
 });
-const uploadsRoute = createRoute({
+const uploadsRoute = adminRoute({
   method: "post",
   path: "/uploads",
-  tags: ["admin"],
   summary: "Issue a short-lived signed grant to upload one block file straight to the GPU node",
   request: jsonBody(uploadRequestSchema),
   responses: {
     201: ok(uploadGrantSchema, "Issued"),
-    ...admin,
     404: errorResponse("`problem_not_found`."),
     503: errorResponse("`gpu_unavailable`: no GPU node configured."),
   },

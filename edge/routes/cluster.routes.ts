@@ -3,7 +3,7 @@
  * with the shared GPU secret (shared/signing.ts), not an API key, so it sits outside `/v1` and
  * `/admin`. A node that joins or comes back up, or says it is draining, triggers a rebalance.
  */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { readBounded } from "../../shared/body.js";
 import { badRequest, tooLarge, unauthorized, unavailable } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
@@ -16,16 +16,14 @@ import {
 } from "../../shared/signing.js";
 import type { AppEnv, Deps } from "../http.js";
 import { recordHeartbeat } from "../services/nodes.service.js";
-import { errorResponse, jsonBody, ok, routeGroup, serve } from "./documented.js";
+import { errorResponse, jsonBody, ok, routeGroup, serve, serviceRoute } from "./documented.js";
 
 const HEARTBEAT_BODY_BYTES = 8 * 2 ** 20;
 
-const heartbeatRoute = createRoute({
+const heartbeatRoute = serviceRoute({
   method: "post",
   path: "/cluster/heartbeat",
-  tags: ["service"],
   summary: "A GPU node registers and heartbeats (signed with the shared GPU secret, not an API key)",
-  security: [],
   request: jsonBody(heartbeatSchema),
   responses: {
     200: ok(heartbeatResultSchema),

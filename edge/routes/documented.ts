@@ -5,7 +5,7 @@
  * (readJson/readQuery) with the same schemas the definition documents, so errors keep the edge's
  * own codes (`invalid_json`, `invalid_request`) instead of the validator's.
  */
-import { OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
+import { createRoute, OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
 import type { Context, Handler } from "hono";
 import { errorBodySchema } from "../../shared/protocol.js";
 import type { AppEnv } from "../http.js";
@@ -67,3 +67,16 @@ export const clusterErrors = {
 
 /** The `id` path parameter (every route that reads it has one in its path). */
 export const pathId = (c: Context<AppEnv>): string => c.req.param("id") ?? "";
+
+type RouteSpec = Omit<RouteConfig, "tags" | "security">;
+
+/** A keyed route of the public API (`/v1`): tagged `public`, with the auth errors beside its own. */
+export const publicRoute = (spec: RouteSpec) =>
+  createRoute({ ...spec, tags: ["public"], responses: { ...authErrors(false), ...spec.responses } });
+
+/** A route of the admin API (`/admin`): tagged `admin`, with the auth errors beside its own. */
+export const adminRoute = (spec: RouteSpec) =>
+  createRoute({ ...spec, tags: ["admin"], responses: { ...authErrors(true), ...spec.responses } });
+
+/** An open service route (no key): tagged `service`, no security requirement. */
+export const serviceRoute = (spec: RouteSpec) => createRoute({ ...spec, tags: ["service"], security: [] });

@@ -1,5 +1,5 @@
 /** The flywheel's admin API under `/admin/flywheel` (admin auth is mounted on `/admin/*`). */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { type AppEnv, type Deps, readJson, readQuery } from "../http.js";
 import {
@@ -18,7 +18,7 @@ import {
   rejectFlywheelItem,
 } from "../services/flywheel-admin.service.js";
 import {
-  authErrors,
+  adminRoute,
   errorResponse,
   idParams,
   jsonBody,
@@ -41,60 +41,51 @@ const optionalBody = (schema: z.ZodType) => ({
   body: { required: false, content: { "application/json": { schema } } },
 });
 
-const listRoute = createRoute({
+const listRoute = adminRoute({
   method: "get",
   path: "/",
-  tags: ["admin"],
   summary: "Flywheel progress and queue items (candidates counted, not listed)",
   request: { query: flywheelListQuerySchema },
   responses: {
     200: ok(z.object({ progress: flywheelProgressSchema, items: z.array(flywheelItemSchema) })),
-    ...authErrors(true),
   },
 });
-const enqueueRoute = createRoute({
+const enqueueRoute = adminRoute({
   method: "post",
   path: "/",
-  tags: ["admin"],
   summary: "Queue a problem for a heavier solve (an open item gets the reference answer)",
   request: jsonBody(flywheelEnqueueSchema),
   responses: {
     201: ok(z.object({ item: flywheelItemSchema, created: z.boolean() }), "Queued"),
     200: ok(z.object({ item: flywheelItemSchema, created: z.boolean() }), "Already open"),
-    ...authErrors(true),
   },
 });
-const getRoute = createRoute({
+const getRoute = adminRoute({
   method: "get",
   path: "/{id}",
-  tags: ["admin"],
   summary: "One flywheel item with its candidates",
   request: idParams("Flywheel item id"),
-  responses: { 200: ok(itemBody), ...authErrors(true), ...notFoundError },
+  responses: { 200: ok(itemBody), ...notFoundError },
 });
-const acceptRoute = createRoute({
+const acceptRoute = adminRoute({
   method: "post",
   path: "/{id}/accept",
-  tags: ["admin"],
   summary: "Accept an item: a queued one takes the reference; a rejected one is judged again and deposited",
   request: { ...idParams("Flywheel item id"), ...optionalBody(flywheelAcceptSchema) },
   responses: {
     200: ok(itemBody),
-    ...authErrors(true),
     ...notFoundError,
     409: errorResponse("`flywheel_item_state` or `flywheel_item_unsolved`."),
     422: errorResponse("`no_matching_candidate`, or the deposit's program check failed."),
   },
 });
-const rejectRoute = createRoute({
+const rejectRoute = adminRoute({
   method: "post",
   path: "/{id}/reject",
-  tags: ["admin"],
   summary: "Reject a queued item (a rejected one stays as it is)",
   request: { ...idParams("Flywheel item id"), ...optionalBody(flywheelRejectSchema) },
   responses: {
     200: ok(itemBody),
-    ...authErrors(true),
     ...notFoundError,
     409: errorResponse("`flywheel_item_state`."),
   },

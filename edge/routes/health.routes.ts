@@ -1,10 +1,10 @@
 /** `GET /health`: the edge, its database and the GPU node. */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { z } from "zod";
 import { pingDatabase } from "../db/database.js";
 import type { AppEnv, Deps } from "../http.js";
 import { healthResponseSchema } from "../schemas.js";
-import { ok, routeGroup, serve } from "./documented.js";
+import { ok, routeGroup, serve, serviceRoute } from "./documented.js";
 
 type HealthResponse = z.infer<typeof healthResponseSchema>;
 
@@ -52,12 +52,10 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
   };
 }
 
-const healthRoute = createRoute({
+const healthRoute = serviceRoute({
   method: "get",
   path: "/health",
-  tags: ["service"],
   summary: "Edge, database and GPU node state (ok | degraded: 200; down: 503)",
-  security: [],
   responses: {
     200: ok(healthResponseSchema),
     503: ok(healthResponseSchema, "The database is unreachable."),

@@ -1,29 +1,26 @@
 /** `GET /v1/library` (paged) and `GET /v1/library/:id`. */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { notFound } from "../../shared/errors.js";
 import { getLibraryItem, listLibrary } from "../db/library.js";
 import { type AppEnv, type Deps, readQuery } from "../http.js";
 import { libraryItemSchema, libraryPageSchema, libraryQuerySchema } from "../schemas.js";
-import { authErrors, errorResponse, idParams, ok, pathId, routeGroup, serve } from "./documented.js";
+import { errorResponse, idParams, ok, pathId, publicRoute, routeGroup, serve } from "./documented.js";
 
-const listRoute = createRoute({
+const listRoute = publicRoute({
   method: "get",
   path: "/library",
-  tags: ["public"],
   summary: "List the library (problems with solutions and blocks), oldest first",
   request: { query: libraryQuerySchema },
-  responses: { 200: ok(libraryPageSchema), ...authErrors(false) },
+  responses: { 200: ok(libraryPageSchema) },
 });
 
-const itemRoute = createRoute({
+const itemRoute = publicRoute({
   method: "get",
   path: "/library/{id}",
-  tags: ["public"],
   summary: "One library entry",
   request: idParams("Problem id"),
   responses: {
     200: ok(libraryItemSchema),
-    ...authErrors(false),
     404: errorResponse("`problem_not_found`."),
   },
 });

@@ -3,7 +3,7 @@
  * list with liveness, tiers and per-node metrics, the metrics as Prometheus text, a block's
  * placement, and rebalance progress and trigger.
  */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { notFound, unavailable } from "../../shared/errors.js";
 import { sha256Schema } from "../../shared/protocol.js";
@@ -14,7 +14,7 @@ import type { AppEnv, Deps } from "../http.js";
 import { placementSchema, rebalanceReportSchema, rebalanceStatusSchema } from "../ops-schemas.js";
 import { nodeViewSchema } from "../schemas.js";
 import {
-  authErrors,
+  adminRoute,
   clusterErrors,
   errorResponse,
   idParams,
@@ -24,55 +24,46 @@ import {
   serve,
 } from "./documented.js";
 
-const admin = authErrors(true);
-
-const listRoute = createRoute({
+const listRoute = adminRoute({
   method: "get",
   path: "/nodes",
-  tags: ["admin"],
   summary: "GPU nodes with liveness, tiers and this edge's per-node metrics",
-  responses: { 200: ok(z.object({ nodes: z.array(nodeViewSchema) })), ...admin },
+  responses: { 200: ok(z.object({ nodes: z.array(nodeViewSchema) })) },
 });
-const metricsRoute = createRoute({
+const metricsRoute = adminRoute({
   method: "get",
   path: "/nodes/metrics",
-  tags: ["admin"],
   summary: "Per-node metrics in the Prometheus text format",
   responses: {
     200: {
       description: "Prometheus text (version 0.0.4)",
       content: { "text/plain": { schema: z.string() } },
     },
-    ...admin,
     ...clusterErrors,
   },
 });
-const placementRoute = createRoute({
+const placementRoute = adminRoute({
   method: "get",
   path: "/blocks/{id}/placement",
-  tags: ["admin"],
   summary: "Where a block should live and where it does",
   request: idParams("Block SHA-256"),
   responses: {
     200: ok(z.object({ placement: placementSchema })),
-    ...admin,
     404: errorResponse("`block_not_found`."),
     ...clusterErrors,
   },
 });
-const rebalanceStatusRoute = createRoute({
+const rebalanceStatusRoute = adminRoute({
   method: "get",
   path: "/rebalance",
-  tags: ["admin"],
   summary: "Rebalance progress: the run in progress and the last one",
-  responses: { 200: ok(z.object({ rebalance: rebalanceStatusSchema })), ...admin, ...clusterErrors },
+  responses: { 200: ok(z.object({ rebalance: rebalanceStatusSchema })), ...clusterErrors },
 });
-const rebalanceRunRoute = createRoute({
+const rebalanceRunRoute = adminRoute({
   method: "post",
   path: "/rebalance",
-  tags: ["admin"],
   summary: "Run a rebalance now (or join the one in progress) and wait for its report",
-  responses: { 200: ok(z.object({ report: rebalanceReportSchema })), ...admin, ...clusterErrors },
+  responses: { 200: ok(z.object({ report: rebalanceReportSchema })), ...clusterErrors },
 });
 
 /** Registered nodes with liveness, tiers and this edge's per-node metrics. */

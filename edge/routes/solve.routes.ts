@@ -1,17 +1,16 @@
 /** `POST /v1/solve`. */
-import { createRoute, type OpenAPIHono } from "@hono/zod-openapi";
+import type { OpenAPIHono } from "@hono/zod-openapi";
 import { type AppEnv, type Deps, readJson } from "../http.js";
 import { solveRequestSchema, solveResponseSchema } from "../schemas.js";
 import { solve } from "../services/solve.service.js";
-import { authErrors, gpuErrors, jsonBody, ok, routeGroup, serve } from "./documented.js";
+import { gpuErrors, jsonBody, ok, publicRoute, routeGroup, serve } from "./documented.js";
 
-const solveRoute = createRoute({
+const solveRoute = publicRoute({
   method: "post",
   path: "/solve",
-  tags: ["public"],
   summary: "Solve a problem: verified library answer, transfer, graft, or the plain model",
   request: jsonBody(solveRequestSchema),
-  responses: { 200: ok(solveResponseSchema), ...authErrors(false), ...gpuErrors },
+  responses: { 200: ok(solveResponseSchema), ...gpuErrors },
 });
 
 export function solveRoutes(deps: Deps): OpenAPIHono<AppEnv> {
