@@ -58,6 +58,36 @@ export interface NodeDirectory {
 
 const REFRESH_MS = 250;
 
+/** A registry row as the pool sees it; `suspectSinceMs`: when a call to it last failed. */
+function registryView(
+  row: GpuNode,
+  suspectSinceMs: number | undefined,
+  nowMs: number,
+  timing: { heartbeatMs: number; downAfter: number },
+): PoolNode {
+  const health = row.health as {
+    tiers?: { hot?: string[]; warm?: string[]; coldCount?: number };
+    queue?: { depth?: number };
+  };
+  const last = row.lastHeartbeatAt.getTime();
+  return {
+    id: row.id,
+    url: row.url,
+    source: "registry",
+    status: row.status,
+    live: isLive({ status: row.status, lastHeartbeatAt: last, suspectSinceMs }, nowMs, timing),
+    modelFingerprint: row.modelFingerprint,
+    engineFingerprint: row.engineFingerprint,
+    hot: health.tiers?.hot ?? [],
+    warm: health.tiers?.warm ?? [],
+    queueDepth: health.queue?.depth ?? 0,
+    lastHeartbeatAt: last,
+    missedHeartbeats: row.missedHeartbeats,
+    capacity: row.capacity,
+    coldCount: health.tiers?.coldCount ?? null,
+  };
+}
+
 /** Creates the directory; the registry is read on first use. */
 export function createNodeDirectory(options: NodeDirectoryOptions): NodeDirectory {
   const { db, now } = options;
@@ -136,38 +166,10 @@ export function createNodeDirectory(options: NodeDirectoryOptions): NodeDirector
     };
   }
 
-  function rowView(row: GpuNode): PoolNode {
-    const health = row.health as {
-      tiers?: { hot?: string[]; warm?: string[]; coldCount?: number };
-      queue?: { depth?: number };
-    };
-    const last = row.lastHeartbeatAt.getTime();
-    return {
-      id: row.id,
-      url: row.url,
-      source: "registry",
-      status: row.status,
-      live: isLive(
-        { status: row.status, lastHeartbeatAt: last, suspectSinceMs: suspect.get(row.id) },
-        now(),
-        timing,
-      ),
-      modelFingerprint: row.modelFingerprint,
-      engineFingerprint: row.engineFingerprint,
-      hot: health.tiers?.hot ?? [],
-      warm: health.tiers?.warm ?? [],
-      queueDepth: health.queue?.depth ?? 0,
-      lastHeartbeatAt: last,
-      missedHeartbeats: row.missedHeartbeats,
-      capacity: row.capacity,
-      coldCount: health.tiers?.coldCount ?? null,
-    };
-  }
-
   return {
     async nodes(fresh = false) {
       await loadRows(fresh);
-      const views = rows.map(rowView);
+      const views = rows.map((row) => registryView(row, suspect.get(row.id), now(), timing));
       const s = await staticView();
       if (!s) return views;
       // The configured node is never written off while it is the only one: a pool of one keeps
