@@ -216,3 +216,21 @@ export async function flywheelTotals(db: Database) {
     .from(flywheelQueue)
     .groupBy(flywheelQueue.status);
 }
+
+/** Open flywheel items one API key may have caused at once, so that one key cannot flood the worker. */
+export const FLYWHEEL_OPEN_PER_KEY = 20;
+
+/**
+ * Queues the problem of an unsure answer for the key that asked, unless it is already open or
+ * the key already caused `cap` open items (counted through the key's logged queries, by
+ * fingerprint); then nothing new is queued and the answer stands. Returns whether it was queued.
+ */
+export async function enqueueForKey(
+  db: Database,
+  input: { keyId: string | null; problem: string; fingerprint: string },
+  cap = FLYWHEEL_OPEN_PER_KEY,
+): Promise<boolean> {
+  if (await isFlywheelOpen(db, input.fingerprint)) return false;
+  if ((await countOpenFlywheelOfKey(db, input.keyId)) >= cap) return false;
+  return (await enqueueFlywheel(db, { problem: input.problem, fingerprint: input.fingerprint })).created;
+}

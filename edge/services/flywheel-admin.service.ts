@@ -6,15 +6,12 @@
 import { conflict, notFound, unprocessable } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem } from "../../shared/normalize.js";
-import type { Database } from "../db/database.js";
 import {
-  countOpenFlywheelOfKey,
   enqueueFlywheel,
   type FlywheelItem,
   finishFlywheel,
   flywheelTotals,
   getFlywheel,
-  isFlywheelOpen,
   listFlywheel,
   setFlywheelReference,
   transitionFlywheel,
@@ -61,24 +58,6 @@ export async function getFlywheelItem(deps: Pick<AdminDeps, "db">, id: string): 
   const row = await getFlywheel(deps.db, id);
   if (!row) throw notFound("flywheel_item_not_found", "No flywheel item with this id.");
   return row;
-}
-
-/** Open flywheel items one API key may have caused at once, so that one key cannot flood the worker. */
-export const FLYWHEEL_OPEN_PER_KEY = 20;
-
-/**
- * Queues the problem of an unsure answer for the key that asked, unless it is already open or
- * the key already caused `cap` open items (counted through the key's logged queries, by
- * fingerprint); then nothing new is queued and the answer stands. Returns whether it was queued.
- */
-export async function enqueueForKey(
-  db: Database,
-  input: { keyId: string | null; problem: string; fingerprint: string },
-  cap = FLYWHEEL_OPEN_PER_KEY,
-): Promise<boolean> {
-  if (await isFlywheelOpen(db, input.fingerprint)) return false;
-  if ((await countOpenFlywheelOfKey(db, input.keyId)) >= cap) return false;
-  return (await enqueueFlywheel(db, { problem: input.problem, fingerprint: input.fingerprint })).created;
 }
 
 /** Queues a problem (admins may attach the reference answer); an open item gets the reference. */

@@ -14,6 +14,7 @@ import { DomainError } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import type { GenerationResult, SolveResult } from "../../shared/protocol.js";
+import { enqueueForKey } from "../db/flywheel-queue.js";
 import {
   findByTemplate,
   findVerifiedByFingerprint,
@@ -26,7 +27,6 @@ import type { Deps } from "../http.js";
 import { routeSimilar } from "../routing/router.js";
 import { tryTransfer } from "../routing/transfer.js";
 import type { SolveRequest, SolveResponse } from "../schemas.js";
-import { enqueueForKey } from "./flywheel-admin.service.js";
 
 /** Who asked, for the log and the response. */
 export interface SolveContext {
