@@ -114,7 +114,7 @@ export const solveResponseSchema = z.object({
     decision: z
       .enum(routeDecisions)
       .describe(
-        "The router's decision (edge/router.ts): answer (same problem), template (same wording, new " +
+        "The router's decision (edge/routing/router.ts): answer (same problem), template (same wording, new " +
           "numbers), similar (a reworded library problem: its block is grafted, never transfer), abstain.",
       ),
     blockId: sha256Schema.nullable(),

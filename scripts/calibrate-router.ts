@@ -1,5 +1,5 @@
 /**
- * Calibrates the router's `similar` constants (edge/router.ts ROUTER_TUNING) on the development set:
+ * Calibrates the router's `similar` constants (edge/routing/router.ts ROUTER_TUNING) on the development set:
  * registers test/fixtures/router-library.jsonl in a temporary libSQL database, collects the best
  * candidate's features for every query the lexical step decides (paraphrases and out-of-library
  * queries; exact repeats and new numbers are decided before it), then, one constant at a time with
@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { migrateDatabase, openDatabase } from "../edge/db/client.js";
+import { registerProblem } from "../edge/db/library.js";
 import {
   bestCandidate,
   type CandidateFeatures,
@@ -19,7 +20,6 @@ import {
   type RouterTuning,
   routeSimilar,
 } from "../edge/routing/router.js";
-import { registerProblem } from "../edge/db/library.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 

@@ -1,4 +1,4 @@
-/** The pure placement decisions of edge/placement.ts: liveness, routing order, rebalance plans. */
+/** The pure placement decisions of edge/cluster/placement.ts: liveness, routing order, rebalance plans. */
 import { describe, expect, it } from "vitest";
 import {
   desiredNodes,

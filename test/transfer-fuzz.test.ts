@@ -7,8 +7,8 @@
  * independent TypeScript (BigInt where exact); `null` where the text has no answer.
  *
  * Each query goes the way /v1/solve decides: the same normal form as a library problem is a fast
- * path hit (its stored answer); else a template match is tried as a transfer by edge/transfer.ts
- * against profiles made by edge/param-probe.ts. Programs run in one long-lived python3 (same
+ * path hit (its stored answer); else a template match is tried as a transfer by edge/routing/transfer.ts
+ * against profiles made by edge/routing/param-probe.ts. Programs run in one long-lived python3 (same
  * `PARAMS` line as the sandbox, gpu-node/sandbox/params.ts), so 10,000 pairs take seconds; a
  * sample of 100 transfers is re-run in the real sandbox and must agree.
  */

@@ -162,7 +162,7 @@ export async function localProgramRunner(): Promise<Pick<GpuClient, "runProgram"
 /**
  * Registers a library in `db` the way a deposit does, without blocks: the program must print the
  * answer on the problem's numbers (else the solution is stored unverified), and its parameters are
- * profiled (edge/param-probe.ts): parametric when it reads one. Returns problem id -> library id.
+ * profiled (edge/routing/param-probe.ts): parametric when it reads one. Returns problem id -> library id.
  */
 export async function registerLibrary(
   db: Database,
@@ -221,7 +221,7 @@ async function routeInProcess(
       const id = route.problemId === undefined ? null : (byProblem.get(route.problemId) ?? null);
       const r: Routed = { decision: route.decision, id, ms: Math.round(ms * 1000) / 1000 };
       if (route.decision === "template" && id !== null) {
-        // The transfer /v1/solve would make (edge/transfer.ts); a refused one counts as no answer.
+        // The transfer /v1/solve would make (edge/routing/transfer.ts); a refused one counts as no answer.
         const { template, literals } = problemTemplate(normalized);
         const matches = await findByTemplate(handle.db, template);
         const t = await tryTransfer(runner, clock, { normalized, template, literals }, matches);

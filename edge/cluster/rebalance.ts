@@ -1,7 +1,7 @@
 /**
  * The rebalancer: makes every ready block live on the R nodes rendezvous hashing assigns it now.
  * A pass lists what each live node really holds, corrects the `block_replicas` records, plans
- * (edge/placement.ts `planRebalance`) and runs the copies, at most `transferConcurrency` at once,
+ * (edge/cluster/placement.ts `planRebalance`) and runs the copies, at most `transferConcurrency` at once,
  * then drops the copies left on nodes outside a block's set (a move is a copy, then a drop, and a
  * drop happens only once every desired node holds the block). It repeats until nothing is left
  * to do (at most a few passes). Blocks quarantined in the library are removed from live nodes.

@@ -2,8 +2,8 @@
  * Parametric transfer (flow 1, step 2; issue 24): a query with a library problem's template and
  * new numbers is answered by re-running that problem's verified program on the numbers, only when
  * the numbers play the roles they played at deposit (shared/params `transferParams` against the
- * profile edge/param-probe.ts stored), the program runs cleanly, prints a plain numeric answer, and
- * that answer passes the independent check its problem's shape has (edge/answer-checks.ts). Such
+ * profile edge/routing/param-probe.ts stored), the program runs cleanly, prints a plain numeric answer, and
+ * that answer passes the independent check its problem's shape has (edge/routing/answer-checks.ts). Such
  * an answer is verified: a verified program computed it on parameters of the verified kind.
  * What the program printed besides its answer never leaves the edge.
  */

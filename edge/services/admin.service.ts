@@ -118,7 +118,7 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
   });
   const paramProfile = await profileParameters(deps.gpu, input.program, literals, input.answer);
   const text = renderBlockText(input);
-  // A pool deposits on one node, then copies the block to its R nodes (edge/gpu-pool.ts).
+  // A pool deposits on one node, then copies the block to its R nodes (edge/cluster/gpu-pool.ts).
   const placed = isGpuPool(deps.gpu)
     ? await deps.gpu.depositPlaced(text)
     : { manifest: await deps.gpu.deposit(text), nodeId: deps.config.gpu.nodeId };

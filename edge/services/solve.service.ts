@@ -2,9 +2,9 @@
  * Answering one problem: normalize; an exact fingerprint with a verified
  * solution answers from the library with no GPU call; otherwise route on the problem's template:
  * a parametric verified program of the same template is re-run on the new numbers in the GPU
- * node's sandbox when they play the roles they played at deposit (`transfer`, edge/transfer.ts;
+ * node's sandbox when they play the roles they played at deposit (`transfer`, edge/routing/transfer.ts;
  * else the response's `transferRefused` says why), else that problem's ready block is grafted and the model answers
- * after it (`graft`); with no template match the router (edge/router.ts) may find a reworded library
+ * after it (`graft`); with no template match the router (edge/routing/router.ts) may find a reworded library
  * problem (`similar`), whose block is grafted (never transfer: its template differs); otherwise
  * the model answers alone (`model`), or nothing does (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
  * flywheel. A solve that fails (GPU node down, say) is logged with source "error".

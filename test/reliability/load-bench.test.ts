@@ -1,5 +1,5 @@
 /**
- * The load generator behind `kvgraft bench edge` (edge/load-bench.ts), bounded for CI: a real
+ * The load generator behind `kvgraft bench edge` (bench/load-bench.ts), bounded for CI: a real
  * edge (libSQL file, one verified library answer) on loopback, the fast path at a constant rate;
  * then the same rate against a per-key limit of half of it, which must be shed with fast 429s
  * while the accepted half keeps its latency. Also the percentile arithmetic.
