@@ -2,12 +2,13 @@
  * `kvgraft start` leaves no process behind: a hangup of its process group (a closed terminal)
  * stops the edge and the GPU node, and when `start` itself is killed (SIGKILL, no handler runs)
  * its GPU node notices through the closed IPC channel and stops too. Checked in the process
- * table (/proc): no process whose command line names the test's data directory remains.
+ * table (/proc): no process whose command line names the test's data directory remains. The
+ * restart's banner also shows curl examples that read the admin key by its absolute path.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -44,8 +45,12 @@ async function waitUntilGone(marker: string): Promise<number[]> {
   }
 }
 
-/** Starts `kvgraft start --json` as the leader of its own process group; resolves once it is ready. */
-function startInOwnGroup(): Promise<ChildProcess> {
+/**
+ * Starts `kvgraft start` as the leader of its own process group with a relative --data-dir;
+ * resolves once it is ready (with --json: its JSON line; without: the end of its banner) with
+ * what it printed on stdout.
+ */
+function startInOwnGroup(json: boolean): Promise<{ start: ChildProcess; stdout: string[] }> {
   const env = Object.fromEntries(
     Object.entries(process.env).filter(
       ([k]) => !k.startsWith("KVGRAFT_") && k !== "MODEL_PATH" && k !== "PORT",
@@ -53,7 +58,15 @@ function startInOwnGroup(): Promise<ChildProcess> {
   );
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", join(root, "cli", "main.ts"), "start", "--json", "--data-dir", dataDir],
+    [
+      "--import",
+      "tsx",
+      join(root, "cli", "main.ts"),
+      "start",
+      ...(json ? ["--json"] : []),
+      "--data-dir",
+      relative(root, dataDir),
+    ],
     {
       cwd: root,
       env: { ...env, EDGE_PORT: "0", GPU_PORT: "0" },
@@ -64,9 +77,12 @@ function startInOwnGroup(): Promise<ChildProcess> {
   started.push(child);
   const stderr: string[] = [];
   createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (l) => stderr.push(l));
+  const stdout: string[] = [];
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-      if (line.startsWith("{")) resolve(child);
+      stdout.push(line);
+      if (json ? line.startsWith("{") : line === "Ctrl-C stops both services.")
+        resolve({ start: child, stdout });
     });
     child.once("exit", (code) =>
       reject(new Error(`start exited with ${code} before it was ready:\n${stderr.join("\n")}`)),
@@ -88,7 +104,7 @@ describe("kvgraft start leaves no process behind", () => {
   it(
     "SIGHUP to its process group stops the edge and the GPU node (exit 0)",
     async () => {
-      const start = await startInOwnGroup();
+      const { start } = await startInOwnGroup(true);
       // start and its GPU node (serve gpu --data-dir <dataDir>/gpu) both run now.
       expect(processesNaming(dataDir).length).toBe(2);
       const exited = new Promise<number | null>((r) => start.once("exit", (code) => r(code)));
@@ -102,7 +118,13 @@ describe("kvgraft start leaves no process behind", () => {
   it(
     "SIGKILL of start: its GPU node sees the parent gone and exits",
     async () => {
-      const start = await startInOwnGroup();
+      // A restart on the data directory of the test above: the admin key is read from its file.
+      const { start, stdout } = await startInOwnGroup(false);
+      // The banner's curl examples read the key by its absolute path, so they work from any folder.
+      const keyFile = join(dataDir, "admin.key");
+      expect(stdout.filter((line) => line.trimStart().startsWith("curl ")).length).toBe(3);
+      for (const line of stdout.filter((l) => l.trimStart().startsWith("curl ")))
+        expect(line).toContain(`-H "Authorization: Bearer $(cat '${keyFile}')"`);
       expect(processesNaming(dataDir).length).toBe(2);
       process.kill(start.pid as number, "SIGKILL");
       expect(await waitUntilGone(dataDir)).toEqual([]);
