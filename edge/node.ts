@@ -83,7 +83,6 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
         ...readPoolSettings(env),
         log: (message, fields) => logger.info(message, fields),
       });
-    if (isGpuPool(gpu)) gpu.startBackground();
     const app = createApp({
       db: database.db,
       gpu,
@@ -107,6 +106,8 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     started.keepAliveTimeout = 65_000;
     started.headersTimeout = 66_000;
     server = started;
+    // Only now: a start that fails to listen (a busy port) leaves no background work running.
+    if (isGpuPool(gpu)) gpu.startBackground();
     const port = (started.address() as AddressInfo).port;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
     let closing: Promise<void> | null = null;
@@ -144,9 +145,9 @@ Runs the edge (HTTP API) as a Node process. Configuration comes from the environ
 KVGRAFT_RATE_LIMIT, ...); flags win. GPU nodes started with --edge-url register here and heartbeat
 (signed with KVGRAFT_GPU_SECRET); blocks live on KVGRAFT_REPLICAS nodes (default 2), see edge/gpu-pool.ts. Default database: ${DEFAULT_DB_URL}; default port 8787.
 With --json, prints one JSON line {url, adminKey} when ready (adminKey: a key generated now, else null).
-Stops cleanly on SIGINT/SIGTERM.`;
+Stops cleanly on SIGINT, SIGTERM or SIGHUP.`;
 
-/** `kvgraft serve edge`: runs until SIGINT/SIGTERM; returns the exit code. */
+/** `kvgraft serve edge`: runs until SIGINT, SIGTERM or SIGHUP; returns the exit code. */
 export async function serveEdge(argv: string[]): Promise<number> {
   const flags = parseFlags(argv, {
     port: { type: "string" },
@@ -182,15 +183,14 @@ export async function serveEdge(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
+/** Resolves on the first SIGINT, SIGTERM or SIGHUP (the terminal closed: stop, do not live on). */
 export function waitForStopSignal(): Promise<NodeJS.Signals> {
+  const signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
+      for (const s of signals) process.off(s, stop);
       resolve(signal);
     };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    for (const s of signals) process.on(s, stop);
   });
 }
