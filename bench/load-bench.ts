@@ -13,7 +13,7 @@
  * answer sources, and whether the edge is still healthy afterwards.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -259,6 +259,8 @@ export async function startKvgraft(options: {
 }): Promise<{ url: string; key: string; child: ChildProcess; stop(): Promise<number | null> }> {
   const entry = process.argv[1];
   if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
+  // A --data-dir that does not exist yet is made here: the log file below goes into it.
+  mkdirSync(options.dataDir, { recursive: true });
   const child = spawn(
     process.execPath,
     [...process.execArgv, entry, "start", "--json", "--data-dir", options.dataDir],
@@ -269,7 +271,8 @@ export async function startKvgraft(options: {
         GPU_PORT: "0",
         KVGRAFT_RATE_LIMIT: options.env.KVGRAFT_RATE_LIMIT ?? "1000000",
       },
-      stdio: ["ignore", "pipe", "pipe"],
+      // The IPC channel closes when this process dies, and the child then stops (cli/main.ts).
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
     },
   );
   const logFile = createWriteStream(join(options.dataDir, "start.log"));
@@ -331,7 +334,8 @@ export async function startServeStack(options: {
   const run = (args: string[], env: Record<string, string>) => {
     const child = spawn(process.execPath, [...process.execArgv, entry, ...args], {
       env: { ...options.env, KVGRAFT_GPU_SECRET: secret, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
+      // The IPC channel closes when this process dies, and the child then stops (cli/main.ts).
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
     });
     child.stderr?.pipe(log, { end: false });
     const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));

@@ -117,7 +117,9 @@ describe("kvgraft serve gpu", () => {
       KVGRAFT_GPU_SECRET: SECRET,
     });
     expect(noModel.status).toBe(2);
-    expect(noModel.stderr).toMatch(/model file not found/);
+    expect(noModel.stderr).toMatch(
+      /--model .*missing\.gguf does not exist; give the path of a GGUF model file/,
+    );
   });
 
   it("drains on SIGTERM: health says draining, new work gets 503, the stream in flight completes, exit 0", async () => {

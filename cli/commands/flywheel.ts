@@ -43,14 +43,19 @@ export default async function flywheel(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
+  const gpuUrl = flags["gpu-url"] ?? process.env.KVGRAFT_GPU_URL;
+  const secret = process.env.KVGRAFT_GPU_SECRET;
+  if (!gpuUrl) throw new UsageError("no GPU node given: pass --gpu-url URL (or set KVGRAFT_GPU_URL)");
+  if (!secret)
+    throw new UsageError(
+      "KVGRAFT_GPU_SECRET is not set: set it to the secret the GPU node runs with (it signs every request)",
+    );
   const config = readEdgeConfig({
     LIBSQL_URL: DEFAULT_DB_URL,
     ...inheritedEnv(),
     ...(flags["edge-db"] ? { LIBSQL_URL: flags["edge-db"] } : {}),
-    ...(flags["gpu-url"] ? { KVGRAFT_GPU_URL: flags["gpu-url"] } : {}),
+    KVGRAFT_GPU_URL: gpuUrl,
   });
-  if (!config.gpu.url || !config.gpu.secret)
-    throw new UsageError("a GPU node is needed: --gpu-url (or KVGRAFT_GPU_URL) and KVGRAFT_GPU_SECRET");
   const budget = {
     ...DEFAULT_FLYWHEEL_BUDGET,
     heavy: {
@@ -62,8 +67,8 @@ export default async function flywheel(argv: string[]): Promise<number> {
   try {
     await migrateDatabase(database.db);
     const gpu = createEdgeGpuClient({
-      baseUrl: config.gpu.url,
-      secret: config.gpu.secret,
+      baseUrl: config.gpu.url ?? gpuUrl,
+      secret: config.gpu.secret ?? secret,
       timeoutMs: config.gpu.timeoutMs,
       healthTimeoutMs: config.gpu.healthTimeoutMs,
     });

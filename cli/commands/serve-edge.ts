@@ -9,9 +9,9 @@ Runs the edge (HTTP API) as a Node process. Configuration comes from the environ
 KVGRAFT_RATE_LIMIT, ...); flags win. GPU nodes started with --edge-url register here and heartbeat
 (signed with KVGRAFT_GPU_SECRET); blocks live on KVGRAFT_REPLICAS nodes (default 2), see edge/cluster/gpu-pool.ts. Default database: ${DEFAULT_DB_URL}; default port 8787.
 With --json, prints one JSON line {url, adminKey} when ready (adminKey: a key generated now, else null).
-Stops cleanly on SIGINT/SIGTERM.`;
+Stops cleanly on SIGINT, SIGTERM or SIGHUP.`;
 
-/** `kvgraft serve edge`: runs until SIGINT/SIGTERM; returns the exit code. */
+/** `kvgraft serve edge`: runs until SIGINT, SIGTERM or SIGHUP; returns the exit code. */
 export async function serveEdge(argv: string[]): Promise<number> {
   const flags = parseFlags(argv, {
     port: { type: "string" },

@@ -88,7 +88,6 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
         ...readPoolSettings(env),
         log: (message, fields) => logger.info(message, fields),
       });
-    if (isGpuPool(gpu)) gpu.startBackground();
     const app = createApp({
       db: database.db,
       gpu,
@@ -112,6 +111,8 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     started.keepAliveTimeout = 65_000;
     started.headersTimeout = 66_000;
     server = started;
+    // Only now: a start that fails to listen (a busy port) leaves no background work running.
+    if (isGpuPool(gpu)) gpu.startBackground();
     const port = (started.address() as AddressInfo).port;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
     let closing: Promise<void> | null = null;
@@ -142,15 +143,14 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
   }
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
+/** Resolves on the first SIGINT, SIGTERM or SIGHUP (the terminal closed: stop, do not live on). */
 export function waitForStopSignal(): Promise<NodeJS.Signals> {
+  const signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM", "SIGHUP"];
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
+      for (const s of signals) process.off(s, stop);
       resolve(signal);
     };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
+    for (const s of signals) process.on(s, stop);
   });
 }
