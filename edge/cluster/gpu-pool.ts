@@ -183,7 +183,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       ),
     runProgram: (req): Promise<SandboxRunResult> =>
       onLeastBusy(ctx, (c) => c.sandboxRun(req)).catch((err: unknown) => {
-        throw err instanceof DomainError ? err : toDomainError(err, options.timeoutMs);
+        throw toDomainError(err, options.timeoutMs);
       }),
     getBlock: (id) => getBlockAnywhere(ctx, id),
     deleteBlock: (id) => deleteEverywhere(ctx, id),
