@@ -4,6 +4,7 @@
  * 11,994 tokens that stalled the next restore by ~190 ms on the H200 (docs/benchmarks.md). Grafts
  * only erase a sequence's tail and the block tiers keep the states, so the engine turns them off.
  */
+import type { Token } from "node-llama-cpp";
 import { describe, expect, it } from "vitest";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { syntheticModel } from "./helpers/models.js";
@@ -20,9 +21,9 @@ describe("engine slots on a sliding-window model", () => {
       const slot = engine.slot(0);
       // The premise: node-llama-cpp would checkpoint this sequence (sliding window, no full cache).
       expect(slot.needsCheckpoints).toBe(true);
-      const tokens = Array.from({ length: 8_200 }, (_, i) => 1 + ((i * 37) % (engine.vocabSize - 1)));
+      const tokens = Array.from({ length: 8_200 }, (_, i) => (1 + ((i * 37) % (engine.vocabSize - 1))) as Token);
       await slot.evaluateWithoutGeneratingNewTokens(tokens);
-      await slot.controlledEvaluate([[5, { generateNext: { token: true } }]]);
+      await slot.controlledEvaluate([[5 as Token, { generateNext: { token: true } }]]);
       expect(slot.nextTokenIndex).toBe(8_201);
       expect(slot.checkpointsMemoryUsage).toBe(0);
     } finally {
