@@ -4,6 +4,7 @@
  * only fetch and Web Crypto, so it runs in Node and in Workers alike.
  */
 import type { z } from "zod";
+import { DomainError, errorStatus } from "./errors.js";
 import { sha256Hex } from "./hash.js";
 import type { ProgramParam } from "./params.js";
 import {
@@ -55,17 +56,21 @@ export function decodeManifestHeader(value: string): BlockManifest {
   return blockManifestSchema.parse(JSON.parse(text));
 }
 
-/** A non-2xx answer of the node (or an `error` event of a stream), with the node's error code. */
-export class GpuError extends Error {
+/**
+ * A non-2xx answer of the node (or an `error` event of a stream), with the node's error code: a
+ * DomainError whose class says it came from the GPU node, so callers can tell the node's refusals
+ * from their own. A status outside 4xx/5xx is reported as 502.
+ */
+export class GpuError extends DomainError {
   override name = "GpuError";
   constructor(
-    readonly status: number,
-    readonly code: string,
+    status: number,
+    code: string,
     message: string,
-    readonly details?: Record<string, unknown>,
-    readonly retryAfterS?: number,
+    details?: Record<string, unknown>,
+    retryAfterS?: number,
   ) {
-    super(message);
+    super(errorStatus(status), code, message, details, retryAfterS);
   }
 }
 
