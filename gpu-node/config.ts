@@ -3,6 +3,7 @@
  * node that reads the environment.
  */
 import { z } from "zod";
+import { logLevelSetting, parseEnv } from "../shared/http/config.js";
 
 const envSchema = z.object({
   /** `lastBuild` loads the CUDA build installed on the GPU machine; `cpu` (default) the CPU build. */
@@ -23,16 +24,13 @@ const envSchema = z.object({
   KVGRAFT_NODE_ID: z.string().min(1).optional(),
   /** The URL the edge should use to reach this node, when it differs from the listening address. */
   KVGRAFT_PUBLIC_URL: z.url().optional(),
+  /** Least severe log level written: debug, info (default), warn, error, silent. */
+  KVGRAFT_LOG_LEVEL: logLevelSetting,
 });
 
 export type GpuEnv = z.infer<typeof envSchema>;
 
-/** Parses the environment; throws an Error listing every invalid variable. */
+/** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
 export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success)
-    throw new Error(
-      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  return parsed.data;
+  return parseEnv(envSchema, env);
 }

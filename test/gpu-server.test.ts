@@ -20,6 +20,7 @@ import { SandboxPool } from "../gpu-node/sandbox/pool.js";
 import { createGpuApp, type GpuApp, type GpuAppOptions } from "../gpu-node/server/app.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
 import {
   type BlockManifest,
   CHUNK_SHA256_HEADER,
@@ -146,7 +147,7 @@ function appOptions(extra: Partial<GpuAppOptions> = {}): GpuAppOptions {
     secret: SECRET,
     fingerprints: { model: engine.modelFingerprint, engine: engine.engineFingerprint },
     dataDir,
-    log: () => undefined,
+    logger: silentLogger,
     ...(sandbox ? { sandbox } : {}),
     ...extra,
   };

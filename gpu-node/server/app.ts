@@ -9,17 +9,15 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { type Context, Hono } from "hono";
-import { matchedRoutes } from "hono/route";
-import { ZodError, z } from "zod";
-import {
-  badRequest,
-  DomainError,
-  errorBody,
-  forbidden,
-  unauthorized,
-  unavailable,
-} from "../../shared/errors.js";
+import { z } from "zod";
+import { badRequest, DomainError, forbidden, unauthorized, unavailable } from "../../shared/errors.js";
 import { BLOCK_MANIFEST_HEADER, encodeManifestHeader } from "../../shared/gpu-client.js";
+import { type ErrorMappingOptions, errorAnswer, onError, routeNotFound } from "../../shared/http/errors.js";
+import { readJson } from "../../shared/http/json-body.js";
+import { createLogger, type Logger } from "../../shared/http/logger.js";
+import { requestId } from "../../shared/http/request-id.js";
+import { requestLog, routeOf } from "../../shared/http/request-log.js";
+import { declaredLengthLimit, readBodyOnce, signatureAuth } from "../../shared/http/signature.js";
 import {
   type BlockManifest,
   CHUNK_SHA256_HEADER,
@@ -41,7 +39,7 @@ import { BlockService } from "../blocks/block-service.js";
 import type { Blocks, GenerationOptions } from "../blocks/types.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type SolveInput, Solver } from "../solve/solver.js";
-import { type AccessConfig, accessAuth, declaredLengthLimit, readBody, signatureAuth } from "./auth.js";
+import { type AccessConfig, accessAuth } from "./auth.js";
 import { ImportSessions, importIdSchema } from "./imports.js";
 import { Collector, Counter, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
 import { NonceLog } from "./nonce-log.js";
@@ -93,8 +91,8 @@ export interface GpuAppOptions {
   /** GPU memory, when the backend reports it. */
   vram?: () => Promise<{ usedBytes: number; totalBytes: number } | null>;
   maxSkewS?: number;
-  /** Where unexpected errors are reported; default stderr. */
-  log?: (line: string) => void;
+  /** Where request lines and unexpected errors go; default JSON lines on stderr at level info. */
+  logger?: Logger;
   /** Path of a stored block's state file after its hash check (serves `GET /v1/blocks/:id/file`). */
   blockFile?: (id: string) => Promise<string>;
 }
@@ -129,7 +127,6 @@ function grantToken(c: Context): string | undefined {
   const auth = c.req.header("authorization")?.match(GRANT_SCHEME)?.[1];
   return auth ?? c.req.header(UPLOAD_GRANT_HEADER) ?? undefined;
 }
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
 function blockIdParam(c: Context): string {
@@ -143,28 +140,21 @@ function blockIdParam(c: Context): string {
  * from Node's fs (manifests, import chunks) is `disk_full`; llama.cpp reports a failed state save
  * without its errno, so that one is `storage_write_failed`. Both answer 507 (Insufficient Storage).
  */
-function storageFailure(err: unknown): { code: string; message: string } | null {
+function storageFailure(err: unknown): DomainError | null {
   const code = (err as NodeJS.ErrnoException | null)?.code;
   if (code === "ENOSPC" || code === "EDQUOT")
-    return { code: "disk_full", message: "the node's disk is full; nothing was stored" };
+    return new DomainError(507, "disk_full", "the node's disk is full; nothing was stored");
   if (err instanceof Error && /failed to save state to file/i.test(err.message))
-    return {
-      code: "storage_write_failed",
-      message: "the node could not write the block's state file (disk full or I/O error); nothing was stored",
-    };
+    return new DomainError(
+      507,
+      "storage_write_failed",
+      "the node could not write the block's state file (disk full or I/O error); nothing was stored",
+    );
   return null;
 }
 
-/** Parses a JSON body; an empty body is `{}` so that all-default requests need none. */
-async function readJson(c: Context): Promise<unknown> {
-  const text = await c.req.text();
-  if (text.trim() === "") return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw badRequest("invalid_json", "the request body is not valid JSON");
-  }
-}
+/** Request bodies of the node: an empty body is `{}`, so that all-default requests need none. */
+const jsonBody = <S extends z.ZodType>(c: Context, schema: S) => readJson(c, schema, { emptyAsObject: true });
 
 /** Builds the GPU node's app. */
 export function createGpuApp(options: GpuAppOptions): GpuApp {
@@ -182,7 +172,8 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     retryAfterS: 1,
     ...options.limits,
   };
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const logger = options.logger ?? createLogger();
+  const errorMapping: ErrorMappingOptions = { logger, translate: storageFailure };
   const queue = new AdmissionQueue(limits.concurrency, limits.maxWaiting, limits.retryAfterS);
   const imports = new ImportSessions(
     join(options.dataDir, "imports"),
@@ -414,7 +405,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
         const mapped = abortError(err, work);
         // Nothing sent yet: answer with a plain error status instead of a stream.
         if (!channel.started) throw mapped;
-        const { status, body } = errorResponse(mapped, c.var.requestId);
+        const { status, body } = errorAnswer(mapped, c.var.requestId, errorMapping);
         channel.send({ event: "error", data: { ...body, status } });
       } finally {
         channel.close();
@@ -425,56 +416,26 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     return channel.response();
   }
 
-  // --- errors ---
-  function errorResponse(err: unknown, requestId: string) {
-    if (err instanceof DomainError)
-      return { status: err.status, body: errorBody(err, requestId), retryAfterS: err.retryAfterS };
-    if (err instanceof ZodError) {
-      const issues = err.issues.map((i) => ({ path: i.path.join("."), message: i.message }));
-      const domain = badRequest("invalid_request", "the request failed validation", { issues });
-      return { status: 400 as const, body: errorBody(domain, requestId), retryAfterS: undefined };
-    }
-    const storage = storageFailure(err);
-    if (storage) {
-      log(JSON.stringify({ level: "error", requestId, code: storage.code, error: String(err) }));
-      return { status: 507 as const, body: { error: storage, requestId }, retryAfterS: undefined };
-    }
-    log(
-      JSON.stringify({
-        level: "error",
-        requestId,
-        error: err instanceof Error ? (err.stack ?? err.message) : String(err),
-      }),
-    );
-    const body = { error: { code: "internal_error", message: "internal error" }, requestId };
-    return { status: 500 as const, body, retryAfterS: undefined };
-  }
-
   // --- app ---
   const app = new Hono<Env>();
 
-  app.onError((err, c) => {
-    const { status, body, retryAfterS } = errorResponse(err, c.var.requestId);
-    if (retryAfterS !== undefined) c.header("Retry-After", String(retryAfterS));
-    return c.json(body, status);
-  });
-  app.notFound((c) =>
-    c.json({ error: { code: "not_found", message: "no such route" }, requestId: c.var.requestId }, 404),
-  );
+  app.onError(onError(errorMapping));
+  app.notFound(routeNotFound("not_found"));
 
-  // Outermost: request id, client signal, in-flight count, request metrics.
+  // Outermost: request id (the edge's, passed on), the request's log line, then the client
+  // signal, in-flight count and request metrics.
+  const unlogged = (c: Context) => c.req.path === "/health" || c.req.path === "/metrics";
+  app.use("*", requestId({ acceptIncoming: true }));
+  app.use("*", requestLog(logger, { skip: unlogged }));
   app.use("*", async (c, next) => {
-    const given = c.req.header("x-request-id");
-    c.set("requestId", given && REQUEST_ID.test(given) ? given : crypto.randomUUID());
     c.set("clientSignal", c.req.raw.signal);
-    c.header("x-request-id", c.var.requestId);
     const t0 = performance.now();
-    const counted = c.req.path !== "/health" && c.req.path !== "/metrics";
+    const counted = !unlogged(c);
     if (counted) inFlight++;
     try {
       await next();
     } finally {
-      const route = matchedRoutes(c).findLast((r) => r.method !== "ALL")?.path ?? "unmatched";
+      const route = routeOf(c);
       requests.inc({ route, method: c.req.method, status: String(c.res.status) });
       latency.observe({ route }, (performance.now() - t0) / 1000);
       const streaming = c.res.headers.get("content-type")?.startsWith("text/event-stream") && c.res.body;
@@ -551,7 +512,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     const verdict = await verifyUploadGrant(options.secret, token);
     if (!verdict.ok) throw unauthorized(verdict.code, "the upload grant is not valid");
     c.set("grant", verdict.claims);
-    await readBody(c, maxBody(c));
+    await readBodyOnce(c, maxBody(c));
     await next();
   });
   /** With a grant, an import session must be the one the grant started. */
@@ -567,7 +528,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   });
 
   app.post("/v1/blocks", async (c) => {
-    const { text } = depositRequestSchema.parse(await readJson(c));
+    const { text } = await jsonBody(c, depositRequestSchema);
     return c.json(await queued(c, () => blocks.deposit(text)), 201);
   });
   app.get("/v1/blocks", (c) => c.json({ blocks: blocks.list() }));
@@ -601,12 +562,12 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   });
   app.post("/v1/blocks/:id/prefetch", async (c) => {
     const id = blockIdParam(c);
-    const { tier } = prefetchRequestSchema.parse(await readJson(c));
+    const { tier } = await jsonBody(c, prefetchRequestSchema);
     return c.json({ blockSha256: id, tier: await queued(c, () => blocks.prefetch(id, tier)) });
   });
 
   app.post("/v1/graft", async (c) => {
-    const req = graftRequestSchema.parse(await readJson(c));
+    const req = await jsonBody(c, graftRequestSchema);
     return generation(c, "graft", req.stream, (o) =>
       blocks.graft(req.blockId, req.query, {
         maxTokens: req.maxTokens,
@@ -617,7 +578,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
     );
   });
   app.post("/v1/generate", async (c) => {
-    const req = generateRequestSchema.parse(await readJson(c));
+    const req = await jsonBody(c, generateRequestSchema);
     return generation(c, "generate", req.stream, (o) =>
       blocks.generate(req.prompt, {
         maxTokens: req.maxTokens,
@@ -628,7 +589,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   });
 
   app.post("/v1/solve", async (c) => {
-    const req = solveRequestSchema.parse(await readJson(c));
+    const req = await jsonBody(c, solveRequestSchema);
     if (!solver) throw unavailable("sandbox_unavailable", "this node has no sandbox, so it cannot solve");
     const work = await admit(c);
     try {
@@ -645,7 +606,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
 
   app.post("/v1/imports", async (c) => {
     if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
-    const req = importStartSchema.parse(await readJson(c));
+    const req = await jsonBody(c, importStartSchema);
     const grant = c.var.grant;
     if (grant && (req.manifest.sha256 !== grant.sha256 || req.sizeBytes !== grant.sizeBytes))
       throw new DomainError(403, "grant_mismatch", "the upload grant is for another block", {
@@ -685,7 +646,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   });
 
   app.post("/v1/sandbox/run", async (c) => {
-    const req = sandboxRunRequestSchema.parse(await readJson(c));
+    const req = await jsonBody(c, sandboxRunRequestSchema);
     if (!options.sandbox)
       throw unavailable("sandbox_unavailable", `this node runs no programs: ${noSandbox}`);
     if (draining) throw unavailable("draining", "the node is draining; use another node", limits.retryAfterS);
