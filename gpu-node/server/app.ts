@@ -39,7 +39,7 @@ import { BlockService } from "../blocks/block-service.js";
 import type { Blocks, GenerationOptions } from "../blocks/types.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type SolveInput, Solver } from "../solve/solver.js";
-import { type AccessConfig, accessAuth } from "./auth.js";
+import { type AccessConfig, accessAuth } from "./access.js";
 import { ImportSessions, importIdSchema } from "./imports.js";
 import { Collector, Counter, Histogram, PROMETHEUS_CONTENT_TYPE, Registry } from "./metrics.js";
 import { NonceLog } from "./nonce-log.js";
