@@ -8,11 +8,14 @@ import { DomainError, errorStatus } from "./errors.js";
 import { sha256Hex } from "./hash.js";
 import type { ProgramParam } from "./params.js";
 import {
+  BLOCK_MANIFEST_HEADER,
   type BlockManifest,
+  blockFilePath,
   blockListSchema,
   blockManifestSchema,
   CHUNK_SHA256_HEADER,
   DEADLINE_HEADER,
+  decodeManifestHeader,
   errorBodySchema,
   type GenerateRequest,
   type GenerationResult,
@@ -36,25 +39,6 @@ import {
   verifyBlockResultSchema,
 } from "./protocol.js";
 import { signRequest } from "./signing.js";
-
-/** Header of `GET /v1/blocks/:id/file` carrying the block's manifest (base64url of its JSON). */
-export const BLOCK_MANIFEST_HEADER = "x-kvgraft-manifest";
-/** Path of a block's raw state file (signed GET, streamed). */
-export const blockFilePath = (id: string) => `/v1/blocks/${id}/file`;
-
-/** Encodes a manifest for BLOCK_MANIFEST_HEADER. */
-export function encodeManifestHeader(manifest: BlockManifest): string {
-  let bin = "";
-  for (const b of new TextEncoder().encode(JSON.stringify(manifest))) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-/** Decodes and validates BLOCK_MANIFEST_HEADER. */
-export function decodeManifestHeader(value: string): BlockManifest {
-  const bin = atob(value.replace(/-/g, "+").replace(/_/g, "/"));
-  const text = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-  return blockManifestSchema.parse(JSON.parse(text));
-}
 
 /**
  * A non-2xx answer of the node (or an `error` event of a stream), with the node's error code: a

@@ -11,7 +11,7 @@ import { Readable } from "node:stream";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { badRequest, DomainError, forbidden, unauthorized, unavailable } from "../../shared/errors.js";
-import { BLOCK_MANIFEST_HEADER, encodeManifestHeader } from "../../shared/gpu-client.js";
+
 import { type ErrorMappingOptions, errorAnswer, onError, routeNotFound } from "../../shared/http/errors.js";
 import { readJson } from "../../shared/http/json-body.js";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
@@ -19,10 +19,12 @@ import { requestId } from "../../shared/http/request-id.js";
 import { requestLog, routeOf } from "../../shared/http/request-log.js";
 import { declaredLengthLimit, readBodyOnce, signatureAuth } from "../../shared/http/signature.js";
 import {
+  BLOCK_MANIFEST_HEADER,
   type BlockManifest,
   CHUNK_SHA256_HEADER,
   DEADLINE_HEADER,
   depositRequestSchema,
+  encodeManifestHeader,
   type GenerationResult,
   generateRequestSchema,
   graftRequestSchema,
