@@ -1,7 +1,8 @@
 /**
  * GPU-node configuration, validated once at start with zod. This is the only module of the GPU
- * node that reads the environment.
+ * node that reads the environment (a lint rule keeps it so).
  */
+import { delimiter } from "node:path";
 import { z } from "zod";
 import { logLevelSetting, parseEnv } from "../shared/http/config.js";
 
@@ -33,4 +34,21 @@ export type GpuEnv = z.infer<typeof envSchema>;
 /** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
 export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
   return parseEnv(envSchema, env);
+}
+
+/** Directories of the executable search path (`PATH`), in order, read when called. */
+export function executableSearchPath(env: Record<string, string | undefined> = process.env): string[] {
+  return (env.PATH ?? "").split(delimiter).filter((dir) => dir !== "");
+}
+
+/**
+ * The environment a helper process of the node starts with: the node's own (a GPU build may need
+ * its library paths), less the node's secrets and settings (`KVGRAFT_*`).
+ */
+export function childProcessEnv(
+  env: Record<string, string | undefined> = process.env,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith("KVGRAFT_")) out[k] = v;
+  return out;
 }
