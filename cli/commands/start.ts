@@ -6,11 +6,9 @@
  * start, and prints the URLs, the admin key and curl commands that work as printed.
  * Ctrl-C / SIGTERM stops both.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { depositSolution } from "../../edge/admin.service.js";
@@ -23,6 +21,7 @@ import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
 import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { intFlag, parseFlags, printJson } from "../args.js";
+import { kvgraftSameEntryArgs, readyUrl, supervise } from "../process/supervise.js";
 
 const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
 
@@ -89,41 +88,25 @@ export default async function start(argv: string[]): Promise<number> {
   const secret = env.KVGRAFT_GPU_SECRET ?? randomBytes(32).toString("hex");
   // The model goes by --model; an empty MODEL_PATH would fail the node's own validation.
   const { MODEL_PATH: _model, ...childEnv } = env;
-  const entry = process.argv[1];
-  if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
   say(`starting the GPU node on port ${gpuPort} ...`);
-  const child = spawn(
-    process.execPath,
-    [
-      ...process.execArgv,
-      entry,
-      "serve",
-      "gpu",
-      "--model",
-      modelPath,
-      "--port",
-      String(gpuPort),
-      "--data-dir",
-      join(dataDir, "gpu"),
-      "--json",
-    ],
-    // Its own process group: a terminal's Ctrl-C reaches only this process, which then sends the
-    // child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
-    {
-      // libuv's pool runs the engine build's parallel chunk reads and hashes; its default of 4
-      // leaves the disk idle while chunks are hashed.
-      env: { UV_THREADPOOL_SIZE: "16", ...childEnv, KVGRAFT_GPU_SECRET: secret },
-      stdio: ["ignore", "pipe", "inherit"],
-      detached: true,
-    },
-  );
-  const killOnExit = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-  };
-  process.once("exit", killOnExit);
+  const gpu = supervise({
+    name: "the GPU node",
+    args: kvgraftSameEntryArgs(
+      ...["serve", "gpu", "--model", modelPath, "--port", String(gpuPort)],
+      ...["--data-dir", join(dataDir, "gpu"), "--json"],
+    ),
+    // libuv's pool runs the engine build's parallel chunk reads and hashes; its default of 4
+    // leaves the disk idle while chunks are hashed.
+    env: { UV_THREADPOOL_SIZE: "16", ...childEnv, KVGRAFT_GPU_SECRET: secret },
+    ready: readyUrl,
+    readyTimeoutMs: GPU_READY_TIMEOUT_MS,
+    onStdoutLine: (line) => process.stderr.write(`[gpu] ${line}\n`),
+    stderr: "inherit",
+    detached: true,
+  });
   let edge: EdgeServer | null = null;
   try {
-    const gpuUrl = await waitForGpuReady(child);
+    const gpuUrl = await gpu.ready;
     const sandbox = await sandboxState(gpuUrl);
 
     // 3. The edge, in this process.
@@ -165,10 +148,9 @@ export default async function start(argv: string[]): Promise<number> {
       printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem, sandbox);
 
     // 6. Run until a stop signal or the GPU node dies.
-    const exited = new Promise<number>((res) => child.once("exit", (code) => res(code ?? 1)));
     const outcome = await Promise.race([
       waitForStopSignal().then((signal) => ({ signal })),
-      exited.then((code) => ({ code })),
+      gpu.exited.then(({ code }) => ({ code: code ?? 1 })),
     ]);
     if ("code" in outcome) {
       say(`the GPU node exited (code ${outcome.code}); stopping the edge`);
@@ -177,61 +159,14 @@ export default async function start(argv: string[]): Promise<number> {
     }
     say(`${outcome.signal}: stopping the edge and the GPU node ...`);
     await edge.close();
-    await stopChild(child);
+    await gpu.stop(GPU_STOP_TIMEOUT_MS);
     say("stopped");
     return 0;
   } catch (err) {
     await edge?.close();
-    await stopChild(child);
+    await gpu.stop(GPU_STOP_TIMEOUT_MS);
     throw err;
   }
-}
-
-/** Reads the child's stdout until its JSON ready line `{url, ...}`; its other output is passed on. */
-function waitForGpuReady(child: ChildProcess): Promise<string> {
-  return new Promise((resolvePromise, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    let ready = false;
-    const timer = setTimeout(
-      () => reject(new Error(`the GPU node was not ready within ${GPU_READY_TIMEOUT_MS / 1000} s`)),
-      GPU_READY_TIMEOUT_MS,
-    );
-    lines.on("line", (line) => {
-      if (!ready && line.startsWith("{")) {
-        try {
-          const parsed = JSON.parse(line) as { url?: unknown };
-          if (typeof parsed.url === "string") {
-            ready = true;
-            clearTimeout(timer);
-            resolvePromise(parsed.url.replace(/\/+$/, ""));
-            return;
-          }
-        } catch {
-          // not the ready line
-        }
-      }
-      process.stderr.write(`[gpu] ${line}\n`);
-    });
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      if (!ready)
-        reject(new Error(`the GPU node exited before it was ready (code ${code}, signal ${signal})`));
-    });
-  });
-}
-
-/** SIGTERM, then SIGKILL if it has not exited in time. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((res) => child.once("exit", () => res()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), GPU_STOP_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
 }
 
 interface StarterOutcome {
