@@ -1,5 +1,5 @@
 /**
- * The boundary rules of biome.jsonc fire: a copy of the configuration lints a tree of files that
+ * The boundary and size rules of biome.jsonc fire: a copy of the configuration lints a tree of files that
  * each break (or keep) one rule, and Biome must report exactly the expected rule per file. The
  * real tree is checked by `npm run lint`; this proves the rules there are not silently inert.
  */
@@ -12,6 +12,14 @@ import { afterAll, describe, expect, it } from "vitest";
 const root = join(import.meta.dirname, "..");
 const IMPORTS = "lint/style/noRestrictedImports";
 const ENV = "lint/style/noProcessEnv";
+const FILE_LINES = "lint/style/noExcessiveLinesPerFile";
+const FUNCTION_LINES = "lint/complexity/noExcessiveLinesPerFunction";
+
+/** A module of `n` lines of statements. */
+const lines = (n: number) => Array.from({ length: n }, (_, i) => `export const v${i} = ${i};`).join("\n");
+/** A function whose body has `n` lines. */
+const longFunction = (n: number) =>
+  `export function long(): number {\n  let x = 0;\n${"  x++;\n".repeat(n - 2)}  return x;\n}`;
 
 /** File -> source, and the rules Biome must report for it (none: the file is allowed). */
 const cases: Record<string, { source: string; expect: string[] }> = {
@@ -35,6 +43,11 @@ const cases: Record<string, { source: string; expect: string[] }> = {
   "shared/reads-env.ts": { source: "export const p = process.env.X;", expect: [ENV] },
   "cli/reads-env.ts": { source: "export const p = process.env.X;", expect: [ENV] },
   "bench/reads-env.ts": { source: "export const p = process.env.X;", expect: [ENV] },
+  // Small modules in gpu-node/: at most 400 lines a file, 120 a function.
+  "gpu-node/too-long.ts": { source: lines(401), expect: [FILE_LINES] },
+  "gpu-node/long-enough.ts": { source: lines(400), expect: [] },
+  "gpu-node/long-function.ts": { source: longFunction(121), expect: [FUNCTION_LINES] },
+  "gpu-node/short-function.ts": { source: longFunction(120), expect: [] },
   // Allowed: the config modules read the environment; services import shared/; tools and tests
   // import anything.
   "gpu-node/config.ts": { source: "export const p = process.env.PATH;", expect: [] },
