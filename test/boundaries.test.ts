@@ -38,6 +38,7 @@ const cases: Record<string, { source: string; expect: string[] }> = {
     expect: [IMPORTS],
   },
   "shared/imports-cli.ts": { source: 'export { x } from "../cli/x.js";', expect: [IMPORTS] },
+  "shared/http/imports-node.ts": { source: 'export { createHash } from "node:crypto";', expect: [IMPORTS] },
   "gpu-node/sandbox/reads-env.ts": { source: "export const p = process.env.PATH;", expect: [ENV] },
   "edge/reads-env.ts": { source: "export const p = process.env.PORT;", expect: [ENV] },
   "shared/reads-env.ts": { source: "export const p = process.env.X;", expect: [ENV] },
