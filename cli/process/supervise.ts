@@ -56,8 +56,6 @@ export interface Supervised<T> {
   stderr(): string;
   /** SIGTERM, then SIGKILL after `graceMs`; resolves when the child is gone. */
   stop(graceMs?: number): Promise<ExitStatus>;
-  /** SIGKILL; resolves when the child is gone. */
-  kill(): Promise<ExitStatus>;
 }
 
 const STDERR_KEPT = 256 * 1024;
@@ -112,10 +110,6 @@ export function supervise<T = undefined>(options: SuperviseOptions<T>): Supervis
     },
     stderr: () => stderr,
     stop,
-    kill: async () => {
-      if (running()) child.kill("SIGKILL");
-      return exited;
-    },
   };
 }
 
