@@ -69,6 +69,37 @@ describe("supervise", () => {
     expect((await child.stop(200)).signal).toBe("SIGKILL");
   });
 
+  it("passes a forwarded signal on to the child, then dies of it as it would have", async () => {
+    const parent = supervise({
+      name: "parent",
+      args: [
+        "--import",
+        "tsx",
+        "--input-type=module",
+        "-e",
+        `import { supervise } from "./cli/process/supervise.ts";
+         const child = supervise({ name: "grandchild", args: ["-e", "setInterval(() => {}, 1000)"],
+           forwardSignals: ["SIGHUP"] });
+         console.log(JSON.stringify({ pid: child.child.pid }));
+         setInterval(() => {}, 1000);`,
+      ],
+      ready: (line) => (line as { pid: number }).pid,
+      readyTimeoutMs: 30_000,
+    });
+    const pid = await parent.ready;
+    try {
+      expect(alive(pid)).toBe(true);
+      parent.child.kill("SIGHUP");
+      expect((await parent.exited).signal).toBe("SIGHUP");
+      const until = Date.now() + 5_000;
+      while (alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+      expect(alive(pid)).toBe(false);
+    } finally {
+      // A failed run leaves no orphan behind.
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+
   it("stops the child when the supervising process exits", () => {
     // A parent that starts a long-running child and exits at once, printing the child's pid.
     const parent = spawnSync(
@@ -91,6 +122,8 @@ describe("supervise", () => {
     // SIGTERM was sent on exit; give the child a moment to act on it.
     const until = Date.now() + 5_000;
     while (alive(pid) && Date.now() < until) spawnSync("sleep", ["0.05"]);
-    expect(alive(pid)).toBe(false);
+    const survived = alive(pid);
+    if (survived) process.kill(pid, "SIGKILL");
+    expect(survived).toBe(false);
   });
 });

@@ -103,6 +103,9 @@ export default async function start(argv: string[]): Promise<number> {
     onStdoutLine: (line) => process.stderr.write(`[gpu] ${line}\n`),
     stderr: "inherit",
     detached: true,
+    // Ctrl-C and SIGTERM are handled below (edge first, then the node); a closed terminal's
+    // SIGHUP ends this process at once, so the node is told to stop first.
+    forwardSignals: ["SIGHUP"],
   });
   let edge: EdgeServer | null = null;
   try {

@@ -2,8 +2,8 @@
  * One process-supervision helper for the tools that run kvgraft's services as child processes
  * (`kvgraft start`, `kvgraft bench edge`, the tests): spawn, wait for the JSON ready line the
  * services print on stdout (`serve gpu --json`, `serve edge --json`, `start --json`), keep or pass
- * on stderr, stop with SIGTERM then SIGKILL, and never leave the child behind when this process
- * exits. Production services do not import it.
+ * on stderr, stop with SIGTERM then SIGKILL, pass on the signals that end this process, and never
+ * leave the child behind when this process exits. Production services do not import it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -42,6 +42,13 @@ export interface SuperviseOptions<T> {
    * child itself (exactly one SIGTERM, so the child's drain is not cut short).
    */
   detached?: boolean;
+  /**
+   * Signals that, sent to this process, first stop the child (SIGTERM) and then take their usual
+   * course here (a process that handles the signal itself keeps doing so). A detached child does
+   * not get its parent's terminal's SIGHUP, and a process killed by a signal runs no exit
+   * handlers: without this, closing the terminal would leave the child running.
+   */
+  forwardSignals?: NodeJS.Signals[];
 }
 
 export interface Supervised<T> {
@@ -82,9 +89,18 @@ export function supervise<T = undefined>(options: SuperviseOptions<T>): Supervis
     if (running()) child.kill("SIGTERM");
   };
   process.once("exit", killOnExit);
+  const forwarded = options.forwardSignals ?? [];
+  const onSignal = (signal: NodeJS.Signals) => {
+    for (const s of forwarded) process.off(s, onSignal);
+    killOnExit();
+    // Nobody else handles it: the signal's default action (termination) happens here too.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  for (const s of forwarded) process.on(s, onSignal);
   const exited = new Promise<ExitStatus>((resolve) => {
     child.once("exit", (code, signal) => {
       process.off("exit", killOnExit);
+      for (const s of forwarded) process.off(s, onSignal);
       resolve({ code, signal });
     });
   });
