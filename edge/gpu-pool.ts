@@ -595,7 +595,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       )(),
     runProgram: (req): Promise<SandboxRunResult> =>
       mappedAny((c) => c.sandboxRun(req))().catch((err: unknown) => {
-        throw err instanceof DomainError ? err : toDomainError(err, options.timeoutMs);
+        throw toDomainError(err, options.timeoutMs);
       }),
     async getBlock(id) {
       // Recorded holders first, then every other live node (a block imported straight into a node
