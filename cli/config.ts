@@ -12,6 +12,8 @@ export interface ToolEnv {
   gpuPort?: string;
   /** MODEL_PATH: a GGUF model instead of the generated tiny one. */
   modelPath?: string;
+  /** KVGRAFT_GPU_URL: the GPU node the flywheel worker calls. */
+  gpuUrl?: string;
   /** KVGRAFT_GPU_SECRET: the shared secret of signed requests. */
   gpuSecret?: string;
   /** LIBSQL_URL: the edge's database. */
@@ -38,6 +40,7 @@ export function readToolEnv(env: Record<string, string | undefined> = process.en
     ...pick("dataDir", "KVGRAFT_DATA_DIR"),
     ...pick("gpuPort", "GPU_PORT"),
     ...pick("modelPath", "MODEL_PATH"),
+    ...pick("gpuUrl", "KVGRAFT_GPU_URL"),
     ...pick("gpuSecret", "KVGRAFT_GPU_SECRET"),
     ...pick("libsqlUrl", "LIBSQL_URL"),
     ...pick("adminKey", "KVGRAFT_ADMIN_KEY"),

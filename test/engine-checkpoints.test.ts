@@ -21,7 +21,10 @@ describe("engine slots on a sliding-window model", () => {
       const slot = engine.slot(0);
       // The premise: node-llama-cpp would checkpoint this sequence (sliding window, no full cache).
       expect(slot.needsCheckpoints).toBe(true);
-      const tokens = Array.from({ length: 8_200 }, (_, i) => (1 + ((i * 37) % (engine.vocabSize - 1))) as Token);
+      const tokens = Array.from(
+        { length: 8_200 },
+        (_, i) => (1 + ((i * 37) % (engine.vocabSize - 1))) as Token,
+      );
       await slot.evaluateWithoutGeneratingNewTokens(tokens);
       await slot.controlledEvaluate([[5 as Token, { generateNext: { token: true } }]]);
       expect(slot.nextTokenIndex).toBe(8_201);

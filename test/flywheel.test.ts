@@ -20,6 +20,7 @@ import {
 import { type Candidate, judge } from "../edge/services/flywheel-judge.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
 import { skipWithoutSandbox } from "./helpers/sandbox.js";
@@ -70,7 +71,7 @@ beforeAll(async () => {
       secret: SECRET,
       contextSize: 1024,
     },
-    () => undefined,
+    silentLogger,
   );
   gpu = createGpuClient({ baseUrl: node.url, secret: SECRET });
   const env = {

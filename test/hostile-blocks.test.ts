@@ -21,6 +21,7 @@ import { createGpuApp, type GpuApp } from "../gpu-node/server/app.js";
 import { DomainError } from "../shared/errors.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { type BlockManifest, healthSchema } from "../shared/protocol.js";
 import { syntheticModel } from "./helpers/models.js";
 import { fieldOffset, stateFields } from "./helpers/state-fields.js";
@@ -48,7 +49,7 @@ beforeAll(async () => {
     secret: SECRET,
     fingerprints: { model: engine.modelFingerprint, engine: engine.engineFingerprint },
     dataDir,
-    log: () => undefined,
+    logger: silentLogger,
   });
   server = createAdaptorServer({ fetch: gpu.app.fetch });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

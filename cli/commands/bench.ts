@@ -1,7 +1,7 @@
+import { benchGraft, graftBenchTable } from "../../bench/graft-bench.js";
+import { benchHttpOverhead } from "../../bench/http-overhead.js";
+import { benchLibrary } from "../../bench/library-bench.js";
 import { benchRouter } from "../../bench/router-bench.js";
-import { benchGraft, graftBenchTable } from "../../gpu-node/bench/graft-bench.js";
-import { benchHttpOverhead } from "../../gpu-node/bench/http-overhead.js";
-import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
 import {
   intFlag,

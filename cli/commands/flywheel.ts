@@ -15,7 +15,7 @@ import {
 } from "../../edge/services/flywheel.service.js";
 import { flywheelProgress } from "../../edge/services/flywheel-admin.service.js";
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
-import { inheritedEnv } from "../config.js";
+import { inheritedEnv, readToolEnv } from "../config.js";
 
 const HELP = `usage: kvgraft flywheel [--edge-db file:PATH|libsql://...] [--gpu-url URL] [--once]
                         [--samples N] [--max-tokens N] [--json]
@@ -43,8 +43,9 @@ export default async function flywheel(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const gpuUrl = flags["gpu-url"] ?? process.env.KVGRAFT_GPU_URL;
-  const secret = process.env.KVGRAFT_GPU_SECRET;
+  const env = readToolEnv();
+  const gpuUrl = flags["gpu-url"] ?? env.gpuUrl;
+  const secret = env.gpuSecret;
   if (!gpuUrl) throw new UsageError("no GPU node given: pass --gpu-url URL (or set KVGRAFT_GPU_URL)");
   if (!secret)
     throw new UsageError(

@@ -5,6 +5,7 @@ import {
   type RunningGpuNode,
   startGpuNode,
 } from "../../gpu-node/server/node.js";
+import { formatValidationIssues } from "../../shared/http/zod-issues.js";
 import { intFlag, parseFlags, printJson, requireGgufFile, UsageError, UserError } from "../args.js";
 import { readCliGpuEnv } from "../gpu-env.js";
 import { portInUseMessage } from "../ports.js";
@@ -19,7 +20,7 @@ signed HTTP API on loopback by default. It prints the URL once ready (--json: a 
 {url, model, engine}). SIGTERM, SIGINT or SIGHUP drains: new work is refused with 503, running requests
 finish (or are aborted after the drain timeout), then it exits 0. Bad configuration exits 2.
 Environment: KVGRAFT_GPU_SECRET (required, >= 16 characters), MODEL_PATH (when --model is absent),
-KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_ACCESS_AUD + KVGRAFT_ACCESS_TEAM_DOMAIN (require
+KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_LOG_LEVEL=debug|info|warn|error|silent, KVGRAFT_ACCESS_AUD + KVGRAFT_ACCESS_TEAM_DOMAIN (require
 a Cloudflare Access JWT on every signed route). With --edge-url (or KVGRAFT_EDGE_URL) the node
 registers with that edge and sends signed heartbeats (id: --node-id / KVGRAFT_NODE_ID, default one
 kept in the data dir; URL the edge calls: --public-url / KVGRAFT_PUBLIC_URL, default the listening one).`;
@@ -58,6 +59,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     secret: env.KVGRAFT_GPU_SECRET,
     binary: env.KV_LLAMA,
     sandbox: !flags["no-sandbox"],
+    logLevel: env.KVGRAFT_LOG_LEVEL,
     ...(str("host") !== undefined ? { host: str("host") } : {}),
     ...(str("kv") !== undefined ? { kvType: str("kv") } : {}),
     ...int("port", "port", 0),
@@ -75,9 +77,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
       : {}),
   });
   if (!parsed.success)
-    throw new UsageError(
-      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ")}`,
-    );
+    throw new UsageError(`invalid configuration: ${formatValidationIssues(parsed.error, "config")}`);
   return parsed.data;
 }
 

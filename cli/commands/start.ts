@@ -6,11 +6,9 @@
  * start, and prints the URLs, the admin key and curl commands that work as printed.
  * Ctrl-C, SIGTERM or SIGHUP stops both; the GPU node also stops when this process dies (IPC).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { z } from "zod";
 import { readListenConfig } from "../../edge/config.js";
 import { systemClock } from "../../edge/http.js";
@@ -26,6 +24,7 @@ import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { packageRoot } from "../package-root.js";
 import { ensurePortFree } from "../ports.js";
+import { kvgraftSameEntryArgs, readyUrl, supervise } from "../process/supervise.js";
 
 const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
 
@@ -100,49 +99,37 @@ export default async function start(argv: string[]): Promise<number> {
   const secret = env.gpuSecret ?? randomBytes(32).toString("hex");
   // The model goes by --model; an empty MODEL_PATH would fail the node's own validation.
   const { MODEL_PATH: _model, ...childEnv } = inheritedEnv();
-  const entry = process.argv[1];
-  if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
   say(`starting the GPU node on port ${gpuPort} ...`);
-  const child = spawn(
-    process.execPath,
-    [
-      ...process.execArgv,
-      entry,
-      "serve",
-      "gpu",
-      "--model",
-      modelPath,
-      "--host",
-      GPU_HOST,
-      "--port",
-      String(gpuPort),
-      "--data-dir",
-      join(dataDir, "gpu"),
-      "--json",
+  const gpu = supervise({
+    name: "the GPU node",
+    args: kvgraftSameEntryArgs(
+      ...["serve", "gpu", "--model", modelPath, "--host", GPU_HOST, "--port", String(gpuPort)],
+      ...["--data-dir", join(dataDir, "gpu"), "--json"],
       ...(process.argv.includes("--verbose") ? ["--verbose"] : []),
-    ],
+    ),
+    // libuv's pool runs the engine build's parallel chunk reads and hashes; its default of 4
+    // leaves the disk idle while chunks are hashed.
+    env: { UV_THREADPOOL_SIZE: "16", ...childEnv, KVGRAFT_GPU_SECRET: secret },
+    ready: readyUrl,
+    readyTimeoutMs: GPU_READY_TIMEOUT_MS,
+    onStdoutLine: (line) => process.stderr.write(`[gpu] ${line}\n`),
+    stderr: "inherit",
     // Its own process group: a terminal's Ctrl-C or hangup reaches only this process, which then
     // sends the child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
-    // The IPC channel is how the child notices that this process died (cli/main.ts): it closes
-    // even on SIGKILL, and the child then stops instead of holding its port as an orphan.
-    {
-      // libuv's pool runs the engine build's parallel chunk reads and hashes; its default of 4
-      // leaves the disk idle while chunks are hashed.
-      env: { UV_THREADPOOL_SIZE: "16", ...childEnv, KVGRAFT_GPU_SECRET: secret },
-      stdio: ["ignore", "pipe", "inherit", "ipc"],
-      detached: true,
-    },
-  );
-  const killOnExit = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-  };
-  process.once("exit", killOnExit);
+    detached: true,
+    // The child notices through it that this process died, even by SIGKILL (cli/main.ts).
+    ipc: true,
+  });
   let edge: EdgeServer | null = null;
   try {
-    const ready = await Promise.race([waitForGpuReady(child), stopSignal.then((signal) => ({ signal }))]);
+    const ready = await Promise.race([
+      gpu.ready.then((url) => ({ url })),
+      gpu.exited.then(({ code }) => ({ exitCode: code })),
+      stopSignal.then((signal) => ({ signal })),
+    ]);
     if ("signal" in ready) {
       say(`${ready.signal}: stopping the GPU node ...`);
-      await stopChild(child);
+      await gpu.stop(GPU_STOP_TIMEOUT_MS);
       return 0;
     }
     // The node said why on its stderr (one line for a mistake, exit code 2).
@@ -194,10 +181,9 @@ export default async function start(argv: string[]): Promise<number> {
     }
 
     // 6. Run until a stop signal or the GPU node dies.
-    const exited = new Promise<number>((res) => child.once("exit", (code) => res(code ?? 1)));
     const outcome = await Promise.race([
       stopSignal.then((signal) => ({ signal })),
-      exited.then((code) => ({ code })),
+      gpu.exited.then(({ code }) => ({ code: code ?? 1 })),
     ]);
     if ("code" in outcome) {
       say(`the GPU node exited (code ${outcome.code}); stopping the edge`);
@@ -206,63 +192,14 @@ export default async function start(argv: string[]): Promise<number> {
     }
     say(`${outcome.signal}: stopping the edge and the GPU node ...`);
     await edge.close();
-    await stopChild(child);
+    await gpu.stop(GPU_STOP_TIMEOUT_MS);
     say("stopped");
     return 0;
   } catch (err) {
     await edge?.close();
-    await stopChild(child);
+    await gpu.stop(GPU_STOP_TIMEOUT_MS);
     throw err;
   }
-}
-
-/**
- * Reads the child's stdout until its JSON ready line `{url, ...}` (its other output is passed on),
- * or until it exits before that.
- */
-function waitForGpuReady(child: ChildProcess): Promise<{ url: string } | { exitCode: number | null }> {
-  return new Promise((resolvePromise, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    let ready = false;
-    const timer = setTimeout(
-      () => reject(new Error(`the GPU node was not ready within ${GPU_READY_TIMEOUT_MS / 1000} s`)),
-      GPU_READY_TIMEOUT_MS,
-    );
-    lines.on("line", (line) => {
-      if (!ready && line.startsWith("{")) {
-        try {
-          const parsed = JSON.parse(line) as { url?: unknown };
-          if (typeof parsed.url === "string") {
-            ready = true;
-            clearTimeout(timer);
-            resolvePromise({ url: parsed.url.replace(/\/+$/, "") });
-            return;
-          }
-        } catch {
-          // not the ready line
-        }
-      }
-      process.stderr.write(`[gpu] ${line}\n`);
-    });
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      if (!ready) resolvePromise({ exitCode: code });
-    });
-  });
-}
-
-/** SIGTERM, then SIGKILL if it has not exited in time. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((res) => child.once("exit", () => res()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), GPU_STOP_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
 }
 
 interface StarterOutcome {

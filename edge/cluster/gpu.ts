@@ -121,7 +121,7 @@ const PASS_THROUGH = new Set([400, 404, 409, 413, 422]);
 
 /** Maps whatever a GPU call threw to the edge's DomainError. */
 export function toDomainError(err: unknown, timeoutMs: number): DomainError {
-  if (err instanceof DomainError) return err;
+  // A GpuError is a DomainError too, but the node's; it is mapped to the edge's own here.
   if (err instanceof GpuError) {
     const details = { upstreamStatus: err.status, upstreamCode: err.code };
     // The node refuses to run programs (no bubblewrap): the feature says so, not a busy GPU.
@@ -155,6 +155,7 @@ export function toDomainError(err: unknown, timeoutMs: number): DomainError {
       return new DomainError(err.status as 400 | 404 | 409 | 413 | 422, err.code, err.message, err.details);
     return new DomainError(502, "gpu_bad_response", `The GPU node answered HTTP ${err.status}.`, details);
   }
+  if (err instanceof DomainError) return err;
   if (err instanceof ZodError || err instanceof SyntaxError)
     return new DomainError(502, "gpu_bad_response", "The GPU node's answer does not match the protocol.", {
       issues:

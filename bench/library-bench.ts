@@ -11,12 +11,12 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
-import { DomainError } from "../../shared/errors.js";
-import { BlockService } from "../blocks/block-service.js";
-import { Engine, type EngineOptions, type KvType } from "../engine/engine.js";
-import { evaluateProbe } from "../engine/probe.js";
-import { Xoshiro128 } from "../synth/random.js";
-import { quantile, randomTokens } from "../verify.js";
+import { BlockService } from "../gpu-node/blocks/block-service.js";
+import { Engine, type EngineOptions, type KvType } from "../gpu-node/engine/engine.js";
+import { evaluateProbe } from "../gpu-node/engine/probe.js";
+import { Xoshiro128 } from "../gpu-node/synth/random.js";
+import { quantile, randomTokens } from "../gpu-node/verify.js";
+import { DomainError } from "../shared/errors.js";
 import { dropPageCache } from "./page-cache.js";
 
 export interface LibraryBenchOptions {

@@ -7,11 +7,11 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createGpuClient } from "../../shared/gpu-client.js";
-import { BlockService } from "../blocks/block-service.js";
-import { Engine, type LlamaBinary } from "../engine/engine.js";
-import { startGpuNode } from "../server/node.js";
-import { quantile } from "../verify.js";
+import { BlockService } from "../gpu-node/blocks/block-service.js";
+import { Engine, type LlamaBinary } from "../gpu-node/engine/engine.js";
+import { startGpuNode } from "../gpu-node/server/node.js";
+import { quantile } from "../gpu-node/verify.js";
+import { createGpuClient } from "../shared/gpu-client.js";
 
 export interface HttpOverheadResult {
   blockSha256: string;

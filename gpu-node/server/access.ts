@@ -1,77 +1,13 @@
 /**
- * Authentication of the GPU node: every request but `/health` must carry a valid edge signature
- * (see shared/signing.ts) and, when configured, a Cloudflare Access JWT. Both run before any
- * handler, so a refused request has no side effect. The signature's headers are checked before
- * the body is read: an unsigned flood costs the node its headers, not its bodies.
+ * Cloudflare Access in front of the GPU node: when configured, every request but `/health` must
+ * carry a valid Access JWT besides the edge's signature (shared/http/signature.ts). Both run
+ * before any handler, so a refused request has no side effect.
  */
-import { createHash } from "node:crypto";
-import type { Context, MiddlewareHandler } from "hono";
+import type { MiddlewareHandler } from "hono";
 import { Jwt } from "hono/utils/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import { z } from "zod";
-import { readBounded } from "../../shared/body.js";
-import { DomainError, tooLarge, unauthorized, unavailable } from "../../shared/errors.js";
-import { type NonceCache, verifySignatureHeaders, verifySignedBody } from "../../shared/signing.js";
-
-/** Path and query string exactly as the client sent them (what the signature covers). */
-export function signedPath(url: string): string {
-  const u = new URL(url);
-  return `${u.pathname}${u.search}`;
-}
-
-/** The largest body a route takes. */
-export type BodyBound = (c: Context) => number;
-
-/** A 413 before anything is read when the declared Content-Length is over the route's bound. */
-export function declaredLengthLimit(maxBytes: BodyBound): MiddlewareHandler {
-  return async (c, next) => {
-    const declared = c.req.header("content-length");
-    const max = maxBytes(c);
-    if (declared !== undefined && !c.req.header("transfer-encoding") && Number(declared) > max)
-      throw tooLarge("body_too_large", `the request body is over ${max} bytes`);
-    await next();
-  };
-}
-
-/**
- * Reads the body once, streamed and hashed as it arrives, refusing it (413) past `maxBytes`;
- * handlers then read the buffered copy. Returns the body's SHA-256.
- */
-export async function readBody(c: Context, maxBytes: number): Promise<string> {
-  const hash = createHash("sha256");
-  const bytes = await readBounded(c.req.raw.body, maxBytes, (chunk) => hash.update(chunk));
-  if (!bytes) throw tooLarge("body_too_large", `the request body is over ${maxBytes} bytes`);
-  if (c.req.raw.body) c.req.raw = new Request(c.req.raw, { body: bytes });
-  return hash.digest("hex");
-}
-
-/**
- * Requires a valid HMAC signature over method, path, timestamp, nonce and body hash. The
- * headers and the HMAC over the claimed hash are checked first; only then is the body read
- * (bounded) and its hash compared, and the nonce recorded.
- */
-export function signatureAuth(opts: {
-  secret: string;
-  nonces: NonceCache;
-  maxBodyBytes: BodyBound;
-  maxSkewS?: number;
-  now?: () => number;
-}): MiddlewareHandler {
-  return async (c, next) => {
-    const signed = await verifySignatureHeaders({
-      secret: opts.secret,
-      method: c.req.method,
-      path: signedPath(c.req.url),
-      headers: (name) => c.req.header(name),
-      ...(opts.now ? { now: opts.now() } : {}),
-      ...(opts.maxSkewS !== undefined ? { maxSkewS: opts.maxSkewS } : {}),
-    });
-    if (!signed.ok) throw unauthorized(signed.code, signed.message);
-    const result = verifySignedBody(signed, await readBody(c, opts.maxBodyBytes(c)), opts.nonces);
-    if (!result.ok) throw unauthorized(result.code, result.message);
-    await next();
-  };
-}
+import { DomainError, unauthorized, unavailable } from "../../shared/errors.js";
 
 /** Cloudflare Access settings: the application's audience tag and the team domain. */
 export interface AccessConfig {
