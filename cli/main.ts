@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError } from "../edge/config.js";
 import { DomainError } from "../shared/errors.js";
+import { ConfigError } from "../shared/http/config.js";
 import { UsageError, UserError } from "./args.js";
 import { packageRoot } from "./package-root.js";
 import { portInUseMessage } from "./ports.js";

@@ -9,9 +9,13 @@
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
-import { errorBody, notFound, tooLarge } from "../shared/errors.js";
+import { tooLarge } from "../shared/errors.js";
+import { onError, routeNotFound } from "../shared/http/errors.js";
+import { createLogger } from "../shared/http/logger.js";
+import { requestId } from "../shared/http/request-id.js";
+import { requestLog } from "../shared/http/request-log.js";
 import { requireKey } from "./auth.js";
-import { type AppDeps, type AppEnv, consoleLogger, type Deps, errorHandler, systemClock } from "./http.js";
+import { type AppDeps, type AppEnv, type Deps, systemClock } from "./http.js";
 import { adminRoutes } from "./routes/admin.routes.js";
 import { clusterRoutes } from "./routes/cluster.routes.js";
 import { flywheelRoutes } from "./routes/flywheel.routes.js";
@@ -32,7 +36,7 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
     rateLimiter: input.rateLimiter,
     config: input.config,
     clock,
-    logger: input.logger ?? consoleLogger,
+    logger: input.logger ?? createLogger({ level: input.config.logLevel }),
     runtime: input.runtime ?? "unknown",
     startedAt: clock.now(),
   };
@@ -45,11 +49,12 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
     });
 
   const app = new OpenAPIHono<AppEnv>();
+  // A fresh id for every request (a client's own x-request-id is not trusted), then its log line;
+  // health probes are logged at debug.
+  app.use("*", requestId());
+  app.use("*", requestLog(deps.logger, { skip: (c) => c.req.path === "/health" }));
   app.use("*", async (c, next) => {
-    const requestId = crypto.randomUUID();
-    c.set("requestId", requestId);
     c.set("startedMs", clock.monotonicMs());
-    c.header("x-request-id", requestId);
     c.header("cache-control", "no-store");
     await next();
   });
@@ -67,15 +72,7 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
   app.route("/admin", adminRoutes(deps));
   app.route("/admin/flywheel", flywheelRoutes(deps));
 
-  app.notFound((c) =>
-    c.json(
-      errorBody(
-        notFound("route_not_found", `No route for ${c.req.method} ${c.req.path}.`),
-        c.get("requestId"),
-      ),
-      404,
-    ),
-  );
-  app.onError(errorHandler(deps.logger));
+  app.notFound(routeNotFound());
+  app.onError(onError({ logger: deps.logger, authenticate: 'Bearer realm="kvgraft"' }));
   return app;
 }

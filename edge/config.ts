@@ -4,12 +4,12 @@
  * Worker `env` object, and everything else takes the parsed `EdgeConfig`.
  */
 import { z } from "zod";
+import { intSetting as int, logLevelSetting, parseEnv } from "../shared/http/config.js";
+import type { LogLevel } from "../shared/http/logger.js";
 import { LIMITS } from "../shared/protocol.js";
 import type { WorkersRateLimitBinding } from "./rate-limit.js";
 
 const optionalString = z.string().min(1).optional();
-const int = (min: number, max: number, fallback: number) =>
-  z.coerce.number().int().min(min).max(max).default(fallback);
 
 const envSchema = z
   .object({
@@ -45,6 +45,8 @@ const envSchema = z
       .string()
       .regex(/^[A-Za-z0-9._-]{1,64}$/)
       .default("default"),
+    /** What the logger writes: debug, info (default; a line per request), warn, error or silent. */
+    KVGRAFT_LOG_LEVEL: logLevelSetting,
   })
   .superRefine((env, ctx) => {
     if (env.KVGRAFT_GPU_URL && !env.KVGRAFT_GPU_SECRET)
@@ -71,36 +73,18 @@ export interface EdgeConfig {
   rateLimit: { limit: number; periodS: number };
   limits: { publicBodyBytes: number; adminBodyBytes: number; solveMaxTokens: number };
   uploads: { grantTtlS: number };
+  logLevel: LogLevel;
 }
 
-/** Thrown when the configuration is invalid; lists every bad variable. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
-
-/** The set, non-empty string variables of an environment record (Workers bindings that are not strings drop out). */
-function setStrings(env: Record<string, unknown>): Record<string, string> {
-  const strings: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (typeof v === "string" && v !== "") strings[k] = v;
-  return strings;
-}
-
-/** Parses the environment with `schema`, or throws a ConfigError that lists every bad variable. */
-function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, unknown>): z.infer<S> {
-  const parsed = schema.safeParse(setStrings(env));
-  if (!parsed.success)
-    throw new ConfigError(
-      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  return parsed.data;
-}
+/** What the configuration errors call it: `invalid edge configuration: ...`. */
+const WHAT = "edge configuration";
 
 /**
  * Parses the environment (Node: `process.env`; Workers: the `env` object, whose non-string
  * bindings are ignored here). Empty strings count as unset.
  */
 export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
-  const e = parseEnv(envSchema, env);
+  const e = parseEnv(envSchema, env, WHAT);
   const trim = (url: string) => url.replace(/\/+$/, "");
   return {
     db: { url: e.LIBSQL_URL, ...(e.LIBSQL_AUTH_TOKEN ? { authToken: e.LIBSQL_AUTH_TOKEN } : {}) },
@@ -120,6 +104,7 @@ export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
       solveMaxTokens: e.KVGRAFT_SOLVE_MAX_TOKENS,
     },
     uploads: { grantTtlS: e.KVGRAFT_UPLOAD_GRANT_TTL_S },
+    logLevel: e.KVGRAFT_LOG_LEVEL,
   };
 }
 
@@ -147,7 +132,7 @@ const listenSchema = z.object({
 
 /** Where the Node entry listens: `EDGE_PORT`, else `PORT`, else 8787; `EDGE_HOST` (default loopback). */
 export function readListenConfig(env: Record<string, string | undefined>): { port: number; host: string } {
-  const e = parseEnv(listenSchema, env);
+  const e = parseEnv(listenSchema, env, WHAT);
   return { port: e.EDGE_PORT ?? e.PORT ?? 8787, host: e.EDGE_HOST };
 }
 
@@ -175,7 +160,7 @@ const poolSchema = z.object({
 
 /** Reads the GPU pool's cluster settings from the environment record the entry hands the edge. */
 export function readPoolSettings(env: Record<string, unknown>): PoolSettings {
-  const e = parseEnv(poolSchema, env);
+  const e = parseEnv(poolSchema, env, WHAT);
   return {
     replicas: e.KVGRAFT_REPLICAS,
     heartbeatMs: e.KVGRAFT_HEARTBEAT_MS,

@@ -13,6 +13,7 @@ import { addSolution, registerProblem } from "../edge/db/library.js";
 import { queries } from "../edge/db/schema.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { verifyUploadGrant } from "../edge/services/upload-grant.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 
 const SECRET = "test-secret-0123456789abcdef";
@@ -75,7 +76,7 @@ async function edge(env: Record<string, string> = {}): Promise<EdgeServer & { ad
     env: { LIBSQL_URL: `file:${join(dir, "edge.db")}`, KVGRAFT_GPU_SECRET: SECRET, ...env },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   edges.push(e);
   if (!e.generatedAdminKey) throw new Error("expected a generated admin key on a fresh database");

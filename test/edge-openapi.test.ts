@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../edge/app.js";
 import { createLocalRateLimiter } from "../edge/rate-limit.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
+import { silentLogger } from "../shared/http/logger.js";
 
 type Doc = { openapi: string; paths: Record<string, Record<string, unknown>> } & Record<string, unknown>;
 
@@ -33,7 +34,7 @@ beforeAll(async () => {
     env: { LIBSQL_URL: `file:${join(dir, "edge.db")}`, KVGRAFT_GPU_SECRET: "openapi-test-secret-0123456789" },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   const res = await fetch(`${edge.url}/openapi.json`);
   expect(res.status).toBe(200);

@@ -83,7 +83,7 @@ beforeAll(async () => {
     env,
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
     gpu: createEdgeGpuClient({ baseUrl: node.url, secret: SECRET, timeoutMs: 60_000 }),
   });
   key = edge.generatedAdminKey as string;

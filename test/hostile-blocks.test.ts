@@ -259,7 +259,7 @@ describe("crafted block files through the import API", () => {
       },
       port: 0,
       host: "127.0.0.1",
-      logger: { error: () => undefined, info: () => undefined },
+      logger: silentLogger,
     });
     try {
       const edgeHealth = (await (await fetch(`${edge.url}/health`)).json()) as {

@@ -20,6 +20,7 @@ import { DomainError } from "../shared/errors.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
 import { type Heartbeat, sendHeartbeat } from "../shared/heartbeat.js";
+import { createLogger } from "../shared/http/logger.js";
 import { CHUNK_SHA256_HEADER, LIMITS } from "../shared/protocol.js";
 import { placementSpread, rendezvousPick } from "../shared/rendezvous.js";
 import { createUploadGrant } from "../shared/upload-grant.js";
@@ -159,7 +160,7 @@ beforeAll(async () => {
       KVGRAFT_GPU_TIMEOUT_MS: "60000",
     },
     port: 0,
-    logger: { info: () => undefined, error: (m, f) => console.error(m, f) },
+    logger: createLogger({ level: "error" }),
   });
   if (!isGpuPool(edge.gpu)) throw new Error("the edge should run a GPU pool");
   pool = edge.gpu;

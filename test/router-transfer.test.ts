@@ -20,6 +20,7 @@ import { queries as queryLog } from "../edge/db/schema.js";
 import { isParametricProfile, profileParameters } from "../edge/routing/param-probe.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 import { BLOCK_FORMAT_VERSION, gpuPaths } from "../shared/protocol.js";
 import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
@@ -133,7 +134,7 @@ beforeAll(async () => {
     },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   adminKey = edge.generatedAdminKey as string;
 }, 60_000);

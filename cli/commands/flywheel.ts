@@ -6,7 +6,7 @@
 import { createEdgeGpuClient } from "../../edge/cluster/gpu.js";
 import { readEdgeConfig } from "../../edge/config.js";
 import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
-import { consoleLogger, systemClock } from "../../edge/http.js";
+import { systemClock } from "../../edge/http.js";
 import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/runtime/node.js";
 import {
   DEFAULT_FLYWHEEL_BUDGET,
@@ -14,6 +14,7 @@ import {
   startFlywheelWorker,
 } from "../../edge/services/flywheel.service.js";
 import { flywheelProgress } from "../../edge/services/flywheel-admin.service.js";
+import { createLogger } from "../../shared/http/logger.js";
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 
@@ -82,7 +83,7 @@ export default async function flywheel(argv: string[]): Promise<number> {
       if (flags.json) printJson({ item, progress });
       return 0;
     }
-    const worker = startFlywheelWorker(deps, { budget, logger: consoleLogger });
+    const worker = startFlywheelWorker(deps, { budget, logger: createLogger({ level: config.logLevel }) });
     say(`flywheel worker running on ${config.db.url}; Ctrl-C stops it`);
     await waitForStopSignal();
     await worker.stop();

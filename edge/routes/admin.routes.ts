@@ -2,9 +2,10 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
 import { notFound } from "../../shared/errors.js";
+import { readJson } from "../../shared/http/json-body.js";
 import { sha256Schema } from "../../shared/protocol.js";
 import { upsertNode } from "../db/nodes.js";
-import { type AppEnv, type Deps, readJson } from "../http.js";
+import type { AppEnv, Deps } from "../http.js";
 import {
   adminBlockRegisterSchema,
   adminSolutionRequestSchema,

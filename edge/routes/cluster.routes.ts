@@ -1,19 +1,16 @@
 /**
  * `POST /cluster/heartbeat`: a GPU node registers and heartbeats (shared/heartbeat.ts). Signed
- * with the shared GPU secret (shared/signing.ts), not an API key, so it sits outside `/v1` and
- * `/admin`. A node that joins or comes back up, or says it is draining, triggers a rebalance.
+ * with the shared GPU secret (the signature middleware of shared/http/signature.ts), not an API
+ * key, so it sits outside `/v1` and `/admin`. A node that joins or comes back up, or says it is
+ * draining, triggers a rebalance.
  */
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { readBounded } from "../../shared/body.js";
-import { badRequest, tooLarge, unauthorized, unavailable } from "../../shared/errors.js";
-import { sha256Hex } from "../../shared/hash.js";
+import type { MiddlewareHandler } from "hono";
+import { unavailable } from "../../shared/errors.js";
 import { heartbeatResultSchema, heartbeatSchema } from "../../shared/heartbeat.js";
-import {
-  NonceCache,
-  SIGNATURE_HEADERS,
-  verifySignatureHeaders,
-  verifySignedBody,
-} from "../../shared/signing.js";
+import { parseJson } from "../../shared/http/json-body.js";
+import { declaredLengthLimit, signatureAuth } from "../../shared/http/signature.js";
+import { NonceCache } from "../../shared/signing.js";
 import type { AppEnv, Deps } from "../http.js";
 import { recordHeartbeat } from "../services/nodes.service.js";
 import { errorResponse, jsonBody, ok, routeGroup, serve, serviceRoute } from "./documented.js";
@@ -34,43 +31,43 @@ const heartbeatRoute = serviceRoute({
   },
 });
 
+/**
+ * The heartbeat's checks, in order: a GPU secret to check with (503), the declared length (413),
+ * the signature's headers before the body is read (401), then the body's hash and nonce. The
+ * nonces live in memory (a Worker has no disk), so a heartbeat stamped before this edge started
+ * may have been accepted by the process before it and is refused.
+ */
+function heartbeatAuth(deps: Deps): MiddlewareHandler[] {
+  const secret = deps.config.gpu.secret;
+  if (!secret)
+    return [
+      () => {
+        throw unavailable("registry_unavailable", "This edge has no GPU secret to check heartbeats with.");
+      },
+    ];
+  return [
+    declaredLengthLimit(HEARTBEAT_BODY_BYTES),
+    signatureAuth({
+      secret,
+      nonces: new NonceCache(),
+      maxBodyBytes: HEARTBEAT_BODY_BYTES,
+      notBeforeS: Math.floor(deps.startedAt / 1000),
+    }),
+  ];
+}
+
 /** `POST /cluster/heartbeat` (mounted at the root, before the keyed prefixes). */
 export function clusterRoutes(deps: Deps): OpenAPIHono<AppEnv> {
-  const nonces = new NonceCache();
   const app = routeGroup();
-  serve(app, heartbeatRoute, async (c) => {
-    const secret = deps.config.gpu.secret;
-    if (!secret)
-      throw unavailable("registry_unavailable", "This edge has no GPU secret to check heartbeats with.");
-    const tooBig = () => tooLarge("body_too_large", "The heartbeat is too large.");
-    if (!c.req.header("transfer-encoding") && Number(c.req.header("content-length")) > HEARTBEAT_BODY_BYTES)
-      throw tooBig();
-    // The signature's headers first: an unsigned request is refused before its body is read.
-    const url = new URL(c.req.url);
-    const signed = await verifySignatureHeaders({
-      secret,
-      method: c.req.method,
-      path: `${url.pathname}${url.search}`,
-      headers: (name) => c.req.header(name),
-    });
-    if (!signed.ok) throw unauthorized(signed.code, signed.message);
-    // The nonces live in memory (a Worker has no disk): a heartbeat stamped before this edge
-    // started may have been accepted by the process before it, so it is refused.
-    if (Number(c.req.header(SIGNATURE_HEADERS.timestamp)) < Math.floor(deps.startedAt / 1000))
-      throw unauthorized("signature_replayed", "The heartbeat was signed before this edge started.");
-    const body = await readBounded(c.req.raw.body, HEARTBEAT_BODY_BYTES);
-    if (!body) throw tooBig();
-    const verdict = verifySignedBody(signed, await sha256Hex(body), nonces);
-    if (!verdict.ok) throw unauthorized(verdict.code, verdict.message);
-    let json: unknown;
-    try {
-      json = JSON.parse(new TextDecoder().decode(body));
-    } catch {
-      throw badRequest("invalid_json", "The heartbeat is not valid JSON.");
-    }
-    const beat = heartbeatSchema.parse(json);
-    const { row, intervalMs } = await recordHeartbeat(deps, beat);
-    return c.json({ node: { id: row.id, status: row.status }, ...(intervalMs ? { intervalMs } : {}) }, 200);
-  });
+  serve(
+    app,
+    heartbeatRoute,
+    async (c) => {
+      const beat = parseJson(await c.req.text(), heartbeatSchema, { what: "The heartbeat" });
+      const { row, intervalMs } = await recordHeartbeat(deps, beat);
+      return c.json({ node: { id: row.id, status: row.status }, ...(intervalMs ? { intervalMs } : {}) }, 200);
+    },
+    heartbeatAuth(deps),
+  );
   return app;
 }

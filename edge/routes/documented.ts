@@ -6,17 +6,28 @@
  * own codes (`invalid_json`, `invalid_request`) instead of the validator's.
  */
 import { createRoute, OpenAPIHono, type RouteConfig, z } from "@hono/zod-openapi";
-import type { Context, Handler } from "hono";
+import type { Context, Handler, MiddlewareHandler } from "hono";
+import { every } from "hono/combine";
 import { errorBodySchema } from "../../shared/protocol.js";
 import type { AppEnv } from "../http.js";
 
 /** A group of documented routes; the app mounts it with `app.route(prefix, group)`. */
 export const routeGroup = (): OpenAPIHono<AppEnv> => new OpenAPIHono<AppEnv>();
 
-/** Documents `route` and serves it with `handler`. */
-export function serve(app: OpenAPIHono<AppEnv>, route: RouteConfig, handler: Handler<AppEnv>): void {
+/** Documents `route` and serves it with `handler`, after the route's own `middleware` (authentication, say). */
+export function serve(
+  app: OpenAPIHono<AppEnv>,
+  route: RouteConfig,
+  handler: Handler<AppEnv>,
+  middleware: MiddlewareHandler[] = [],
+): void {
   app.openAPIRegistry.registerPath(route);
-  app.on(route.method.toUpperCase(), route.path.replaceAll(/\/{(.+?)}/g, "/:$1"), handler);
+  app.on(
+    route.method.toUpperCase(),
+    route.path.replaceAll(/\/{(.+?)}/g, "/:$1"),
+    every(...middleware),
+    handler,
+  );
 }
 
 /** A JSON response (or request body) content of `schema`. */

@@ -1,7 +1,8 @@
 /** The flywheel's admin API under `/admin/flywheel` (admin auth is mounted on `/admin/*`). */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { type AppEnv, type Deps, readJson, readQuery } from "../http.js";
+import { readJson } from "../../shared/http/json-body.js";
+import { type AppEnv, type Deps, readQuery } from "../http.js";
 import {
   flywheelAcceptSchema,
   flywheelEnqueueSchema,
@@ -27,12 +28,6 @@ import {
   routeGroup,
   serve,
 } from "./documented.js";
-
-/** A JSON body that may be empty (`{}`). */
-async function optionalJson<S extends z.ZodType>(c: Parameters<typeof readJson>[0], schema: S) {
-  if ((await c.req.raw.clone().text()).trim() === "") return schema.parse({}) as z.output<S>;
-  return readJson(c, schema);
-}
 
 const itemBody = z.object({ item: flywheelItemSchema });
 const notFoundError = { 404: errorResponse("`flywheel_item_not_found`.") };
@@ -102,11 +97,11 @@ export function flywheelRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   });
   serve(app, getRoute, async (c) => c.json({ item: await getFlywheelItem(deps, pathId(c)) }, 200));
   serve(app, acceptRoute, async (c) => {
-    const input = await optionalJson(c, flywheelAcceptSchema);
+    const input = await readJson(c, flywheelAcceptSchema, { emptyAsObject: true });
     return c.json({ item: await acceptFlywheelItem(deps, pathId(c), input) }, 200);
   });
   serve(app, rejectRoute, async (c) => {
-    const input = await optionalJson(c, flywheelRejectSchema);
+    const input = await readJson(c, flywheelRejectSchema, { emptyAsObject: true });
     return c.json({ item: await rejectFlywheelItem(deps, pathId(c), input) }, 200);
   });
   return app;

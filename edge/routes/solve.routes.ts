@@ -1,6 +1,8 @@
 /** `POST /v1/solve`. */
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { type AppEnv, type Deps, readJson } from "../http.js";
+import { readJson } from "../../shared/http/json-body.js";
+import { annotateRequest } from "../../shared/http/request-log.js";
+import type { AppEnv, Deps } from "../http.js";
 import { solveRequestSchema, solveResponseSchema } from "../schemas.js";
 import { solve } from "../services/solve.service.js";
 import { gpuErrors, jsonBody, ok, publicRoute, routeGroup, serve } from "./documented.js";
@@ -22,6 +24,7 @@ export function solveRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       requestId: c.get("requestId"),
       startedMs: c.get("startedMs"),
     });
+    annotateRequest(c, { source: result.source });
     return c.json(result, 200);
   });
   return app;

@@ -10,6 +10,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
+import { createLogger, type Logger } from "../../shared/http/logger.js";
 import { createApp } from "../app.js";
 import type { GpuClient } from "../cluster/gpu.js";
 import { createGpuPool, isGpuPool } from "../cluster/gpu-pool.js";
@@ -21,7 +22,7 @@ import {
   readPoolSettings,
 } from "../config.js";
 import { type Database, migrateDatabase, openDatabase } from "../db/client.js";
-import { type AppEnv, consoleLogger, type Logger } from "../http.js";
+import type { AppEnv } from "../http.js";
 import { createLocalRateLimiter } from "../rate-limit.js";
 import { ensureAdminKey } from "../services/keys.service.js";
 
@@ -65,7 +66,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
   for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) env[k] = v;
   const config = readEdgeConfig(env);
   const listen = readListenConfig(env);
-  const logger = options.logger ?? consoleLogger;
+  const logger = options.logger ?? createLogger({ level: config.logLevel });
 
   if (config.db.url.startsWith("file:")) {
     const path = config.db.url.startsWith("file://") ? fileURLToPath(config.db.url) : config.db.url.slice(5);

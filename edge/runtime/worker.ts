@@ -6,11 +6,13 @@
  */
 import { createClient } from "@libsql/client/web";
 import type { Hono } from "hono";
+import { ConfigError } from "../../shared/http/config.js";
+import { createLogger } from "../../shared/http/logger.js";
 import { createApp } from "../app.js";
 import { createEdgeGpuClient } from "../cluster/gpu.js";
-import { ConfigError, rateLimitBinding, readEdgeConfig } from "../config.js";
+import { rateLimitBinding, readEdgeConfig } from "../config.js";
 import { databaseFromClient } from "../db/database.js";
-import { type AppEnv, consoleLogger } from "../http.js";
+import type { AppEnv } from "../http.js";
 import { createLocalRateLimiter, workersRateLimiter } from "../rate-limit.js";
 import { ensureAdminKey } from "../services/keys.service.js";
 
@@ -39,7 +41,8 @@ function build(env: Record<string, unknown>): Built {
     timeoutMs: config.gpu.timeoutMs,
     healthTimeoutMs: config.gpu.healthTimeoutMs,
   });
-  const app = createApp({ db, gpu, rateLimiter, config, runtime: "workers" });
+  const logger = createLogger({ level: config.logLevel });
+  const app = createApp({ db, gpu, rateLimiter, config, logger, runtime: "workers" });
   let adminReady: Promise<void> | null = null;
   return {
     app,
@@ -49,7 +52,7 @@ function build(env: Record<string, unknown>): Built {
             () => undefined,
             (err: unknown) => {
               adminReady = null; // try again on the next admin request
-              consoleLogger.error("could not install KVGRAFT_ADMIN_KEY", { error: String(err) });
+              logger.error("could not install KVGRAFT_ADMIN_KEY", { error: err });
             },
           )
         : Promise.resolve();
@@ -63,7 +66,8 @@ export default {
     try {
       built ??= build(env);
     } catch (err) {
-      consoleLogger.error("edge configuration", { error: String(err) });
+      // The configuration is what failed, so its log level is not known: errors are always written.
+      createLogger().error("edge configuration", { error: err });
       const message = err instanceof ConfigError ? err.message : "The edge failed to start.";
       return Response.json({ error: { code: "edge_misconfigured", message } }, { status: 500 });
     }

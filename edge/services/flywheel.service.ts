@@ -16,6 +16,7 @@
 import { ZodError } from "zod";
 import { answersEqual } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
+import { createLogger, type Logger } from "../../shared/http/logger.js";
 import type { SolveResult, SolveSample } from "../../shared/protocol.js";
 import { tally } from "../../shared/vote.js";
 import {
@@ -25,7 +26,7 @@ import {
   requeueFlywheel,
 } from "../db/flywheel-queue.js";
 import { findVerifiedByFingerprint } from "../db/library.js";
-import { type Logger, systemClock } from "../http.js";
+import { systemClock } from "../http.js";
 import type { AdminDeps } from "./admin.service.js";
 import { candidatesOf, depositAccepted, judge, omitSolution } from "./flywheel-judge.js";
 
@@ -286,19 +287,14 @@ export function startFlywheelWorker(
   };
 }
 
-/** JSON lines on stderr: stdout of `kvgraft start --json` carries only its summary. */
-const stderrLogger: Logger = {
-  error: (message, fields) => console.error(JSON.stringify({ level: "error", message, ...fields })),
-  info: (message, fields) => console.error(JSON.stringify({ level: "info", message, ...fields })),
-};
-
 /** Runs a worker next to a Node edge (npm start); closing the edge stops the worker first. */
 export function withFlywheelWorker<
   E extends Pick<AdminDeps, "db" | "gpu" | "config"> & { close(): Promise<void> },
 >(edge: E, options: { budget?: FlywheelBudget; idleMs?: number } = {}): E {
   const worker = startFlywheelWorker(
     { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock },
-    { logger: stderrLogger, ...options },
+    // JSON lines on stderr: stdout of `kvgraft start --json` carries only its summary.
+    { logger: createLogger({ level: edge.config.logLevel }), ...options },
   );
   const close = edge.close.bind(edge);
   return Object.assign(edge, {

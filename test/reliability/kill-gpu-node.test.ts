@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerProblem } from "../../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import { GpuError } from "../../shared/gpu-client.js";
+import { silentLogger } from "../../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 import { syntheticModel } from "../helpers/models.js";
 import { type GpuChild, killHard, startGpuChild } from "./helpers.js";
@@ -82,7 +83,7 @@ describe("a damaged block found on read", () => {
       },
       port: 0,
       host: "127.0.0.1",
-      logger: { error: () => undefined, info: () => undefined },
+      logger: silentLogger,
     });
     adminKey = edge.generatedAdminKey as string;
   });

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { percentiles, prepareWorkload, runLoad } from "../../bench/load-bench.js";
 import { addSolution, registerProblem } from "../../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
+import { silentLogger } from "../../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 
 const temp = mkdtempSync(join(tmpdir(), "kvgraft-rel-load-"));
@@ -26,7 +27,7 @@ async function edgeWithAnswer(name: string, env: Record<string, string>) {
     env: { LIBSQL_URL: `file:${join(temp, `${name}.db`)}`, ...env },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   edges.push(edge);
   const problem = "What is 6 times 7?";
