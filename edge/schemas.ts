@@ -138,7 +138,9 @@ export const solveResponseSchema = z.object({
     outputSha256: sha256Schema.nullable().describe("SHA-256 of the GPU node's output tokens."),
     blockSha256: sha256Schema.nullable(),
   }),
-  queued: z.boolean().describe("Whether the problem was queued for the flywheel (unverified answer)."),
+  queued: z
+    .boolean()
+    .describe("Whether the problem was queued for the flywheel (an unverified answer, and the flywheel on)."),
   queryId: z.string(),
   requestId: z.string(),
 });
