@@ -14,6 +14,7 @@ import { z } from "zod";
 import { DomainError, unavailable } from "../shared/errors.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
+import { type Heartbeat, heartbeatFrom } from "../shared/heartbeat.js";
 import type { BlockManifest, GenerationResult, Health } from "../shared/protocol.js";
 import { rendezvousRank } from "../shared/rendezvous.js";
 import type { Database } from "./db/database.js";
@@ -116,6 +117,19 @@ export interface PoolNode extends NodeView {
   missedHeartbeats: number;
   capacity: Record<string, unknown>;
   coldCount: number | null;
+  /** What the node last reported (its heartbeat, or the static node's /health); `{error}` when unreachable. */
+  health: Record<string, unknown>;
+}
+
+/** The part of a heartbeat the registry keeps as the node's health (and the admin view shows). */
+export function reportedHealth(beat: Heartbeat): Record<string, unknown> {
+  return {
+    status: beat.status,
+    tiers: beat.tiers,
+    queue: beat.queue,
+    model: { name: beat.model.name, architecture: beat.model.architecture, sha256: beat.model.sha256 },
+    engine: { id: beat.engine.id, backend: beat.engine.backend, gpuName: beat.engine.gpuName },
+  };
 }
 
 /** Where a routed call went. */
@@ -191,7 +205,8 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
   const suspect = new Map<string, number>();
   const clients = new Map<string, { url: string; client: GpuNodeClient }>();
   const metrics = new Map<string, NodeMetrics>();
-  let staticInfo: { modelFingerprint: string; engineFingerprint: string; health: Health } | null = null;
+  let staticInfo: { modelFingerprint: string; engineFingerprint: string; beat: Heartbeat } | null = null;
+  let staticError: string | null = null;
   let staticDownAt: number | undefined;
   let rr = 0;
   const timers: ReturnType<typeof setInterval>[] = [];
@@ -239,21 +254,32 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     await rowsLoading;
   }
 
-  async function staticView(): Promise<PoolNode | null> {
+  /**
+   * The statically configured node sends no heartbeats, so what it holds comes from its /health:
+   * read on every fresh view (the admin node list, each rebalance pass: tiers change with every
+   * graft) and, for its fingerprints, once it has registered neighbours (placement groups).
+   */
+  async function staticView(fresh: boolean): Promise<PoolNode | null> {
     const s = options.staticNode;
     if (!s || rows.some((r) => r.id === s.id)) return null;
-    // Its fingerprints matter only next to registered nodes; a pool of one never asks.
-    if (!staticInfo && options.secret && rows.length > 0) {
+    if (options.secret && (fresh || (!staticInfo && rows.length > 0))) {
       try {
-        const health = await createGpuClient({
+        const health: Health = await createGpuClient({
           baseUrl: s.url,
           secret: options.secret,
           timeoutMs: options.healthTimeoutMs,
           ...(options.fetch ? { fetch: options.fetch } : {}),
         }).health();
-        staticInfo = { modelFingerprint: health.model.sha256, engineFingerprint: health.engine.id, health };
-      } catch {
-        // Unknown fingerprints: the node still serves calls; placement leaves it out of groups.
+        staticInfo = {
+          modelFingerprint: health.model.sha256,
+          engineFingerprint: health.engine.id,
+          beat: heartbeatFrom(s.id, s.url, health),
+        };
+        staticError = null;
+      } catch (err) {
+        // The node still gets calls (a pool of one has nowhere else to send them); the view says why
+        // its report is missing, and placement leaves unknown fingerprints out of groups.
+        staticError = err instanceof Error ? err.message : String(err);
       }
     }
     const down =
@@ -266,13 +292,17 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       live: !down,
       modelFingerprint: staticInfo?.modelFingerprint ?? "",
       engineFingerprint: staticInfo?.engineFingerprint ?? "",
-      hot: staticInfo?.health.tiers.hot ?? [],
-      warm: staticInfo?.health.tiers.warm ?? [],
-      queueDepth: staticInfo?.health.queue.depth ?? 0,
+      hot: staticInfo?.beat.tiers.hot ?? [],
+      warm: staticInfo?.beat.tiers.warm ?? [],
+      queueDepth: staticInfo?.beat.queue.depth ?? 0,
       lastHeartbeatAt: null,
       missedHeartbeats: 0,
-      capacity: {},
-      coldCount: staticInfo?.health.tiers.coldCount ?? null,
+      capacity: staticInfo ? { ...staticInfo.beat.capacity } : {},
+      coldCount: staticInfo?.beat.tiers.coldCount ?? null,
+      health: {
+        ...(staticInfo ? reportedHealth(staticInfo.beat) : {}),
+        ...(staticError !== null ? { error: staticError } : {}),
+      },
     };
   }
 
@@ -301,13 +331,14 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       missedHeartbeats: row.missedHeartbeats,
       capacity: row.capacity,
       coldCount: health.tiers?.coldCount ?? null,
+      health: row.health,
     };
   }
 
   async function nodes(fresh = false): Promise<PoolNode[]> {
     await loadRows(fresh);
     const views = rows.map(rowView);
-    const s = await staticView();
+    const s = await staticView(fresh);
     if (!s) return views;
     // The configured node is never written off while it is the only one: a pool of one keeps
     // sending it every call, as the single-node edge did.

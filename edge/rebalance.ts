@@ -232,8 +232,13 @@ export class Rebalancer {
       for (let pass = 0; pass < 4; pass++) {
         report.passes = pass + 1;
         const nodes = (await this.pool.nodes(true)).map((n) => ({ ...n }));
-        // One node (or none): nothing to place or move.
-        if (nodes.length < 2) break;
+        // One node (or none): nothing to place or move, but the report still counts what there is
+        // (a single `npm start` node is live, and holds every ready block).
+        if (nodes.length < 2) {
+          report.liveNodes = nodes.filter((n) => n.live).length;
+          report.blocks = (await readyBlocks(db)).length;
+          break;
+        }
         // What each live node really holds.
         const inventory = new Map<string, Set<string>>();
         await Promise.all(
