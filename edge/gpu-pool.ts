@@ -149,6 +149,11 @@ export interface GpuPool extends GpuClient {
   readonly rebalancer: Rebalancer;
   /** All known nodes with liveness and tiers (`fresh`: re-read the registry now). */
   nodes(fresh?: boolean): Promise<PoolNode[]>;
+  /**
+   * Reads the statically configured node's /health now (it sends no heartbeats), so the next
+   * `nodes()` shows its current tiers, queue and capacity; a no-op without one.
+   */
+  refreshStatic(): Promise<void>;
   /** A signed client of one node (for transfers). */
   client(nodeId: string): GpuNodeClient;
   metrics(nodeId: string): NodeMetrics;
@@ -256,32 +261,36 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
 
   /**
    * The statically configured node sends no heartbeats, so what it holds comes from its /health:
-   * read on every fresh view (the admin node list, each rebalance pass: tiers change with every
-   * graft) and, for its fingerprints, once it has registered neighbours (placement groups).
+   * read when asked (`refreshStatic`: the admin node list; tiers change with every graft) and, for
+   * its fingerprints, once it has registered neighbours (placement groups).
    */
-  async function staticView(fresh: boolean): Promise<PoolNode | null> {
+  async function readStaticHealth(): Promise<void> {
+    const s = options.staticNode;
+    if (!s || !options.secret || rows.some((r) => r.id === s.id)) return;
+    try {
+      const health: Health = await createGpuClient({
+        baseUrl: s.url,
+        secret: options.secret,
+        timeoutMs: options.healthTimeoutMs,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+      }).health();
+      staticInfo = {
+        modelFingerprint: health.model.sha256,
+        engineFingerprint: health.engine.id,
+        beat: heartbeatFrom(s.id, s.url, health),
+      };
+      staticError = null;
+    } catch (err) {
+      // The node still gets calls (a pool of one has nowhere else to send them); the view says why
+      // its report is missing, and placement leaves unknown fingerprints out of groups.
+      staticError = err instanceof Error ? err.message : String(err);
+    }
+  }
+
+  async function staticView(): Promise<PoolNode | null> {
     const s = options.staticNode;
     if (!s || rows.some((r) => r.id === s.id)) return null;
-    if (options.secret && (fresh || (!staticInfo && rows.length > 0))) {
-      try {
-        const health: Health = await createGpuClient({
-          baseUrl: s.url,
-          secret: options.secret,
-          timeoutMs: options.healthTimeoutMs,
-          ...(options.fetch ? { fetch: options.fetch } : {}),
-        }).health();
-        staticInfo = {
-          modelFingerprint: health.model.sha256,
-          engineFingerprint: health.engine.id,
-          beat: heartbeatFrom(s.id, s.url, health),
-        };
-        staticError = null;
-      } catch (err) {
-        // The node still gets calls (a pool of one has nowhere else to send them); the view says why
-        // its report is missing, and placement leaves unknown fingerprints out of groups.
-        staticError = err instanceof Error ? err.message : String(err);
-      }
-    }
+    if (!staticInfo && rows.length > 0) await readStaticHealth();
     const down =
       staticDownAt !== undefined && now() - staticDownAt < settings.heartbeatMs * settings.downAfter;
     return {
@@ -338,7 +347,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
   async function nodes(fresh = false): Promise<PoolNode[]> {
     await loadRows(fresh);
     const views = rows.map(rowView);
-    const s = await staticView(fresh);
+    const s = await staticView();
     if (!s) return views;
     // The configured node is never written off while it is the only one: a pool of one keeps
     // sending it every call, as the single-node edge did.
@@ -599,6 +608,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     // Assigned below (the rebalancer needs the pool).
     rebalancer: undefined as unknown as Rebalancer,
     nodes,
+    refreshStatic: readStaticHealth,
     client,
     metrics: metricsOf,
     allMetrics: () => Object.fromEntries(metrics),

@@ -98,7 +98,8 @@ export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
     return (await listNodes(deps.db)).map((row) => ({ ...row, live: row.status === "up" }));
   const pool = deps.gpu;
   const rows = new Map<string, GpuNode>((await listNodes(deps.db)).map((r) => [r.id, r]));
-  // Fresh: registry rows re-read, and the static node's /health asked now.
+  // Fresh: the static node's /health asked now, registry rows re-read.
+  await pool.refreshStatic();
   return (await pool.nodes(true)).map((n) => {
     const row = rows.get(n.id);
     return {
