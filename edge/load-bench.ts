@@ -103,12 +103,9 @@ export async function prepareWorkload(
   if (path === "fast") {
     const lib = await api(url, key, "GET", "/v1/library?limit=100");
     if (lib.status !== 200) throw new Error(`GET /v1/library: HTTP ${lib.status}`);
-    for (const item of lib.body.items as {
-      problem: { normalizedText: string };
-      solutions: { verified: boolean }[];
-    }[]) {
-      if (!item.solutions.some((s) => s.verified)) continue;
-      const body = JSON.stringify({ problem: item.problem.normalizedText });
+    for (const item of lib.body.items as { problem: string; answer: string | null }[]) {
+      if (item.answer === null) continue;
+      const body = JSON.stringify({ problem: item.problem });
       const probe = await api(url, key, "POST", "/v1/solve", JSON.parse(body));
       if (probe.status === 200 && probe.body.source === "library")
         return { bodies: [body], source: "library" };

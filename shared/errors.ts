@@ -6,7 +6,7 @@ export class DomainError extends Error {
   override name = "DomainError";
   constructor(
     /** HTTP status the error maps to. */
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 422 | 429 | 502 | 503 | 504,
+    readonly status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 422 | 429 | 502 | 503 | 504,
     /** Stable, machine-readable code, e.g. `block_not_found`. */
     readonly code: string,
     message: string,
