@@ -24,7 +24,7 @@ import {
   registerProblem,
   type Solution,
   setBlockState,
-  supersedeSolution,
+  supersedeSolutions,
 } from "./library.service.js";
 import { isParametricProfile, profileParameters } from "./param-probe.js";
 import type { AdminSolutionRequest } from "./schemas.js";
@@ -217,10 +217,11 @@ async function depositBlock(deps: AdminDeps, input: AdminSolutionRequest, proble
 }
 
 /**
- * Retires the solution a new version replaced: marks it superseded, marks the problem's other
- * ready blocks superseded (their text holds the old solution, so a graft must never use them) and
- * removes them from the GPU nodes. A node that cannot be reached now keeps its copy: the library
- * never routes to it, and the rebalancer drops it from live nodes later.
+ * Retires the solution a new version replaced: marks it (and any other not yet superseded)
+ * superseded, marks the problem's other ready blocks superseded (their text holds the old solution,
+ * so a graft must never use them) and removes them from the GPU nodes. A node that cannot be
+ * reached now keeps its copy, which the library never routes to (with two or more nodes, the
+ * rebalancer removes it later). Returns the replaced current solution.
  */
 async function supersede(
   deps: AdminDeps,
@@ -229,14 +230,14 @@ async function supersede(
   problemId: string,
   keepBlock: string,
 ): Promise<Solution | null> {
-  const superseded = await supersedeSolution(deps.db, old.id, by, new Date(deps.clock.now()));
+  const replaced = await supersedeSolutions(deps.db, { problemId, by, at: new Date(deps.clock.now()) });
   const stale = await deps.db
     .update(blocks)
     .set({ state: "superseded" })
     .where(and(eq(blocks.problemId, problemId), eq(blocks.state, "ready"), ne(blocks.sha256, keepBlock)))
     .returning({ sha256: blocks.sha256 });
   for (const { sha256 } of stale) await deps.gpu.deleteBlock(sha256).catch(() => undefined);
-  return superseded;
+  return replaced.find((s) => s.id === old.id) ?? null;
 }
 
 /** The block row for a manifest; fingerprints are the model file's SHA-256 and the engine id. */

@@ -94,21 +94,25 @@ export async function addSolution(db: Database, input: SolutionInput): Promise<S
 }
 
 /**
- * Marks a solution as replaced by a newer one (kept for audit; it never answers again). Only a
- * solution not superseded yet is changed; returns the updated row, or null when there was none.
+ * Marks every other solution of the problem that is not superseded yet as replaced by `by` (kept
+ * for audit; they never answer again), so that one solution is current even after two deposits
+ * raced; returns the rows it changed.
  */
-export async function supersedeSolution(
+export async function supersedeSolutions(
   db: Database,
-  id: string,
-  by: string,
-  at: Date,
-): Promise<Solution | null> {
-  const [row] = await db
+  input: { problemId: string; by: string; at: Date },
+): Promise<Solution[]> {
+  return db
     .update(solutions)
-    .set({ supersededAt: at, supersededBy: by })
-    .where(and(eq(solutions.id, id), isNull(solutions.supersededAt)))
+    .set({ supersededAt: input.at, supersededBy: input.by })
+    .where(
+      and(
+        eq(solutions.problemId, input.problemId),
+        ne(solutions.id, input.by),
+        isNull(solutions.supersededAt),
+      ),
+    )
     .returning();
-  return row ?? null;
 }
 
 /** The manifest fields the edge routes on; the whole manifest is stored as JSON beside them. */

@@ -22,7 +22,7 @@ import {
   registerProblem,
   searchTemplates,
   setBlockState,
-  supersedeSolution,
+  supersedeSolutions,
   toFtsQuery,
   upsertNode,
 } from "../edge/library.service.js";
@@ -392,7 +392,11 @@ describe("library listing and query log", () => {
       answer: "58",
       worked: "41 plus 17",
     });
-    await supersedeSolution(db, old.id, current.id, new Date());
+    expect(
+      (await supersedeSolutions(db, { problemId: sheep.id, by: current.id, at: new Date() })).map(
+        (x) => x.id,
+      ),
+    ).toEqual([old.id]);
     await registerBlock(db, {
       sha256: "1".repeat(64),
       problemId: sheep.id,
