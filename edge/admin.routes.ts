@@ -18,7 +18,10 @@ import {
 export function adminRoutes(deps: Deps): Hono<AppEnv> {
   return new Hono<AppEnv>()
     .post("/solutions", async (c) => {
-      const outcome = await depositSolution(deps, await readJson(c, adminSolutionRequestSchema));
+      // A different solution of a known problem becomes its next version (admin.service.ts).
+      const outcome = await depositSolution(deps, await readJson(c, adminSolutionRequestSchema), {
+        replace: true,
+      });
       return c.json(outcome, outcome.created ? 201 : 200);
     })
     .post("/blocks", async (c) => {

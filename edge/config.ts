@@ -45,6 +45,14 @@ const envSchema = z
       .string()
       .regex(/^[A-Za-z0-9._-]{1,64}$/)
       .default("default"),
+    /**
+     * The flywheel (unsure answers queued and solved again with a bigger budget): `on`, `off`, or
+     * `auto`: off when the model is the generated random-weight one (its answers are noise, so
+     * the work would be wasted), on otherwise.
+     */
+    KVGRAFT_FLYWHEEL: z.enum(["on", "off", "auto"]).default("auto"),
+    /** How often an idle flywheel worker looks at the queue again. */
+    KVGRAFT_FLYWHEEL_IDLE_MS: int(1, 600_000, 2_000),
   })
   .superRefine((env, ctx) => {
     if (env.KVGRAFT_GPU_URL && !env.KVGRAFT_GPU_SECRET)
@@ -71,6 +79,22 @@ export interface EdgeConfig {
   rateLimit: { limit: number; periodS: number };
   limits: { publicBodyBytes: number; adminBodyBytes: number; solveMaxTokens: number };
   uploads: { grantTtlS: number };
+  flywheel: {
+    /** Whether unsure answers are queued and a worker (npm start) solves them again. */
+    enabled: boolean;
+    /** The setting it came from (`auto`: decided by whether the model is the generated one). */
+    setting: "on" | "off" | "auto";
+    idleMs: number;
+  };
+}
+
+/** What the entry knows about the deployment beyond the environment. */
+export interface EdgeContext {
+  /**
+   * True when the GPU node runs the generated random-weight model (`kvgraft start` without
+   * MODEL_PATH): `KVGRAFT_FLYWHEEL=auto` is off then. Unknown (a Worker, `serve edge`): a real model.
+   */
+  syntheticModel?: boolean;
 }
 
 /** Thrown when the configuration is invalid; lists every bad variable. */
@@ -82,7 +106,7 @@ export class ConfigError extends Error {
  * Parses the environment (Node: `process.env`; Workers: the `env` object, whose non-string
  * bindings are ignored here). Empty strings count as unset.
  */
-export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
+export function readEdgeConfig(env: Record<string, unknown>, context: EdgeContext = {}): EdgeConfig {
   const strings: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (typeof v === "string" && v !== "") strings[k] = v;
   const parsed = envSchema.safeParse(strings);
@@ -110,6 +134,11 @@ export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
       solveMaxTokens: e.KVGRAFT_SOLVE_MAX_TOKENS,
     },
     uploads: { grantTtlS: e.KVGRAFT_UPLOAD_GRANT_TTL_S },
+    flywheel: {
+      enabled: e.KVGRAFT_FLYWHEEL === "auto" ? context.syntheticModel !== true : e.KVGRAFT_FLYWHEEL === "on",
+      setting: e.KVGRAFT_FLYWHEEL,
+      idleMs: e.KVGRAFT_FLYWHEEL_IDLE_MS,
+    },
   };
 }
 

@@ -12,6 +12,10 @@
  *     per problem, registered); a rejected item leaves no block.
  * Every item records what it cost. Admins can accept a finished item against a reference answer
  * (the recorded candidates are judged again; nothing is regenerated) or reject an open one.
+ *
+ * The flywheel is a configuration switch (`KVGRAFT_FLYWHEEL`, edge/config.ts): off, nothing is
+ * queued and no worker runs. Each step of an item is logged (`flywheel step`) and recorded on the
+ * item while it runs, so `GET /admin/flywheel` shows where the worker is.
  */
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ZodError } from "zod";
@@ -29,9 +33,11 @@ import {
   claimNextFlywheel,
   enqueueFlywheel,
   type FlywheelItem,
+  type FlywheelProgress,
   findVerifiedByFingerprint,
   finishFlywheel,
   listFlywheel,
+  recordFlywheelProgress,
 } from "./library.service.js";
 import { adminSolutionRequestSchema } from "./schemas.js";
 
@@ -164,11 +170,13 @@ async function solveBySample(
   size: { samples: number; maxTokens: number },
   budget: FlywheelBudget,
   seed: number,
+  onSample: (done: number) => Promise<void>,
   signal?: AbortSignal,
 ): Promise<Merged> {
   const perSample = Math.max(1, Math.floor(size.maxTokens / size.samples));
   const samples: SolveSample[] = [];
   const cost = emptyCost();
+  await onSample(0);
   for (let i = 0; i < size.samples; i++) {
     const r = await deps.gpu.solve(
       {
@@ -191,6 +199,7 @@ async function solveBySample(
       energyWh: r.energy?.wh ?? null,
       wallMs: 0,
     });
+    await onSample(i + 1);
   }
   const votes = tally(
     samples.map((s) => ({ stated: s.answer, program: s.run?.verdict === "ok" ? s.run.answer : null })),
@@ -251,8 +260,15 @@ function refusalCode(err: unknown): string | null {
 async function requeue(deps: AdminDeps, id: string): Promise<void> {
   await deps.db
     .update(flywheelQueue)
-    .set({ status: "queued", updatedAt: new Date(deps.clock.now()) })
+    .set({ status: "queued", result: null, updatedAt: new Date(deps.clock.now()) })
     .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
+}
+
+/** How a worker runs an item: its stop signal, and where each step is logged. */
+export interface FlywheelRunOptions {
+  /** Aborts the item in progress (it goes back to the queue). */
+  signal?: AbortSignal;
+  logger?: Logger;
 }
 
 /** Processes one claimed (running) item to accepted or rejected; see the module comment. */
@@ -260,18 +276,42 @@ export async function processFlywheelItem(
   deps: AdminDeps,
   item: FlywheelItem,
   budget: FlywheelBudget = DEFAULT_FLYWHEEL_BUDGET,
-  signal?: AbortSignal,
+  options: FlywheelRunOptions = {},
 ): Promise<FlywheelItem> {
+  const { signal, logger } = options;
   const started = deps.clock.monotonicMs();
   const cost = emptyCost();
   const reference = item.referenceAnswer;
-  const close = (status: "accepted" | "rejected", result: Record<string, unknown>) =>
-    finishFlywheel(deps.db, item.id, {
+  const close = async (status: "accepted" | "rejected", result: Record<string, unknown>) => {
+    const wallMs = Math.round(deps.clock.monotonicMs() - started);
+    const closed = await finishFlywheel(deps.db, item.id, {
       status,
-      cost: { ...cost, wallMs: Math.round(deps.clock.monotonicMs() - started) },
+      cost: { ...cost, wallMs },
       result: { reference, ...result },
     });
+    logger?.info("flywheel step", {
+      itemId: item.id,
+      step: "done",
+      status,
+      reason: typeof result.reason === "string" ? result.reason : null,
+      requests: cost.requests,
+      tokensOut: cost.tokensOut,
+      wallMs,
+    });
+    return closed;
+  };
+  /** Records a step on the item (the admin route shows it), then logs it. */
+  const step = async (progress: Omit<FlywheelProgress, "at">) => {
+    await recordFlywheelProgress(deps.db, item.id, {
+      ...progress,
+      at: new Date(deps.clock.now()).toISOString(),
+    });
+    logger?.info("flywheel step", { itemId: item.id, attempt: item.attempts, ...progress });
+  };
+  const sampled = (name: "baseline" | "heavy", samples: number) => (sample: number) =>
+    step({ step: name, sample, samples });
   try {
+    await step({ step: "library_check" });
     if (await findVerifiedByFingerprint(deps.db, item.fingerprint))
       return await close("rejected", { reason: "already_verified" });
 
@@ -281,6 +321,7 @@ export async function processFlywheelItem(
       budget.baseline,
       budget,
       budget.seed + 10_000,
+      sampled("baseline", budget.baseline.samples),
       signal,
     );
     addCost(cost, baseline.cost);
@@ -295,8 +336,17 @@ export async function processFlywheelItem(
         confidence: known.confidence,
       });
 
-    const heavy = await solveBySample(deps, item.problem, budget.heavy, budget, budget.seed, signal);
+    const heavy = await solveBySample(
+      deps,
+      item.problem,
+      budget.heavy,
+      budget,
+      budget.seed,
+      sampled("heavy", budget.heavy.samples),
+      signal,
+    );
     addCost(cost, heavy.cost);
+    await step({ step: "judging" });
     const candidates = candidatesOf(heavy.result.samples);
     const summary = {
       answer: heavy.result.answer,
@@ -307,6 +357,7 @@ export async function processFlywheelItem(
     };
     const verdict = judge(candidates, reference);
     if ("reason" in verdict) return await close("rejected", { reason: verdict.reason, ...summary });
+    await step({ step: "depositing" });
     try {
       const deposited = await deposit(deps, item.problem, verdict.accepted);
       if (!deposited.created) return await close("rejected", { reason: "already_verified", ...summary });
@@ -341,10 +392,10 @@ function omitSolution(accepted: Accepted): Omit<Accepted, "solution"> {
 export async function runFlywheelOnce(
   deps: AdminDeps,
   budget: FlywheelBudget = DEFAULT_FLYWHEEL_BUDGET,
-  signal?: AbortSignal,
+  options: FlywheelRunOptions = {},
 ): Promise<FlywheelItem | null> {
   const item = await claimNextFlywheel(deps.db, { reclaimAfterMs: RECLAIM_AFTER_MS });
-  return item ? processFlywheelItem(deps, item, budget, signal) : null;
+  return item ? processFlywheelItem(deps, item, budget, options) : null;
 }
 
 /** A running item whose worker has been silent this long is handed out again. */
@@ -353,8 +404,30 @@ const RECLAIM_AFTER_MS = 60 * 60_000;
 export interface FlywheelWorker {
   /** Items finished by this worker. */
   readonly processed: number;
+  /** Aborted when the worker stops; its idle waits and GPU calls listen to it. */
+  readonly signal: AbortSignal;
   /** Stops after aborting the item in progress (it goes back to the queue). */
   stop(): Promise<void>;
+}
+
+/**
+ * Resolves after `ms`, or at once when `signal` aborts. The abort listener is removed when the
+ * timer fires: an idle worker waits every few seconds, and listeners left behind would pile up
+ * on its one signal (Node warns past 10: MaxListenersExceededWarning).
+ */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /**
@@ -373,14 +446,12 @@ export function startFlywheelWorker(
     while (!stopping.signal.aborted) {
       let waitMs = idleMs;
       try {
-        const item = await runFlywheelOnce(deps, options.budget, stopping.signal);
+        const item = await runFlywheelOnce(deps, options.budget, {
+          signal: stopping.signal,
+          ...(options.logger ? { logger: options.logger } : {}),
+        });
         if (item) {
           processed++;
-          options.logger?.info("flywheel item done", {
-            id: item.id,
-            status: item.status,
-            reason: (item.result as { reason?: unknown } | null)?.reason ?? null,
-          });
           continue;
         }
       } catch (err) {
@@ -390,23 +461,14 @@ export function startFlywheelWorker(
         });
         waitMs = failureBackoffMs;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, waitMs);
-        stopping.signal.addEventListener(
-          "abort",
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-      });
+      await pause(waitMs, stopping.signal);
     }
   })();
   return {
     get processed() {
       return processed;
     },
+    signal: stopping.signal,
     async stop() {
       stopping.abort(new Error("the flywheel worker is stopping"));
       await loop;
@@ -445,18 +507,37 @@ export async function flywheelProgress(deps: Pick<AdminDeps, "db">) {
   };
 }
 
-/** The progress and the items (optionally of one status); candidates are counted, not listed. */
+/**
+ * Whether the flywheel is on, the queue's progress, the items being worked on now with the step
+ * each is at, and the items (optionally of one status); candidates are counted, not listed.
+ */
 export async function listFlywheelItems(
-  deps: Pick<AdminDeps, "db">,
+  deps: Pick<AdminDeps, "db" | "config">,
   options: { status?: FlywheelStatus; limit?: number },
 ) {
-  const [progress, items] = await Promise.all([flywheelProgress(deps), listFlywheel(deps.db, options)]);
+  const [progress, items, running] = await Promise.all([
+    flywheelProgress(deps),
+    listFlywheel(deps.db, options),
+    listFlywheel(deps.db, { status: "running", limit: 500 }),
+  ]);
   const brief = (item: FlywheelItem) => {
     if (!item.result || !Array.isArray(item.result.candidates)) return item;
     const { candidates, ...rest } = item.result;
     return { ...item, result: { ...rest, candidateCount: candidates.length } };
   };
-  return { progress, items: items.map(brief) };
+  return {
+    enabled: deps.config.flywheel.enabled,
+    setting: deps.config.flywheel.setting,
+    progress,
+    running: running.map((item) => ({
+      id: item.id,
+      problem: item.problem,
+      attempts: item.attempts,
+      progress: (item.result as { progress?: FlywheelProgress } | null)?.progress ?? null,
+      updatedAt: item.updatedAt,
+    })),
+    items: items.map(brief),
+  };
 }
 
 export async function getFlywheelItem(deps: Pick<AdminDeps, "db">, id: string): Promise<FlywheelItem> {
@@ -496,11 +577,20 @@ export async function enqueueForKey(
   return (await enqueueFlywheel(db, { problem: input.problem, fingerprint: input.fingerprint })).created;
 }
 
-/** Queues a problem (admins may attach the reference answer); an open item gets the reference. */
+/**
+ * Queues a problem (admins may attach the reference answer); an open item gets the reference.
+ * 409 `flywheel_disabled` when the flywheel is switched off: nothing would work on it.
+ */
 export async function enqueueProblem(
-  deps: Pick<AdminDeps, "db">,
+  deps: Pick<AdminDeps, "db" | "config">,
   input: { problem: string; referenceAnswer?: string | undefined },
 ) {
+  if (!deps.config.flywheel.enabled)
+    throw conflict(
+      "flywheel_disabled",
+      `The flywheel is off on this edge (KVGRAFT_FLYWHEEL=${deps.config.flywheel.setting}); set KVGRAFT_FLYWHEEL=on to queue problems.`,
+      { setting: deps.config.flywheel.setting },
+    );
   const fingerprint = await sha256Hex(normalizeProblem(input.problem));
   const { item, created } = await enqueueFlywheel(deps.db, {
     problem: input.problem,
@@ -619,13 +709,18 @@ const stderrLogger: Logger = {
   info: (message, fields) => console.error(JSON.stringify({ level: "info", message, ...fields })),
 };
 
-/** Runs a worker next to a Node edge (npm start); closing the edge stops the worker first. */
+/**
+ * Runs a worker next to a Node edge (npm start) when the edge's configuration has the flywheel
+ * on (polling the queue every `KVGRAFT_FLYWHEEL_IDLE_MS` while idle); closing the edge stops the
+ * worker first. With the flywheel off the edge is returned as it is.
+ */
 export function withFlywheelWorker<
   E extends Pick<AdminDeps, "db" | "gpu" | "config"> & { close(): Promise<void> },
->(edge: E, options: { budget?: FlywheelBudget; idleMs?: number } = {}): E {
+>(edge: E, options: { budget?: FlywheelBudget; logger?: Logger } = {}): E {
+  if (!edge.config.flywheel.enabled) return edge;
   const worker = startFlywheelWorker(
     { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock },
-    { logger: stderrLogger, ...options },
+    { logger: stderrLogger, idleMs: edge.config.flywheel.idleMs, ...options },
   );
   const close = edge.close.bind(edge);
   return Object.assign(edge, {

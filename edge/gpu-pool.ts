@@ -14,6 +14,7 @@ import { z } from "zod";
 import { DomainError, unavailable } from "../shared/errors.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
+import { type Heartbeat, heartbeatFrom } from "../shared/heartbeat.js";
 import type { BlockManifest, GenerationResult, Health } from "../shared/protocol.js";
 import { rendezvousRank } from "../shared/rendezvous.js";
 import type { Database } from "./db/database.js";
@@ -116,6 +117,19 @@ export interface PoolNode extends NodeView {
   missedHeartbeats: number;
   capacity: Record<string, unknown>;
   coldCount: number | null;
+  /** What the node last reported (its heartbeat, or the static node's /health); `{error}` when unreachable. */
+  health: Record<string, unknown>;
+}
+
+/** The part of a heartbeat the registry keeps as the node's health (and the admin view shows). */
+export function reportedHealth(beat: Heartbeat): Record<string, unknown> {
+  return {
+    status: beat.status,
+    tiers: beat.tiers,
+    queue: beat.queue,
+    model: { name: beat.model.name, architecture: beat.model.architecture, sha256: beat.model.sha256 },
+    engine: { id: beat.engine.id, backend: beat.engine.backend, gpuName: beat.engine.gpuName },
+  };
 }
 
 /** Where a routed call went. */
@@ -135,6 +149,11 @@ export interface GpuPool extends GpuClient {
   readonly rebalancer: Rebalancer;
   /** All known nodes with liveness and tiers (`fresh`: re-read the registry now). */
   nodes(fresh?: boolean): Promise<PoolNode[]>;
+  /**
+   * Reads the statically configured node's /health now (it sends no heartbeats), so the next
+   * `nodes()` shows its current tiers, queue and capacity; a no-op without one.
+   */
+  refreshStatic(): Promise<void>;
   /** A signed client of one node (for transfers). */
   client(nodeId: string): GpuNodeClient;
   metrics(nodeId: string): NodeMetrics;
@@ -191,7 +210,8 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
   const suspect = new Map<string, number>();
   const clients = new Map<string, { url: string; client: GpuNodeClient }>();
   const metrics = new Map<string, NodeMetrics>();
-  let staticInfo: { modelFingerprint: string; engineFingerprint: string; health: Health } | null = null;
+  let staticInfo: { modelFingerprint: string; engineFingerprint: string; beat: Heartbeat } | null = null;
+  let staticError: string | null = null;
   let staticDownAt: number | undefined;
   let rr = 0;
   const timers: ReturnType<typeof setInterval>[] = [];
@@ -239,23 +259,38 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     await rowsLoading;
   }
 
+  /**
+   * The statically configured node sends no heartbeats, so what it holds comes from its /health:
+   * read when asked (`refreshStatic`: the admin node list; tiers change with every graft) and, for
+   * its fingerprints, once it has registered neighbours (placement groups).
+   */
+  async function readStaticHealth(): Promise<void> {
+    const s = options.staticNode;
+    if (!s || !options.secret || rows.some((r) => r.id === s.id)) return;
+    try {
+      const health: Health = await createGpuClient({
+        baseUrl: s.url,
+        secret: options.secret,
+        timeoutMs: options.healthTimeoutMs,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+      }).health();
+      staticInfo = {
+        modelFingerprint: health.model.sha256,
+        engineFingerprint: health.engine.id,
+        beat: heartbeatFrom(s.id, s.url, health),
+      };
+      staticError = null;
+    } catch (err) {
+      // The node still gets calls (a pool of one has nowhere else to send them); the view says why
+      // its report is missing, and placement leaves unknown fingerprints out of groups.
+      staticError = err instanceof Error ? err.message : String(err);
+    }
+  }
+
   async function staticView(): Promise<PoolNode | null> {
     const s = options.staticNode;
     if (!s || rows.some((r) => r.id === s.id)) return null;
-    // Its fingerprints matter only next to registered nodes; a pool of one never asks.
-    if (!staticInfo && options.secret && rows.length > 0) {
-      try {
-        const health = await createGpuClient({
-          baseUrl: s.url,
-          secret: options.secret,
-          timeoutMs: options.healthTimeoutMs,
-          ...(options.fetch ? { fetch: options.fetch } : {}),
-        }).health();
-        staticInfo = { modelFingerprint: health.model.sha256, engineFingerprint: health.engine.id, health };
-      } catch {
-        // Unknown fingerprints: the node still serves calls; placement leaves it out of groups.
-      }
-    }
+    if (!staticInfo && rows.length > 0) await readStaticHealth();
     const down =
       staticDownAt !== undefined && now() - staticDownAt < settings.heartbeatMs * settings.downAfter;
     return {
@@ -266,13 +301,17 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       live: !down,
       modelFingerprint: staticInfo?.modelFingerprint ?? "",
       engineFingerprint: staticInfo?.engineFingerprint ?? "",
-      hot: staticInfo?.health.tiers.hot ?? [],
-      warm: staticInfo?.health.tiers.warm ?? [],
-      queueDepth: staticInfo?.health.queue.depth ?? 0,
+      hot: staticInfo?.beat.tiers.hot ?? [],
+      warm: staticInfo?.beat.tiers.warm ?? [],
+      queueDepth: staticInfo?.beat.queue.depth ?? 0,
       lastHeartbeatAt: null,
       missedHeartbeats: 0,
-      capacity: {},
-      coldCount: staticInfo?.health.tiers.coldCount ?? null,
+      capacity: staticInfo ? { ...staticInfo.beat.capacity } : {},
+      coldCount: staticInfo?.beat.tiers.coldCount ?? null,
+      health: {
+        ...(staticInfo ? reportedHealth(staticInfo.beat) : {}),
+        ...(staticError !== null ? { error: staticError } : {}),
+      },
     };
   }
 
@@ -301,6 +340,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       missedHeartbeats: row.missedHeartbeats,
       capacity: row.capacity,
       coldCount: health.tiers?.coldCount ?? null,
+      health: row.health,
     };
   }
 
@@ -568,6 +608,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     // Assigned below (the rebalancer needs the pool).
     rebalancer: undefined as unknown as Rebalancer,
     nodes,
+    refreshStatic: readStaticHealth,
     client,
     metrics: metricsOf,
     allMetrics: () => Object.fromEntries(metrics),

@@ -4,7 +4,7 @@
  * Workers). The flywheel queue and the node registry live next to it in edge/db and are re-exported
  * here so routes import the whole data layer from one place.
  */
-import { and, asc, desc, eq, gt, inArray, ne, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNull, ne, sql } from "drizzle-orm";
 import { badRequest, conflict, notFound } from "../shared/errors.js";
 import { NORMALIZE_VERSION } from "../shared/normalize.js";
 import type { Database } from "./db/database.js";
@@ -71,7 +71,7 @@ export interface SolutionInput {
   verification: Record<string, unknown>;
 }
 
-/** Adds a solution to a registered problem. */
+/** Adds a solution to a registered problem, numbered one past the problem's last solution. */
 export async function addSolution(db: Database, input: SolutionInput): Promise<Solution> {
   await requireProblem(db, input.problemId);
   const [row] = await db
@@ -79,6 +79,8 @@ export async function addSolution(db: Database, input: SolutionInput): Promise<S
     .values({
       id: newId("sol"),
       problemId: input.problemId,
+      // One statement: two deposits at once cannot take the same number (the unique index refuses).
+      version: sql`(SELECT coalesce(max(${solutions.version}), 0) + 1 FROM ${solutions} WHERE ${solutions.problemId} = ${input.problemId})`,
       worked: input.worked,
       program: input.program,
       answer: input.answer,
@@ -89,6 +91,28 @@ export async function addSolution(db: Database, input: SolutionInput): Promise<S
     .returning();
   if (!row) throw new Error("solution insert returned no row");
   return row;
+}
+
+/**
+ * Marks every other solution of the problem that is not superseded yet as replaced by `by` (kept
+ * for audit; they never answer again), so that one solution is current even after two deposits
+ * raced; returns the rows it changed.
+ */
+export async function supersedeSolutions(
+  db: Database,
+  input: { problemId: string; by: string; at: Date },
+): Promise<Solution[]> {
+  return db
+    .update(solutions)
+    .set({ supersededAt: input.at, supersededBy: input.by })
+    .where(
+      and(
+        eq(solutions.problemId, input.problemId),
+        ne(solutions.id, input.by),
+        isNull(solutions.supersededAt),
+      ),
+    )
+    .returning();
 }
 
 /** The manifest fields the edge routes on; the whole manifest is stored as JSON beside them. */
@@ -157,7 +181,7 @@ export interface VerifiedAnswer {
   answer: string;
 }
 
-/** The newest verified solution of the problem with this fingerprint, or null. */
+/** The current solution of the problem with this fingerprint (newest verified, not superseded), or null. */
 export async function findVerifiedByFingerprint(
   db: Database,
   fingerprint: string,
@@ -165,14 +189,17 @@ export async function findVerifiedByFingerprint(
   const [row] = await db
     .select({ problem: problems, solution: solutions })
     .from(problems)
-    .innerJoin(solutions, and(eq(solutions.problemId, problems.id), eq(solutions.verified, true)))
+    .innerJoin(
+      solutions,
+      and(eq(solutions.problemId, problems.id), eq(solutions.verified, true), isNull(solutions.supersededAt)),
+    )
     .where(and(eq(problems.fingerprint, fingerprint), eq(problems.normalizeVersion, NORMALIZE_VERSION)))
     .orderBy(desc(solutions.id))
     .limit(1);
   return row ? { ...row, answer: row.solution.answer } : null;
 }
 
-/** A problem of a template with what routing can use: its newest verified solution and ready blocks. */
+/** A problem of a template with what routing can use: its current solution and ready blocks. */
 export interface TemplateMatch {
   problem: Problem;
   solution: Solution | null;
@@ -192,7 +219,9 @@ export async function findByTemplate(db: Database, template: string): Promise<Te
     db
       .select()
       .from(solutions)
-      .where(and(inArray(solutions.problemId, ids), eq(solutions.verified, true)))
+      .where(
+        and(inArray(solutions.problemId, ids), eq(solutions.verified, true), isNull(solutions.supersededAt)),
+      )
       .orderBy(asc(solutions.id)),
     db
       .select()
@@ -266,29 +295,78 @@ export interface LibraryItem {
   blocks: Block[];
 }
 
+/**
+ * One library entry in a list: the problem, its current answer and the block a graft would use.
+ * Worked solutions, programs, verification records and manifests are on the detail route.
+ */
+export interface LibrarySummary {
+  id: string;
+  problem: string;
+  template: string;
+  /** The current solution's answer (newest verified, not superseded), else null. */
+  answer: string | null;
+  solution: { id: string; version: number; parametric: boolean } | null;
+  /** The newest ready block, else null. */
+  block: { sha256: string; tokenCount: number; state: BlockState } | null;
+  createdAt: Date;
+}
+
 /** A page of the library in creation order; pass `nextCursor` back to get the next page. */
 export interface LibraryPage {
-  items: LibraryItem[];
+  items: LibrarySummary[];
   nextCursor: string | null;
 }
 
-/** Lists the library, `limit` (clamped to 1..100) items after `cursor`. */
+/**
+ * Lists the library as summaries, `limit` (clamped to 1..100) entries after `cursor`; with `q`,
+ * only problems that contain every word of it (words match the problem's wording through the
+ * FTS5 template index, stemmed and case-insensitive; numbers match its numbers).
+ */
 export async function listLibrary(
   db: Database,
-  options: { limit: number; cursor?: string | null },
+  options: { limit: number; cursor?: string | null; q?: string | null },
 ): Promise<LibraryPage> {
   const limit = clamp(options.limit, 1, 100);
   const cursor = options.cursor ?? null;
   if (cursor !== null && !isId("prb", cursor)) throw badRequest("cursor_invalid", "The cursor is not valid.");
+  const search = options.q ? searchCondition(options.q) : undefined;
+  if (search === null) return { items: [], nextCursor: null };
   const page = await db
     .select()
     .from(problems)
-    .where(cursor === null ? undefined : gt(problems.id, cursor))
+    .where(and(cursor === null ? undefined : gt(problems.id, cursor), search))
     .orderBy(asc(problems.id))
     .limit(limit + 1);
   const more = page.length > limit;
-  const items = await withDetails(db, page.slice(0, limit));
-  return { items, nextCursor: more ? (items.at(-1)?.problem.id ?? null) : null };
+  const items = await summaries(db, page.slice(0, limit));
+  return { items, nextCursor: more ? (items.at(-1)?.id ?? null) : null };
+}
+
+/**
+ * The WHERE condition of a library search: every word in the FTS5 index of templates (each a
+ * quoted string, so no FTS syntax survives), every number inside the problem's text. Null when
+ * the text has no words (nothing can match).
+ */
+function searchCondition(q: string) {
+  const tokens = [
+    ...new Set(
+      q
+        .normalize("NFKC")
+        .toLowerCase()
+        .match(/[\p{L}\p{N}]+/gu) ?? [],
+    ),
+  ].slice(0, MAX_QUERY_TOKENS);
+  if (tokens.length === 0) return null;
+  const numbers = tokens.filter((t) => /^\p{N}+$/u.test(t));
+  const words = tokens.filter((t) => !/^\p{N}+$/u.test(t));
+  const conditions = numbers.map((n) => sql`instr(${problems.normalizedText}, ${n}) > 0`);
+  if (words.length > 0) {
+    const match = words.map((w) => `"${w}"`).join(" AND ");
+    conditions.push(
+      sql`${problems.template} IN (SELECT template FROM problems_fts WHERE problems_fts MATCH ${match})`,
+    );
+  }
+  return and(...conditions);
 }
 
 /** One library entry by problem id, or null. */
@@ -329,6 +407,52 @@ export async function logQuery(db: Database, input: QueryLogInput): Promise<stri
 async function requireProblem(db: Database, problemId: string): Promise<void> {
   const [row] = await db.select({ id: problems.id }).from(problems).where(eq(problems.id, problemId));
   if (!row) throw notFound("problem_not_found", "No problem with this id.");
+}
+
+async function summaries(db: Database, page: Problem[]): Promise<LibrarySummary[]> {
+  const ids = page.map((p) => p.id);
+  if (ids.length === 0) return [];
+  const [current, ready] = await Promise.all([
+    db
+      .select({
+        id: solutions.id,
+        problemId: solutions.problemId,
+        version: solutions.version,
+        parametric: solutions.parametric,
+        answer: solutions.answer,
+      })
+      .from(solutions)
+      .where(
+        and(inArray(solutions.problemId, ids), eq(solutions.verified, true), isNull(solutions.supersededAt)),
+      )
+      .orderBy(asc(solutions.id)),
+    db
+      .select({
+        sha256: blocks.sha256,
+        problemId: blocks.problemId,
+        tokenCount: blocks.tokenCount,
+        state: blocks.state,
+      })
+      .from(blocks)
+      .where(and(inArray(blocks.problemId, ids), eq(blocks.state, "ready")))
+      .orderBy(asc(blocks.createdAt)),
+  ]);
+  return page.map((p) => {
+    // ascending order, so the last one per problem is the newest
+    const solution = current.filter((s) => s.problemId === p.id).at(-1);
+    const block = ready.filter((b) => b.problemId === p.id).at(-1);
+    return {
+      id: p.id,
+      problem: p.normalizedText,
+      template: p.template,
+      answer: solution?.answer ?? null,
+      solution: solution
+        ? { id: solution.id, version: solution.version, parametric: solution.parametric }
+        : null,
+      block: block ? { sha256: block.sha256, tokenCount: block.tokenCount, state: block.state } : null,
+      createdAt: p.createdAt,
+    };
+  });
 }
 
 async function withDetails(db: Database, page: Problem[]): Promise<LibraryItem[]> {

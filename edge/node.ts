@@ -12,7 +12,7 @@ import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
 import { parseFlags, printJson, UsageError } from "../cli/args.js";
 import { createApp } from "./app.js";
-import { type EdgeConfig, processEnv, readEdgeConfig, readListenConfig } from "./config.js";
+import { type EdgeConfig, type EdgeContext, processEnv, readEdgeConfig, readListenConfig } from "./config.js";
 import { type Database, migrateDatabase, openDatabase } from "./db/client.js";
 import type { GpuClient } from "./gpu.js";
 import { createGpuPool, isGpuPool, readPoolSettings } from "./gpu-pool.js";
@@ -34,6 +34,8 @@ export interface EdgeServerOptions {
   logger?: Logger;
   /** Replaces the signed fetch client (the embedded default passes the same client it uses). */
   gpu?: GpuClient;
+  /** What the entry knows beyond the environment (the generated model turns the flywheel off). */
+  context?: EdgeContext;
 }
 
 /** A running edge. */
@@ -58,7 +60,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     ...(options.env ?? processEnv()),
   };
   for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) env[k] = v;
-  const config = readEdgeConfig(env);
+  const config = readEdgeConfig(env, options.context);
   const listen = readListenConfig(env);
   const logger = options.logger ?? consoleLogger;
 

@@ -23,7 +23,7 @@ import {
 } from "../shared/signing.js";
 import { type GpuNode, listNodes, markNodeDown, upsertNode } from "./db/nodes.js";
 import { gpuNodes } from "./db/schema.js";
-import { type GpuPool, isGpuPool } from "./gpu-pool.js";
+import { type GpuPool, isGpuPool, reportedHealth } from "./gpu-pool.js";
 import type { AppEnv, Deps } from "./http.js";
 
 const HEARTBEAT_BODY_BYTES = 8 * 2 ** 20;
@@ -72,17 +72,7 @@ export function clusterRoutes(deps: Deps): Hono<AppEnv> {
         modelFingerprint: beat.model.sha256,
         engineFingerprint: beat.engine.id,
         capacity: { ...beat.capacity },
-        health: {
-          status: beat.status,
-          tiers: beat.tiers,
-          queue: beat.queue,
-          model: {
-            name: beat.model.name,
-            architecture: beat.model.architecture,
-            sha256: beat.model.sha256,
-          },
-          engine: { id: beat.engine.id, backend: beat.engine.backend, gpuName: beat.engine.gpuName },
-        },
+        health: reportedHealth(beat),
       },
       now,
     );
@@ -108,6 +98,8 @@ export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
     return (await listNodes(deps.db)).map((row) => ({ ...row, live: row.status === "up" }));
   const pool = deps.gpu;
   const rows = new Map<string, GpuNode>((await listNodes(deps.db)).map((r) => [r.id, r]));
+  // Fresh: the static node's /health asked now, registry rows re-read.
+  await pool.refreshStatic();
   return (await pool.nodes(true)).map((n) => {
     const row = rows.get(n.id);
     return {
@@ -121,7 +113,7 @@ export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
       lastHeartbeatAt: n.lastHeartbeatAt === null ? null : new Date(n.lastHeartbeatAt).toISOString(),
       missedHeartbeats: n.missedHeartbeats,
       capacity: n.capacity,
-      health: row?.health ?? {},
+      health: n.health,
       tiers: { hot: n.hot, warm: n.warm, coldCount: n.coldCount },
       queueDepth: n.queueDepth,
       metrics: pool.metrics(n.id),

@@ -90,7 +90,8 @@ export function openApiDocument(): Record<string, unknown> {
       version: "0.1.0",
       description:
         "Answers math problems from a library of verified solutions and byte-exact KV-cache blocks. " +
-        "Every error body is {error: {code, message, details?}, requestId}.",
+        "Every error body is {error: {code, message, details?}, requestId}. A path asked with a method " +
+        "it does not answer is a 405 `method_not_allowed` with an `Allow` header listing the methods it does.",
     },
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "kvg_<prefix>_<secret>" } },
@@ -126,7 +127,7 @@ export function openApiDocument(): Record<string, unknown> {
       },
       "/v1/library": {
         get: op({
-          summary: "List the library (problems with solutions and blocks), oldest first",
+          summary: "List the library as summaries (answer, current solution, ready block), oldest first",
           tag: "public",
           ok: s.libraryPageSchema,
           params: [
@@ -141,12 +142,20 @@ export function openApiDocument(): Record<string, unknown> {
               schema: { type: "string" },
               description: "nextCursor of the previous page",
             },
+            {
+              name: "q",
+              in: "query",
+              schema: { type: "string", minLength: 1, maxLength: 500 },
+              description:
+                "Only problems containing every word (stemmed, case-insensitive) and every number of q",
+            },
           ],
+          more: { "400": errorResponse("`cursor_invalid`, `invalid_request`.") },
         }),
       },
       "/v1/library/{id}": {
         get: op({
-          summary: "One library entry",
+          summary: "One library entry: the problem, every solution version, every block with its manifest",
           tag: "public",
           ok: s.libraryItemSchema,
           params: [idParam("Problem id")],
@@ -155,14 +164,18 @@ export function openApiDocument(): Record<string, unknown> {
       },
       "/admin/solutions": {
         post: op({
-          summary: "Add a verified solution: the program is checked in the sandbox, the block deposited",
+          summary:
+            "Add a verified solution: the program is checked in the sandbox, the block deposited; another " +
+            "solution of a known problem becomes its next version and supersedes the current one",
           tag: "admin",
           body: s.adminSolutionRequestSchema,
           ok: s.adminSolutionResponseSchema,
           okStatus: "201",
           more: {
             "200": {
-              description: "Already present (idempotent on the problem fingerprint)",
+              description:
+                "The same solution is already the problem's current one (created: false); a problem left " +
+                "without a ready block gets it deposited again",
               content: { "application/json": { schema: json(s.adminSolutionResponseSchema) } },
             },
             "422": errorResponse("`program_mismatch`, `program_error` or `program_timeout`."),

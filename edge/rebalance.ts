@@ -4,7 +4,8 @@
  * (edge/placement.ts `planRebalance`) and runs the copies, at most `transferConcurrency` at once,
  * then drops the copies left on nodes outside a block's set (a move is a copy, then a drop, and a
  * drop happens only once every desired node holds the block). It repeats until nothing is left
- * to do (at most a few passes). Blocks quarantined in the library are removed from live nodes.
+ * to do (at most a few passes). Blocks quarantined or superseded in the library are removed from
+ * live nodes.
  *
  * A copy streams the block file from the source node (`GET /v1/blocks/:id/file`, signed) into the
  * target's signed import endpoint chunk by chunk; the target checks each chunk's SHA-256, then the
@@ -15,7 +16,7 @@
  * calls, periodically, and by `POST /admin/rebalance`; concurrent triggers coalesce into one
  * follow-up run.
  */
-import { eq } from "drizzle-orm";
+import { inArray } from "drizzle-orm";
 import { GpuError } from "../shared/gpu-client.js";
 import { blocks } from "./db/schema.js";
 import type { GpuPool } from "./gpu-pool.js";
@@ -232,8 +233,13 @@ export class Rebalancer {
       for (let pass = 0; pass < 4; pass++) {
         report.passes = pass + 1;
         const nodes = (await this.pool.nodes(true)).map((n) => ({ ...n }));
-        // One node (or none): nothing to place or move.
-        if (nodes.length < 2) break;
+        // One node (or none): nothing to place or move, but the report still counts what there is
+        // (a single `npm start` node is live, and holds every ready block).
+        if (nodes.length < 2) {
+          report.liveNodes = nodes.filter((n) => n.live).length;
+          report.blocks = (await readyBlocks(db)).length;
+          break;
+        }
         // What each live node really holds.
         const inventory = new Map<string, Set<string>>();
         await Promise.all(
@@ -275,11 +281,11 @@ export class Rebalancer {
           }
           holdings.push({ ...b, holders });
         }
-        // Blocks the library quarantined do not stay on live nodes.
+        // Blocks the library quarantined or superseded do not stay on live nodes.
         const quarantined = await db
           .select({ sha256: blocks.sha256 })
           .from(blocks)
-          .where(eq(blocks.state, "quarantined"));
+          .where(inArray(blocks.state, ["quarantined", "superseded"]));
         const extra: RebalanceAction[] = [];
         for (const { sha256 } of quarantined)
           for (const n of live)
