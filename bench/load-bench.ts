@@ -103,12 +103,9 @@ export async function prepareWorkload(
   if (path === "fast") {
     const lib = await api(url, key, "GET", "/v1/library?limit=100");
     if (lib.status !== 200) throw new Error(`GET /v1/library: HTTP ${lib.status}`);
-    for (const item of lib.body.items as {
-      problem: { normalizedText: string };
-      solutions: { verified: boolean }[];
-    }[]) {
-      if (!item.solutions.some((s) => s.verified)) continue;
-      const body = JSON.stringify({ problem: item.problem.normalizedText });
+    for (const item of lib.body.items as { problem: string; answer: string | null }[]) {
+      if (item.answer === null) continue;
+      const body = JSON.stringify({ problem: item.problem });
       const probe = await api(url, key, "POST", "/v1/solve", JSON.parse(body));
       if (probe.status === 200 && probe.body.source === "library")
         return { bodies: [body], source: "library" };
@@ -126,8 +123,9 @@ export async function prepareWorkload(
   if (dep.status !== 200 && dep.status !== 201)
     throw new Error(`POST /admin/solutions: HTTP ${dep.status} ${JSON.stringify(dep.body)}`);
   // One query with new numbers, repeated: every request grafts the same block (routing, graft
-  // and decoding each time), and the flywheel worker that `kvgraft start` runs gets one item to
-  // re-solve in the background, not one per request competing with the measured grafts.
+  // and decoding each time), and the flywheel worker that `kvgraft start` runs (KVGRAFT_FLYWHEEL=on;
+  // off by default on the generated model) gets one item to re-solve in the background, not one
+  // per request competing with the measured grafts.
   const bodies = Array.from({ length: 1 }, (_, i) =>
     JSON.stringify({
       problem: `A crate holds ${12 + i} rows of ${30 + i} jars. How many jars are in the crate?`,

@@ -4,12 +4,14 @@
  *
  * Layout: `/health` and `/openapi.json` are open; `/v1/*` needs an API key and `/admin/*` an admin
  * key (deny by default: auth runs on the prefix before routing); both are rate-limited per key and
- * have a body limit. One `onError` maps every error to a JSON body. Every route documents itself
- * (edge/routes/documented.ts) into /openapi.json.
+ * have a body limit. One `onError` maps every error to a JSON body. A path that has routes, asked
+ * with another method, is a 405 `method_not_allowed` with an `Allow` header; any other path a 404.
+ * Every route documents itself (edge/routes/documented.ts) into /openapi.json.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
-import { tooLarge } from "../shared/errors.js";
+import { PatternRouter } from "hono/router/pattern-router";
+import { DomainError, errorBody, tooLarge } from "../shared/errors.js";
 import { onError, routeNotFound } from "../shared/http/errors.js";
 import { createLogger } from "../shared/http/logger.js";
 import { requestId } from "../shared/http/request-id.js";
@@ -72,7 +74,37 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
   app.route("/admin", adminRoutes(deps));
   app.route("/admin/flywheel", flywheelRoutes(deps));
 
-  app.notFound(routeNotFound());
+  const allowedAt = allowedMethods(app);
+  const noRoute = routeNotFound<AppEnv>();
+  app.notFound((c) => {
+    const allowed = allowedAt(c.req.path);
+    if (allowed.length === 0) return noRoute(c);
+    c.header("Allow", allowed.join(", "));
+    const error = new DomainError(
+      405,
+      "method_not_allowed",
+      `${c.req.path} answers ${allowed.join(", ")}, not ${c.req.method}.`,
+      { allow: allowed },
+    );
+    return c.json(errorBody(error, c.get("requestId")), 405);
+  });
   app.onError(onError({ logger: deps.logger, authenticate: 'Bearer realm="kvgraft"' }));
   return app;
+}
+
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+
+/**
+ * The methods the app's routes answer at a path (middleware, registered for every method, does
+ * not count); GET brings HEAD, which Hono answers with the GET route. Built from the routes
+ * registered so far: call it after the last route.
+ */
+function allowedMethods(app: OpenAPIHono<AppEnv>): (path: string) => string[] {
+  const router = new PatternRouter<string>();
+  for (const route of app.routes)
+    if (route.method !== "ALL") router.add(route.method, route.path, route.method);
+  return (path) => {
+    const allowed: string[] = METHODS.filter((m) => router.match(m, path)[0].length > 0);
+    return allowed.includes("GET") ? [...allowed, "HEAD"] : allowed;
+  };
 }

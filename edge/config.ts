@@ -47,6 +47,14 @@ const envSchema = z
       .default("default"),
     /** What the logger writes: debug, info (default; a line per request), warn, error or silent. */
     KVGRAFT_LOG_LEVEL: logLevelSetting,
+    /**
+     * The flywheel (unsure answers queued and solved again with a bigger budget): `on`, `off`, or
+     * `auto`: off when the model is the generated random-weight one (its answers are noise, so
+     * the work would be wasted), on otherwise.
+     */
+    KVGRAFT_FLYWHEEL: z.enum(["on", "off", "auto"]).default("auto"),
+    /** How often an idle flywheel worker looks at the queue again. */
+    KVGRAFT_FLYWHEEL_IDLE_MS: int(1, 600_000, 2_000),
   })
   .superRefine((env, ctx) => {
     if (env.KVGRAFT_GPU_URL && !env.KVGRAFT_GPU_SECRET)
@@ -74,6 +82,22 @@ export interface EdgeConfig {
   limits: { publicBodyBytes: number; adminBodyBytes: number; solveMaxTokens: number };
   uploads: { grantTtlS: number };
   logLevel: LogLevel;
+  flywheel: {
+    /** Whether unsure answers are queued and a worker (npm start) solves them again. */
+    enabled: boolean;
+    /** The setting it came from (`auto`: decided by whether the model is the generated one). */
+    setting: "on" | "off" | "auto";
+    idleMs: number;
+  };
+}
+
+/** What the entry knows about the deployment beyond the environment. */
+export interface EdgeContext {
+  /**
+   * True when the GPU node runs the generated random-weight model (`kvgraft start` without
+   * MODEL_PATH): `KVGRAFT_FLYWHEEL=auto` is off then. Unknown (a Worker, `serve edge`): a real model.
+   */
+  syntheticModel?: boolean;
 }
 
 /** What the configuration errors call it: `invalid edge configuration: ...`. */
@@ -83,7 +107,7 @@ const WHAT = "edge configuration";
  * Parses the environment (Node: `process.env`; Workers: the `env` object, whose non-string
  * bindings are ignored here). Empty strings count as unset.
  */
-export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
+export function readEdgeConfig(env: Record<string, unknown>, context: EdgeContext = {}): EdgeConfig {
   const e = parseEnv(envSchema, env, WHAT);
   const trim = (url: string) => url.replace(/\/+$/, "");
   return {
@@ -105,6 +129,11 @@ export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
     },
     uploads: { grantTtlS: e.KVGRAFT_UPLOAD_GRANT_TTL_S },
     logLevel: e.KVGRAFT_LOG_LEVEL,
+    flywheel: {
+      enabled: e.KVGRAFT_FLYWHEEL === "auto" ? context.syntheticModel !== true : e.KVGRAFT_FLYWHEEL === "on",
+      setting: e.KVGRAFT_FLYWHEEL,
+      idleMs: e.KVGRAFT_FLYWHEEL_IDLE_MS,
+    },
   };
 }
 

@@ -13,15 +13,14 @@ import {
   addSolution,
   findByTemplate,
   findVerifiedByFingerprint,
-  getLibraryItem,
-  listLibrary,
   logQuery,
   registerBlock,
   registerProblem,
-  searchTemplates,
   setBlockState,
-  toFtsQuery,
+  supersedeSolutions,
 } from "../edge/db/library.js";
+import { getLibraryItem, listLibrary } from "../edge/db/library-pages.js";
+import { searchTemplates, toFtsQuery } from "../edge/db/library-search.js";
 import { listNodes, markNodeDown, markNodeUp, recordMissedHeartbeat, upsertNode } from "../edge/db/nodes.js";
 import { DomainError } from "../shared/errors.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
@@ -346,7 +345,7 @@ describe("library listing and query log", () => {
     let pages = 0;
     do {
       const page = await listLibrary(db, { limit: 2, cursor });
-      seen.push(...page.items.map((i) => i.problem.id));
+      seen.push(...page.items.map((i) => i.id));
       cursor = page.nextCursor;
       pages++;
     } while (cursor !== null);
@@ -356,6 +355,96 @@ describe("library listing and query log", () => {
     expect(item?.solutions).toEqual([first]);
     expect(await getLibraryItem(db, "prb_nope")).toBeNull();
     await expectDomainError(listLibrary(db, { limit: 2, cursor: "' OR 1=1 --" }), 400, "cursor_invalid");
+  });
+
+  it("searches the library by words and numbers and lists summaries, not whole entries", async () => {
+    const real = async (text: string) => {
+      const normalizedText = normalizeProblem(text);
+      const { template, literals } = problemTemplate(normalizedText);
+      return (
+        await registerProblem(db, {
+          normalizedText,
+          fingerprint: await problemFingerprint(text),
+          template,
+          params: literals,
+        })
+      ).problem;
+    };
+    const sheep = await real("A farmer has 41 sheep and buys 17 more. How many sheep?");
+    const goats = await real("A farmer has 12 goats and sells 5. How many goats?");
+    const jars = await real("A crate holds 17 rows of 23 jars. How many jars?");
+    const old = await addSolution(db, {
+      problemId: sheep.id,
+      worked: "41 + 17",
+      program: "a, b = PARAMS\nprint(a + b)",
+      answer: "58",
+      parametric: true,
+      verified: true,
+      verification: {},
+    });
+    const current = await addSolution(db, {
+      ...old,
+      problemId: sheep.id,
+      answer: "58",
+      worked: "41 plus 17",
+    });
+    expect(
+      (await supersedeSolutions(db, { problemId: sheep.id, by: current.id, at: new Date() })).map(
+        (x) => x.id,
+      ),
+    ).toEqual([old.id]);
+    await registerBlock(db, {
+      sha256: "1".repeat(64),
+      problemId: sheep.id,
+      manifest,
+      state: "superseded",
+      nodeId: "n1",
+    });
+    await registerBlock(db, {
+      sha256: "2".repeat(64),
+      problemId: sheep.id,
+      manifest,
+      state: "ready",
+      nodeId: "n1",
+    });
+    const ids = async (q: string) => (await listLibrary(db, { limit: 10, q })).items.map((i) => i.id);
+    expect(await ids("farmer")).toEqual([sheep.id, goats.id]);
+    // Every word must be there; words are stemmed and case-insensitive.
+    expect(await ids("FARMER buys")).toEqual([sheep.id]);
+    expect(await ids("farmer buy")).toEqual([sheep.id]);
+    expect(await ids("jar")).toEqual([jars.id]);
+    // Numbers match the problem's own numbers.
+    expect(await ids("17")).toEqual([sheep.id, jars.id]);
+    expect(await ids("jars 17")).toEqual([jars.id]);
+    expect(await ids("farmer 99")).toEqual([]);
+    // FTS syntax is only ever words.
+    expect(await ids('farmer" OR "jars')).toEqual([]);
+    expect(await ids("* ( :")).toEqual([]);
+    // Paging over a search.
+    const first = await listLibrary(db, { limit: 1, q: "17" });
+    expect(first.items.map((i) => i.id)).toEqual([sheep.id]);
+    const next = await listLibrary(db, { limit: 1, q: "17", cursor: first.nextCursor });
+    expect(next).toMatchObject({ items: [{ id: jars.id }], nextCursor: null });
+
+    const [summary] = (await listLibrary(db, { limit: 1 })).items;
+    expect(summary).toEqual({
+      id: sheep.id,
+      problem: sheep.normalizedText,
+      template: sheep.template,
+      answer: "58",
+      solution: { id: current.id, version: 2, parametric: true },
+      block: { sha256: "2".repeat(64), tokenCount: manifest.tokenCount, state: "ready" },
+      createdAt: sheep.createdAt,
+    });
+    const detail = await getLibraryItem(db, sheep.id);
+    expect(detail?.solutions.map((x) => [x.version, x.supersededBy])).toEqual([
+      [1, current.id],
+      [2, null],
+    ]);
+    expect(detail?.blocks.map((b) => [b.state, b.manifest.tokensSha256])).toEqual([
+      ["superseded", manifest.tokensSha256],
+      ["ready", manifest.tokensSha256],
+    ]);
   });
 
   it("logs queries", async () => {

@@ -77,7 +77,7 @@ export default async function flywheel(argv: string[]): Promise<number> {
     const deps = { db: database.db, gpu, config, clock: systemClock };
     const say = (line: string) => (flags.json ? process.stderr : process.stdout).write(`${line}\n`);
     if (flags.once) {
-      const item = await runFlywheelOnce(deps, budget);
+      const item = await runFlywheelOnce(deps, budget, { logger: createLogger({ level: config.logLevel }) });
       const progress = await flywheelProgress(deps);
       say(item ? `item ${item.id}: ${item.status}` : "the queue is empty");
       if (flags.json) printJson({ item, progress });

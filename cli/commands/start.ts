@@ -33,7 +33,8 @@ Runs the embedded default on this machine: a GPU node (child process) and the ed
   --json           print one JSON line {edgeUrl, gpuUrl, adminKey, ...} when ready
 Environment: MODEL_PATH (a real GGUF; default a generated tiny random-weight model),
   PORT or EDGE_PORT (edge, default 8787), GPU_PORT (default 8788), KVGRAFT_GPU_SECRET (generated
-  if unset), KVGRAFT_ADMIN_KEY (otherwise one is generated on first start and kept in DIR/admin.key).
+  if unset), KVGRAFT_ADMIN_KEY (otherwise one is generated on first start and kept in DIR/admin.key),
+  KVGRAFT_FLYWHEEL (on|off|auto; auto, the default: off with the generated model, on with MODEL_PATH).
 Stops both services on Ctrl-C, SIGTERM or SIGHUP (a closed terminal); the GPU node also stops
   when this process dies.`;
 
@@ -148,6 +149,7 @@ export default async function start(argv: string[]): Promise<number> {
         KVGRAFT_GPU_URL: gpuUrl,
         KVGRAFT_GPU_SECRET: secret,
       },
+      context: { syntheticModel: randomWeights },
     });
     edge = withFlywheelWorker(edge);
     const keyFile = join(dataDir, "admin.key");
@@ -172,6 +174,7 @@ export default async function start(argv: string[]): Promise<number> {
       model: modelPath,
       randomWeights,
       sandbox,
+      flywheel: { enabled: edge.config.flywheel.enabled, setting: edge.config.flywheel.setting },
       starter,
     };
     if (stop.signal === null) {
@@ -288,6 +291,9 @@ function printBanner(
     sandbox.isolation === "none"
       ? `  sandbox   NONE: programs are not run (${sandbox.reason ?? "unknown"})`
       : `  sandbox   ${sandbox.isolation} (each program in its own bubblewrap namespaces)`,
+    edge.config.flywheel.enabled
+      ? "  flywheel  on: unsure answers are solved again in the background (GET /admin/flywheel shows each item's step)"
+      : `  flywheel  off (KVGRAFT_FLYWHEEL=${edge.config.flywheel.setting}${edge.config.flywheel.setting === "auto" ? " with the random-weight model" : ""}; KVGRAFT_FLYWHEEL=on turns it on)`,
     randomWeights
       ? `  model     ${modelPath}\n            NOTE: a tiny RANDOM-WEIGHT TEST MODEL: it produces gibberish. Library answers are real;\n            model answers are not. Set MODEL_PATH=/path/to/model.gguf for a real model.`
       : `  model     ${modelPath}`,

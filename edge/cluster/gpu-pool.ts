@@ -51,6 +51,8 @@ export interface GpuPool extends GpuClient {
   readonly rebalancer: Rebalancer;
   /** All known nodes with liveness and tiers (`fresh`: re-read the registry now). */
   nodes(fresh?: boolean): Promise<PoolNode[]>;
+  /** Reads the statically configured node's /health now (it sends no heartbeats); a no-op without one. */
+  refreshStatic(): Promise<void>;
   /** A signed client of one node (for transfers). */
   client(nodeId: string): GpuNodeClient;
   metrics(nodeId: string): NodeMetrics;
@@ -162,6 +164,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       return options.secret !== null;
     },
     allMetrics: metrics.all,
+    refreshStatic: directory.refreshStatic,
     heartbeatReceived(row, change) {
       directory.heartbeatReceived(row, change === "down");
       if (change !== "same") {

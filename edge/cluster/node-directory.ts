@@ -8,6 +8,7 @@
 
 import { unavailable } from "../../shared/errors.js";
 import { createGpuClient, type GpuNodeClient } from "../../shared/gpu-client.js";
+import { type Heartbeat, heartbeatFrom } from "../../shared/heartbeat.js";
 import type { Health } from "../../shared/protocol.js";
 import type { Database } from "../db/database.js";
 import { type GpuNode, listNodes } from "../db/nodes.js";
@@ -21,6 +22,19 @@ export interface PoolNode extends NodeView {
   missedHeartbeats: number;
   capacity: Record<string, unknown>;
   coldCount: number | null;
+  /** What the node last reported (its heartbeat, or the static node's /health); `{error}` when unreachable. */
+  health: Record<string, unknown>;
+}
+
+/** The part of a heartbeat the registry keeps as the node's health (and the admin view shows). */
+export function reportedHealth(beat: Heartbeat): Record<string, unknown> {
+  return {
+    status: beat.status,
+    tiers: beat.tiers,
+    queue: beat.queue,
+    model: { name: beat.model.name, architecture: beat.model.architecture, sha256: beat.model.sha256 },
+    engine: { id: beat.engine.id, backend: beat.engine.backend, gpuName: beat.engine.gpuName },
+  };
 }
 
 export interface NodeDirectoryOptions {
@@ -40,6 +54,11 @@ export interface NodeDirectoryOptions {
 export interface NodeDirectory {
   /** All known nodes with liveness and tiers (`fresh`: re-read the registry now). */
   nodes(fresh?: boolean): Promise<PoolNode[]>;
+  /**
+   * Reads the statically configured node's /health now (it sends no heartbeats), so the next
+   * `nodes()` shows its current tiers, queue and capacity; a no-op without one.
+   */
+  refreshStatic(): Promise<void>;
   /** The registry rows as last read (`fresh`: re-read first). */
   registry(fresh?: boolean): Promise<readonly GpuNode[]>;
   /** A signed client of one node, for work and transfers (long timeout; calls bring deadlines). */
@@ -85,6 +104,33 @@ function registryView(
     missedHeartbeats: row.missedHeartbeats,
     capacity: row.capacity,
     coldCount: health.tiers?.coldCount ?? null,
+    health: row.health,
+  };
+}
+
+/** The configured node as the pool sees it, from its last /health (`beat`, null before one). */
+function staticNodeView(
+  node: { id: string; url: string },
+  beat: Heartbeat | null,
+  error: string | null,
+  down: boolean,
+): PoolNode {
+  return {
+    id: node.id,
+    url: node.url,
+    source: "static",
+    status: down ? "down" : "up",
+    live: !down,
+    modelFingerprint: beat?.model.sha256 ?? "",
+    engineFingerprint: beat?.engine.id ?? "",
+    hot: beat?.tiers.hot ?? [],
+    warm: beat?.tiers.warm ?? [],
+    queueDepth: beat?.queue.depth ?? 0,
+    lastHeartbeatAt: null,
+    missedHeartbeats: 0,
+    capacity: beat ? { ...beat.capacity } : {},
+    coldCount: beat?.tiers.coldCount ?? null,
+    health: { ...(beat ? reportedHealth(beat) : {}), ...(error !== null ? { error } : {}) },
   };
 }
 
@@ -97,7 +143,9 @@ export function createNodeDirectory(options: NodeDirectoryOptions): NodeDirector
   let rowsLoading: Promise<void> | undefined;
   const suspect = new Map<string, number>();
   const clients = new Map<string, { url: string; client: GpuNodeClient }>();
-  let staticInfo: { modelFingerprint: string; engineFingerprint: string; health: Health } | null = null;
+  /** The configured node's last /health, as a heartbeat would report it. */
+  let staticBeat: Heartbeat | null = null;
+  let staticError: string | null = null;
   let staticDownAt: number | undefined;
   const fetchOpt = options.fetch ? { fetch: options.fetch } : {};
 
@@ -135,35 +183,31 @@ export function createNodeDirectory(options: NodeDirectoryOptions): NodeDirector
     await rowsLoading;
   }
 
+  /**
+   * The statically configured node sends no heartbeats, so what it holds comes from its /health:
+   * read when asked (`refreshStatic`: the admin node list; tiers change with every graft) and, for
+   * its fingerprints, once it has registered neighbours (placement groups).
+   */
+  async function readStaticHealth(): Promise<void> {
+    const s = options.staticNode;
+    if (!s || !options.secret || rows.some((r) => r.id === s.id)) return;
+    try {
+      const health: Health = await signedClient(s.id, options.healthTimeoutMs).health();
+      staticBeat = heartbeatFrom(s.id, s.url, health);
+      staticError = null;
+    } catch (err) {
+      // The node still gets calls (a pool of one has nowhere else to send them); the view says why
+      // its report is missing, and placement leaves unknown fingerprints out of groups.
+      staticError = err instanceof Error ? err.message : String(err);
+    }
+  }
+
   async function staticView(): Promise<PoolNode | null> {
     const s = options.staticNode;
     if (!s || rows.some((r) => r.id === s.id)) return null;
-    // Its fingerprints matter only next to registered nodes; a pool of one never asks.
-    if (!staticInfo && options.secret && rows.length > 0) {
-      try {
-        const health = await signedClient(s.id, options.healthTimeoutMs).health();
-        staticInfo = { modelFingerprint: health.model.sha256, engineFingerprint: health.engine.id, health };
-      } catch {
-        // Unknown fingerprints: the node still serves calls; placement leaves it out of groups.
-      }
-    }
+    if (!staticBeat && rows.length > 0) await readStaticHealth();
     const down = staticDownAt !== undefined && now() - staticDownAt < timing.heartbeatMs * timing.downAfter;
-    return {
-      id: s.id,
-      url: s.url,
-      source: "static",
-      status: down ? "down" : "up",
-      live: !down,
-      modelFingerprint: staticInfo?.modelFingerprint ?? "",
-      engineFingerprint: staticInfo?.engineFingerprint ?? "",
-      hot: staticInfo?.health.tiers.hot ?? [],
-      warm: staticInfo?.health.tiers.warm ?? [],
-      queueDepth: staticInfo?.health.queue.depth ?? 0,
-      lastHeartbeatAt: null,
-      missedHeartbeats: 0,
-      capacity: {},
-      coldCount: staticInfo?.health.tiers.coldCount ?? null,
-    };
+    return staticNodeView(s, staticBeat, staticError, down);
   }
 
   return {
@@ -177,6 +221,7 @@ export function createNodeDirectory(options: NodeDirectoryOptions): NodeDirector
       if (!s.live && !views.some((v) => v.live)) s.live = true;
       return [s, ...views];
     },
+    refreshStatic: readStaticHealth,
     async registry(fresh = false) {
       await loadRows(fresh);
       return rows;

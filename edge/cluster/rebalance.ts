@@ -4,7 +4,8 @@
  * (edge/cluster/placement.ts `planRebalance`) and runs the copies, at most `transferConcurrency` at once,
  * then drops the copies left on nodes outside a block's set (a move is a copy, then a drop, and a
  * drop happens only once every desired node holds the block). It repeats until nothing is left
- * to do (at most a few passes). Blocks quarantined in the library are removed from live nodes.
+ * to do (at most a few passes). Blocks quarantined or superseded in the library are removed from
+ * live nodes.
  *
  * A copy streams the block file from the source node (`GET /v1/blocks/:id/file`, signed) into the
  * target's signed import endpoint chunk by chunk; the target checks each chunk's SHA-256, then the
@@ -17,7 +18,7 @@
  */
 import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
 import type { Database } from "../db/database.js";
-import { quarantinedBlockIds } from "../db/library.js";
+import { retiredBlockIds } from "../db/library.js";
 import {
   addReplica,
   blockFingerprints,
@@ -242,8 +243,13 @@ export class Rebalancer {
       for (let pass = 0; pass < 4; pass++) {
         report.passes = pass + 1;
         const nodes = (await this.cluster.nodes(true)).map((n) => ({ ...n }));
-        // One node (or none): nothing to place or move.
-        if (nodes.length < 2) break;
+        // One node (or none): nothing to place or move, but the report still counts what there is
+        // (a single `npm start` node is live, and holds every ready block).
+        if (nodes.length < 2) {
+          report.liveNodes = nodes.filter((n) => n.live).length;
+          report.blocks = (await readyBlocks(db)).length;
+          break;
+        }
         // What each live node really holds.
         const inventory = new Map<string, Set<string>>();
         await Promise.all(
@@ -285,8 +291,8 @@ export class Rebalancer {
           }
           holdings.push({ ...b, holders });
         }
-        // Blocks the library quarantined do not stay on live nodes.
-        const quarantined = await quarantinedBlockIds(db);
+        // Blocks the library quarantined or superseded do not stay on live nodes.
+        const quarantined = await retiredBlockIds(db);
         const extra: RebalanceAction[] = [];
         for (const sha256 of quarantined)
           for (const n of live)

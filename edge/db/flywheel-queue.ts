@@ -89,6 +89,31 @@ export async function claimNextFlywheel(
   return claimed ?? null;
 }
 
+/** Where a running item is, shown by the admin flywheel route while the worker is on it. */
+export interface FlywheelProgress {
+  step: "library_check" | "baseline" | "heavy" | "judging" | "depositing";
+  /** Samples of this step's solve finished so far, and its total (solve steps only). */
+  sample?: number;
+  samples?: number;
+  at: string;
+}
+
+/**
+ * Records a running item's progress in its `result` (replaced by the outcome when it finishes);
+ * the write also refreshes `updated_at`, so an item that makes progress is never reclaimed.
+ */
+export async function recordFlywheelProgress(
+  db: Database,
+  id: string,
+  progress: FlywheelProgress,
+  now = new Date(),
+): Promise<void> {
+  await db
+    .update(flywheelQueue)
+    .set({ result: { progress }, updatedAt: now })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
+}
+
 /** The outcome of a heavier solve. */
 export interface FlywheelOutcome {
   status: Extract<FlywheelStatus, "accepted" | "rejected">;
@@ -140,11 +165,11 @@ export async function getFlywheel(db: Database, id: string): Promise<FlywheelIte
   return row ?? null;
 }
 
-/** Puts a running item back in the queue (its worker failed or is stopping). */
+/** Puts a running item back in the queue (its worker failed or is stopping), its progress cleared. */
 export async function requeueFlywheel(db: Database, id: string, now: Date): Promise<void> {
   await db
     .update(flywheelQueue)
-    .set({ status: "queued", updatedAt: now })
+    .set({ status: "queued", result: null, updatedAt: now })
     .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
 }
 

@@ -1,14 +1,14 @@
 /**
- * The library over the database: problems, their verified solutions and blocks, lexical search
- * over templates, and the query log. Plain functions over a `Database`, runtime-neutral (Node and
- * Workers).
+ * The library over the database: problems, their verified solutions (versioned) and blocks, the
+ * lookups routing uses, and the query log. Plain functions over a `Database`, runtime-neutral (Node
+ * and Workers). Lexical search is in library-search.ts, the listing pages in library-pages.ts.
  */
-import { and, asc, desc, eq, gt, inArray, ne, sql } from "drizzle-orm";
-import { badRequest, conflict, notFound } from "../../shared/errors.js";
+import { and, asc, desc, eq, inArray, isNull, ne, sql } from "drizzle-orm";
+import { conflict, notFound } from "../../shared/errors.js";
 import { NORMALIZE_VERSION } from "../../shared/normalize.js";
 import type { Database } from "./database.js";
 import { type FingerprintValue, fingerprintKey } from "./fingerprint.js";
-import { isId, newId } from "./ids.js";
+import { newId } from "./ids.js";
 import { type BlockState, blocks, problems, queries, solutions } from "./schema.js";
 
 export type Problem = typeof problems.$inferSelect;
@@ -67,7 +67,7 @@ export interface SolutionInput {
   verification: Record<string, unknown>;
 }
 
-/** Adds a solution to a registered problem. */
+/** Adds a solution to a registered problem, numbered one past the problem's last solution. */
 export async function addSolution(db: Database, input: SolutionInput): Promise<Solution> {
   await requireProblem(db, input.problemId);
   const [row] = await db
@@ -75,6 +75,8 @@ export async function addSolution(db: Database, input: SolutionInput): Promise<S
     .values({
       id: newId("sol"),
       problemId: input.problemId,
+      // One statement: two deposits at once cannot take the same number (the unique index refuses).
+      version: sql`(SELECT coalesce(max(${solutions.version}), 0) + 1 FROM ${solutions} WHERE ${solutions.problemId} = ${input.problemId})`,
       worked: input.worked,
       program: input.program,
       answer: input.answer,
@@ -85,6 +87,28 @@ export async function addSolution(db: Database, input: SolutionInput): Promise<S
     .returning();
   if (!row) throw new Error("solution insert returned no row");
   return row;
+}
+
+/**
+ * Marks every other solution of the problem that is not superseded yet as replaced by `by` (kept
+ * for audit; they never answer again), so that one solution is current even after two deposits
+ * raced; returns the rows it changed.
+ */
+export async function supersedeSolutions(
+  db: Database,
+  input: { problemId: string; by: string; at: Date },
+): Promise<Solution[]> {
+  return db
+    .update(solutions)
+    .set({ supersededAt: input.at, supersededBy: input.by })
+    .where(
+      and(
+        eq(solutions.problemId, input.problemId),
+        ne(solutions.id, input.by),
+        isNull(solutions.supersededAt),
+      ),
+    )
+    .returning();
 }
 
 /** The manifest fields the edge routes on; the whole manifest is stored as JSON beside them. */
@@ -163,9 +187,29 @@ export async function newestReadyBlock(db: Database, problemId: string): Promise
   return row ?? null;
 }
 
-/** The ids of quarantined blocks (they must not stay on GPU nodes). */
-export async function quarantinedBlockIds(db: Database): Promise<string[]> {
-  const rows = await db.select({ sha256: blocks.sha256 }).from(blocks).where(eq(blocks.state, "quarantined"));
+/**
+ * Marks the problem's ready blocks other than `keepBlock` superseded (their text holds a replaced
+ * solution, so a graft must never use them); returns their ids.
+ */
+export async function supersedeReadyBlocks(
+  db: Database,
+  problemId: string,
+  keepBlock: string,
+): Promise<string[]> {
+  const rows = await db
+    .update(blocks)
+    .set({ state: "superseded" })
+    .where(and(eq(blocks.problemId, problemId), eq(blocks.state, "ready"), ne(blocks.sha256, keepBlock)))
+    .returning({ sha256: blocks.sha256 });
+  return rows.map((r) => r.sha256);
+}
+
+/** The ids of quarantined and superseded blocks (they must not stay on GPU nodes). */
+export async function retiredBlockIds(db: Database): Promise<string[]> {
+  const rows = await db
+    .select({ sha256: blocks.sha256 })
+    .from(blocks)
+    .where(inArray(blocks.state, ["quarantined", "superseded"]));
   return rows.map((r) => r.sha256);
 }
 
@@ -190,7 +234,7 @@ export interface VerifiedAnswer {
   answer: string;
 }
 
-/** The newest verified solution of the problem with this fingerprint, or null. */
+/** The current solution of the problem with this fingerprint (newest verified, not superseded), or null. */
 export async function findVerifiedByFingerprint(
   db: Database,
   fingerprint: string,
@@ -198,14 +242,17 @@ export async function findVerifiedByFingerprint(
   const [row] = await db
     .select({ problem: problems, solution: solutions })
     .from(problems)
-    .innerJoin(solutions, and(eq(solutions.problemId, problems.id), eq(solutions.verified, true)))
+    .innerJoin(
+      solutions,
+      and(eq(solutions.problemId, problems.id), eq(solutions.verified, true), isNull(solutions.supersededAt)),
+    )
     .where(and(eq(problems.fingerprint, fingerprint), eq(problems.normalizeVersion, NORMALIZE_VERSION)))
     .orderBy(desc(solutions.id))
     .limit(1);
   return row ? { ...row, answer: row.solution.answer } : null;
 }
 
-/** A problem of a template with what routing can use: its newest verified solution and ready blocks. */
+/** A problem of a template with what routing can use: its current solution and ready blocks. */
 export interface TemplateMatch {
   problem: Problem;
   solution: Solution | null;
@@ -225,7 +272,9 @@ export async function findByTemplate(db: Database, template: string): Promise<Te
     db
       .select()
       .from(solutions)
-      .where(and(inArray(solutions.problemId, ids), eq(solutions.verified, true)))
+      .where(
+        and(inArray(solutions.problemId, ids), eq(solutions.verified, true), isNull(solutions.supersededAt)),
+      )
       .orderBy(asc(solutions.id)),
     db
       .select()
@@ -239,97 +288,6 @@ export async function findByTemplate(db: Database, template: string): Promise<Te
     solution: verified.filter((s) => s.problemId === problem.id).at(-1) ?? null,
     blocks: ready.filter((b) => b.problemId === problem.id),
   }));
-}
-
-/** A lexical routing candidate; `score` is the negated BM25 rank, so higher is better. */
-export interface TemplateCandidate {
-  template: string;
-  /** The oldest problem with this template. */
-  problemId: string;
-  score: number;
-}
-
-const MAX_QUERY_TOKENS = 64;
-const MAX_CANDIDATES = 50;
-
-/**
- * An FTS5 MATCH expression that only ever means "any of these words": every word of the text
- * becomes a quoted string joined by OR. The words hold letters and digits only, so no quote,
- * `*`, `^`, `:`, parenthesis or bare operator (AND/OR/NOT/NEAR) survives as syntax. Null when
- * the text has no words.
- */
-export function toFtsQuery(text: string): string | null {
-  const words =
-    text
-      .normalize("NFKC")
-      .toLowerCase()
-      .match(/[\p{L}\p{N}]+/gu) ?? [];
-  const unique = [...new Set(words)].slice(0, MAX_QUERY_TOKENS);
-  return unique.length === 0 ? null : unique.map((w) => `"${w}"`).join(" OR ");
-}
-
-/**
- * The `k` templates most similar to `templateText` by BM25 over the FTS5 index (one row per
- * distinct template), best first.
- */
-export async function searchTemplates(
-  db: Database,
-  templateText: string,
-  k: number,
-): Promise<TemplateCandidate[]> {
-  const match = toFtsQuery(templateText);
-  const limit = clamp(k, 1, MAX_CANDIDATES);
-  if (match === null) return [];
-  // MATERIALIZED keeps the FTS scan its own step: bm25() is not allowed in a query SQLite
-  // flattens it into.
-  const rows = await db.all<{ template: string; problem_id: string; rank: number }>(sql`
-    WITH hits AS MATERIALIZED (
-      SELECT template, bm25(problems_fts) AS rank FROM problems_fts WHERE problems_fts MATCH ${match}
-      ORDER BY rank LIMIT ${limit}
-    )
-    SELECT template, rank, (SELECT min(id) FROM problems WHERE problems.template = hits.template) AS problem_id
-    FROM hits ORDER BY rank, template`);
-  return rows.map((r) => ({ template: r.template, problemId: r.problem_id, score: -r.rank }));
-}
-
-/** One library entry with all its solutions and blocks. */
-export interface LibraryItem {
-  problem: Problem;
-  solutions: Solution[];
-  blocks: Block[];
-}
-
-/** A page of the library in creation order; pass `nextCursor` back to get the next page. */
-export interface LibraryPage {
-  items: LibraryItem[];
-  nextCursor: string | null;
-}
-
-/** Lists the library, `limit` (clamped to 1..100) items after `cursor`. */
-export async function listLibrary(
-  db: Database,
-  options: { limit: number; cursor?: string | null },
-): Promise<LibraryPage> {
-  const limit = clamp(options.limit, 1, 100);
-  const cursor = options.cursor ?? null;
-  if (cursor !== null && !isId("prb", cursor)) throw badRequest("cursor_invalid", "The cursor is not valid.");
-  const page = await db
-    .select()
-    .from(problems)
-    .where(cursor === null ? undefined : gt(problems.id, cursor))
-    .orderBy(asc(problems.id))
-    .limit(limit + 1);
-  const more = page.length > limit;
-  const items = await withDetails(db, page.slice(0, limit));
-  return { items, nextCursor: more ? (items.at(-1)?.problem.id ?? null) : null };
-}
-
-/** One library entry by problem id, or null. */
-export async function getLibraryItem(db: Database, id: string): Promise<LibraryItem | null> {
-  const [problem] = await db.select().from(problems).where(eq(problems.id, id));
-  if (!problem) return null;
-  const [item] = await withDetails(db, [problem]);
-  return item ?? null;
 }
 
 /** What one answered query did, for the log. */
@@ -363,22 +321,4 @@ export async function logQuery(db: Database, input: QueryLogInput): Promise<stri
 export async function requireProblem(db: Database, problemId: string): Promise<void> {
   const [row] = await db.select({ id: problems.id }).from(problems).where(eq(problems.id, problemId));
   if (!row) throw notFound("problem_not_found", "No problem with this id.");
-}
-
-async function withDetails(db: Database, page: Problem[]): Promise<LibraryItem[]> {
-  const ids = page.map((p) => p.id);
-  if (ids.length === 0) return [];
-  const [sols, blks] = await Promise.all([
-    db.select().from(solutions).where(inArray(solutions.problemId, ids)).orderBy(asc(solutions.id)),
-    db.select().from(blocks).where(inArray(blocks.problemId, ids)).orderBy(asc(blocks.createdAt)),
-  ]);
-  return page.map((problem) => ({
-    problem,
-    solutions: sols.filter((s) => s.problemId === problem.id),
-    blocks: blks.filter((b) => b.problemId === problem.id),
-  }));
-}
-
-function clamp(value: number, min: number, max: number): number {
-  return Number.isFinite(value) ? Math.min(Math.max(Math.trunc(value), min), max) : min;
 }

@@ -44,11 +44,17 @@ const keyBody = z.object({ key: keyInfoSchema });
 const solutionsRoute = adminRoute({
   method: "post",
   path: "/solutions",
-  summary: "Add a verified solution: the program is checked in the sandbox, the block deposited",
+  summary:
+    "Add a verified solution: the program is checked in the sandbox, the block deposited; another " +
+    "solution of a known problem becomes its next version and supersedes the current one",
   request: jsonBody(adminSolutionRequestSchema),
   responses: {
     201: ok(adminSolutionResponseSchema, "Created"),
-    200: ok(adminSolutionResponseSchema, "Already present (idempotent on the problem fingerprint)"),
+    200: ok(
+      adminSolutionResponseSchema,
+      "The same solution is already the problem's current one (created: false); a problem left " +
+        "without a ready block gets it deposited again",
+    ),
     422: errorResponse("`program_mismatch`, `program_error` or `program_timeout`."),
     502: gpuErrors[502],
     503: errorResponse("`sandbox_unavailable` or `gpu_unavailable`: nothing was stored."),
@@ -115,7 +121,10 @@ const uploadsRoute = adminRoute({
 export function adminRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   const app = routeGroup();
   serve(app, solutionsRoute, async (c) => {
-    const outcome = await depositSolution(deps, await readJson(c, adminSolutionRequestSchema));
+    // A different solution of a known problem becomes its next version (admin.service.ts).
+    const outcome = await depositSolution(deps, await readJson(c, adminSolutionRequestSchema), {
+      replace: true,
+    });
     return c.json(outcome, outcome.created ? 201 : 200);
   });
   serve(app, registerBlockRoute, async (c) => {

@@ -72,6 +72,8 @@ export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
     return (await listNodes(deps.db)).map((row) => ({ ...row, live: row.status === "up" }));
   const pool = deps.gpu;
   const rows = new Map<string, GpuNode>((await listNodes(deps.db)).map((r) => [r.id, r]));
+  // Fresh: the static node's /health asked now, registry rows re-read.
+  await pool.refreshStatic();
   return (await pool.nodes(true)).map((n) => {
     const row = rows.get(n.id);
     return {
@@ -85,7 +87,7 @@ export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
       lastHeartbeatAt: n.lastHeartbeatAt === null ? null : new Date(n.lastHeartbeatAt).toISOString(),
       missedHeartbeats: n.missedHeartbeats,
       capacity: n.capacity,
-      health: row?.health ?? {},
+      health: n.health,
       tiers: { hot: n.hot, warm: n.warm, coldCount: n.coldCount },
       queueDepth: n.queueDepth,
       metrics: pool.metrics(n.id),

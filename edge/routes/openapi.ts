@@ -20,7 +20,8 @@ const INFO = {
   version: "0.1.0",
   description:
     "Answers math problems from a library of verified solutions and byte-exact KV-cache blocks. " +
-    "Every error body is {error: {code, message, details?}, requestId}.",
+    "Every error body is {error: {code, message, details?}, requestId}. A path asked with a method " +
+    "it does not answer is a 405 `method_not_allowed` with an `Allow` header listing the methods it does.",
 };
 
 /** Serves the app's own document on `app`, which must be the root app (it documents what is mounted on it). */

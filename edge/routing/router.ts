@@ -21,12 +21,8 @@
 import { sha256Hex } from "../../shared/hash.js";
 import { problemTemplate } from "../../shared/normalize.js";
 import type { Database } from "../db/database.js";
-import {
-  findVerifiedByFingerprint,
-  newestReadyBlock,
-  problemsOfTemplate,
-  searchTemplates,
-} from "../db/library.js";
+import { findVerifiedByFingerprint, newestReadyBlock, problemsOfTemplate } from "../db/library.js";
+import { searchTemplates } from "../db/library-search.js";
 
 export type RouteKind = "answer" | "template" | "similar" | "abstain";
 export type RouteReason =

@@ -16,6 +16,7 @@ import type { GpuClient } from "../cluster/gpu.js";
 import { createGpuPool, isGpuPool } from "../cluster/gpu-pool.js";
 import {
   type EdgeConfig,
+  type EdgeContext,
   processEnv,
   readEdgeConfig,
   readListenConfig,
@@ -40,6 +41,8 @@ export interface EdgeServerOptions {
   logger?: Logger;
   /** Replaces the signed fetch client (the embedded default passes the same client it uses). */
   gpu?: GpuClient;
+  /** What the entry knows beyond the environment (the generated model turns the flywheel off). */
+  context?: EdgeContext;
 }
 
 /** A running edge. */
@@ -64,7 +67,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     ...(options.env ?? processEnv()),
   };
   for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) env[k] = v;
-  const config = readEdgeConfig(env);
+  const config = readEdgeConfig(env, options.context);
   const listen = readListenConfig(env);
   const logger = options.logger ?? createLogger({ level: config.logLevel });
 

@@ -23,6 +23,8 @@ import {
   requireProblem,
   type Solution,
   setBlockState,
+  supersedeReadyBlocks,
+  supersedeSolutions,
 } from "../db/library.js";
 import type { Deps } from "../http.js";
 import { isParametricProfile, profileParameters } from "../routing/param-probe.js";
@@ -33,12 +35,34 @@ import { createUploadGrant } from "./upload-grant.js";
 /** What the admin operations need (the embedded default calls them in-process with these). */
 export type AdminDeps = Pick<Deps, "db" | "gpu" | "config" | "clock">;
 
-/** What a deposit returns; `created: false` means the problem already had a verified solution. */
+/**
+ * What a deposit returns. `created`: a new solution was stored (a new problem, or a new version
+ * that superseded `superseded`); false: the problem's current solution is returned as it is (the
+ * same solution again, or a different one deposited with `replace: false`).
+ */
 export interface DepositOutcome {
   created: boolean;
   problem: Problem;
   solution: Solution;
   block: Block | null;
+  /** The version the new solution replaced (now kept for audit only), else null. */
+  superseded: Solution | null;
+}
+
+/** How a deposit treats a problem that already has a verified solution. */
+export interface DepositOptions {
+  /**
+   * True (the admin API): a different solution becomes the problem's next version and supersedes
+   * the current one. False (the starter library, the flywheel): the current solution stays.
+   */
+  replace?: boolean;
+}
+
+/** Whether a request carries the same solution as a stored one (nothing to version). */
+function sameSolution(stored: Solution, input: AdminSolutionRequest): boolean {
+  return (
+    stored.program === input.program && stored.answer === input.answer && stored.worked === input.solution
+  );
 }
 
 /**
@@ -86,21 +110,34 @@ export async function checkProgram(
 
 /**
  * Adds a verified solution: normalize, check the program, deposit the block text on the GPU node,
- * then register problem, ready block and solution. Idempotent on the problem's fingerprint: a
- * problem that already has a verified solution is returned as it is (`created: false`). The GPU
- * work comes before any write, so a failed check or deposit leaves the library unchanged.
+ * then register problem, ready block and solution. The GPU work comes before any write, so a
+ * failed check or deposit leaves the library unchanged.
+ *
+ * A problem that already has a verified solution: the same solution again is idempotent
+ * (`created: false`), except that a problem left without a ready block (deleted, quarantined)
+ * gets its block deposited again. A different solution with `replace` (the admin API) is checked
+ * like a new one and becomes the next version: the old solution is marked superseded (kept for
+ * audit, never answers again), its blocks are marked superseded and removed from the GPU nodes,
+ * and the fast path, routing and transfer use the new one. Without `replace` it is ignored.
+ *
+ * Programs should compute from `PARAMS`; one that reads none of the problem's numbers (prints a
+ * constant) is accepted as this one problem's answer only: `parametric: false`, so it is never
+ * re-run on other numbers (see README, "Programs and parameters").
  */
-export async function depositSolution(deps: AdminDeps, input: AdminSolutionRequest): Promise<DepositOutcome> {
+export async function depositSolution(
+  deps: AdminDeps,
+  input: AdminSolutionRequest,
+  options: DepositOptions = {},
+): Promise<DepositOutcome> {
   const normalizedText = normalizeProblem(input.problem);
   const fingerprint = await sha256Hex(normalizedText);
   const existing = await findVerifiedByFingerprint(deps.db, fingerprint);
-  if (existing)
-    return {
-      created: false,
-      problem: existing.problem,
-      solution: existing.solution,
-      block: await newestReadyBlock(deps.db, existing.problem.id),
-    };
+  if (existing && (sameSolution(existing.solution, input) || !options.replace)) {
+    const block = await newestReadyBlock(deps.db, existing.problem.id);
+    const current = { problem: existing.problem, solution: existing.solution, superseded: null };
+    if (block || !sameSolution(existing.solution, input)) return { created: false, ...current, block };
+    return { created: false, ...current, block: await depositBlock(deps, input, existing.problem.id) };
+  }
 
   const { template, literals } = problemTemplate(normalizedText);
   if (literals.some((l) => l.length > MAX_LITERAL_CHARS))
@@ -117,18 +154,8 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
     answer: input.answer,
   });
   const paramProfile = await profileParameters(deps.gpu, input.program, literals, input.answer);
-  const text = renderBlockText(input);
-  // A pool deposits on one node, then copies the block to its R nodes (edge/cluster/gpu-pool.ts).
-  const placed = isGpuPool(deps.gpu)
-    ? await deps.gpu.depositPlaced(text)
-    : { manifest: await deps.gpu.deposit(text), nodeId: deps.config.gpu.nodeId };
+  const placed = await placeBlockText(deps, renderBlockText(input));
   const manifest = placed.manifest;
-  const textSha256 = await sha256Hex(text);
-  if (manifest.textSha256 !== textSha256)
-    throw new DomainError(502, "gpu_bad_response", "The GPU node's block manifest is for another text.", {
-      expected: textSha256,
-      got: manifest.textSha256,
-    });
 
   const { problem } = await registerProblem(deps.db, {
     normalizedText,
@@ -159,7 +186,56 @@ export async function depositSolution(deps: AdminDeps, input: AdminSolutionReque
       checkedAt: new Date(deps.clock.now()).toISOString(),
     },
   });
-  return { created: true, problem, solution, block };
+  const superseded = existing
+    ? await supersede(deps, existing.solution, solution.id, problem.id, manifest.sha256)
+    : null;
+  return { created: true, problem, solution, block, superseded };
+}
+
+/** Deposits block text on the GPU node (a pool: on one node) and checks the manifest is for it. */
+async function placeBlockText(
+  deps: AdminDeps,
+  text: string,
+): Promise<{ manifest: BlockManifest; nodeId: string }> {
+  // A pool deposits on one node, then copies the block to its R nodes (edge/cluster/gpu-pool.ts).
+  const placed = isGpuPool(deps.gpu)
+    ? await deps.gpu.depositPlaced(text)
+    : { manifest: await deps.gpu.deposit(text), nodeId: deps.config.gpu.nodeId };
+  const textSha256 = await sha256Hex(text);
+  if (placed.manifest.textSha256 !== textSha256)
+    throw new DomainError(502, "gpu_bad_response", "The GPU node's block manifest is for another text.", {
+      expected: textSha256,
+      got: placed.manifest.textSha256,
+    });
+  return placed;
+}
+
+/** Deposits the block of an already verified solution again and registers it ready. */
+async function depositBlock(deps: AdminDeps, input: AdminSolutionRequest, problemId: string): Promise<Block> {
+  const placed = await placeBlockText(deps, renderBlockText(input));
+  const block = await registerBlock(deps.db, blockInput(placed.manifest, problemId, placed.nodeId));
+  if (isGpuPool(deps.gpu)) await deps.gpu.replicate(placed.manifest.sha256, placed.nodeId);
+  return block;
+}
+
+/**
+ * Retires the solution a new version replaced: marks it (and any other not yet superseded)
+ * superseded, marks the problem's other ready blocks superseded (their text holds the old solution,
+ * so a graft must never use them) and removes them from the GPU nodes. A node that cannot be
+ * reached now keeps its copy, which the library never routes to (with two or more nodes, the
+ * rebalancer removes it later). Returns the replaced current solution.
+ */
+async function supersede(
+  deps: AdminDeps,
+  old: Solution,
+  by: string,
+  problemId: string,
+  keepBlock: string,
+): Promise<Solution | null> {
+  const replaced = await supersedeSolutions(deps.db, { problemId, by, at: new Date(deps.clock.now()) });
+  const stale = await supersedeReadyBlocks(deps.db, problemId, keepBlock);
+  for (const sha256 of stale) await deps.gpu.deleteBlock(sha256).catch(() => undefined);
+  return replaced.find((s) => s.id === old.id) ?? null;
 }
 
 /** The block row for a manifest; fingerprints are the model file's SHA-256 and the engine id. */

@@ -9,6 +9,7 @@ import { normalizeProblem } from "../../shared/normalize.js";
 import {
   enqueueFlywheel,
   type FlywheelItem,
+  type FlywheelProgress,
   finishFlywheel,
   flywheelTotals,
   getFlywheel,
@@ -39,18 +40,37 @@ export async function flywheelProgress(deps: Pick<AdminDeps, "db">) {
   };
 }
 
-/** The progress and the items (optionally of one status); candidates are counted, not listed. */
+/**
+ * Whether the flywheel is on, the queue's progress, the items being worked on now with the step
+ * each is at, and the items (optionally of one status); candidates are counted, not listed.
+ */
 export async function listFlywheelItems(
-  deps: Pick<AdminDeps, "db">,
+  deps: Pick<AdminDeps, "db" | "config">,
   options: { status?: FlywheelStatus; limit?: number },
 ) {
-  const [progress, items] = await Promise.all([flywheelProgress(deps), listFlywheel(deps.db, options)]);
+  const [progress, items, running] = await Promise.all([
+    flywheelProgress(deps),
+    listFlywheel(deps.db, options),
+    listFlywheel(deps.db, { status: "running", limit: 500 }),
+  ]);
   const brief = (item: FlywheelItem) => {
     if (!item.result || !Array.isArray(item.result.candidates)) return item;
     const { candidates, ...rest } = item.result;
     return { ...item, result: { ...rest, candidateCount: candidates.length } };
   };
-  return { progress, items: items.map(brief) };
+  return {
+    enabled: deps.config.flywheel.enabled,
+    setting: deps.config.flywheel.setting,
+    progress,
+    running: running.map((item) => ({
+      id: item.id,
+      problem: item.problem,
+      attempts: item.attempts,
+      progress: (item.result as { progress?: FlywheelProgress } | null)?.progress ?? null,
+      updatedAt: item.updatedAt,
+    })),
+    items: items.map(brief),
+  };
 }
 
 /** One item by id; 404 `flywheel_item_not_found`. */
@@ -60,11 +80,20 @@ export async function getFlywheelItem(deps: Pick<AdminDeps, "db">, id: string): 
   return row;
 }
 
-/** Queues a problem (admins may attach the reference answer); an open item gets the reference. */
+/**
+ * Queues a problem (admins may attach the reference answer); an open item gets the reference.
+ * 409 `flywheel_disabled` when the flywheel is switched off: nothing would work on it.
+ */
 export async function enqueueProblem(
-  deps: Pick<AdminDeps, "db">,
+  deps: Pick<AdminDeps, "db" | "config">,
   input: { problem: string; referenceAnswer?: string | undefined },
 ) {
+  if (!deps.config.flywheel.enabled)
+    throw conflict(
+      "flywheel_disabled",
+      `The flywheel is off on this edge (KVGRAFT_FLYWHEEL=${deps.config.flywheel.setting}); set KVGRAFT_FLYWHEEL=on to queue problems.`,
+      { setting: deps.config.flywheel.setting },
+    );
   const fingerprint = await sha256Hex(normalizeProblem(input.problem));
   const { item, created } = await enqueueFlywheel(deps.db, {
     problem: input.problem,

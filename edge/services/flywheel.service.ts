@@ -12,6 +12,10 @@
  *     per problem, registered); a rejected item leaves no block.
  * Every item records what it cost. Admins can accept a finished item against a reference answer
  * (the recorded candidates are judged again; nothing is regenerated) or reject an open one.
+ *
+ * The flywheel is a configuration switch (`KVGRAFT_FLYWHEEL`, edge/config.ts): off, nothing is
+ * queued and no worker runs. Each step of an item is logged (`flywheel step`) and recorded on the
+ * item while it runs, so `GET /admin/flywheel` shows where the worker is.
  */
 import { ZodError } from "zod";
 import { answersEqual } from "../../shared/answers.js";
@@ -22,7 +26,9 @@ import { tally } from "../../shared/vote.js";
 import {
   claimNextFlywheel,
   type FlywheelItem,
+  type FlywheelProgress,
   finishFlywheel,
+  recordFlywheelProgress,
   requeueFlywheel,
 } from "../db/flywheel-queue.js";
 import { findVerifiedByFingerprint } from "../db/library.js";
@@ -52,6 +58,7 @@ export const DEFAULT_FLYWHEEL_BUDGET: FlywheelBudget = {
 
 /** GPU failures after which an item is given up instead of queued again. */
 const MAX_ATTEMPTS = 3;
+
 /** What an item cost, summed over its GPU requests. */
 export interface FlywheelCost {
   requests: number;
@@ -78,11 +85,13 @@ async function solveBySample(
   size: { samples: number; maxTokens: number },
   budget: FlywheelBudget,
   seed: number,
+  onSample: (done: number) => Promise<void>,
   signal?: AbortSignal,
 ): Promise<Merged> {
   const perSample = Math.max(1, Math.floor(size.maxTokens / size.samples));
   const samples: SolveSample[] = [];
   const cost = emptyCost();
+  await onSample(0);
   for (let i = 0; i < size.samples; i++) {
     const r = await deps.gpu.solve(
       {
@@ -105,6 +114,7 @@ async function solveBySample(
       energyWh: r.energy?.wh ?? null,
       wallMs: 0,
     });
+    await onSample(i + 1);
   }
   const votes = tally(
     samples.map((s) => ({ stated: s.answer, program: s.run?.verdict === "ok" ? s.run.answer : null })),
@@ -133,23 +143,54 @@ function refusalCode(err: unknown): string | null {
   return null;
 }
 
+/** How a worker runs an item: its stop signal, and where each step is logged. */
+export interface FlywheelRunOptions {
+  /** Aborts the item in progress (it goes back to the queue). */
+  signal?: AbortSignal;
+  logger?: Logger;
+}
+
 /** Processes one claimed (running) item to accepted or rejected; see the module comment. */
 export async function processFlywheelItem(
   deps: AdminDeps,
   item: FlywheelItem,
   budget: FlywheelBudget = DEFAULT_FLYWHEEL_BUDGET,
-  signal?: AbortSignal,
+  options: FlywheelRunOptions = {},
 ): Promise<FlywheelItem> {
+  const { signal, logger } = options;
   const started = deps.clock.monotonicMs();
   const cost = emptyCost();
   const reference = item.referenceAnswer;
-  const close = (status: "accepted" | "rejected", result: Record<string, unknown>) =>
-    finishFlywheel(deps.db, item.id, {
+  const close = async (status: "accepted" | "rejected", result: Record<string, unknown>) => {
+    const wallMs = Math.round(deps.clock.monotonicMs() - started);
+    const closed = await finishFlywheel(deps.db, item.id, {
       status,
-      cost: { ...cost, wallMs: Math.round(deps.clock.monotonicMs() - started) },
+      cost: { ...cost, wallMs },
       result: { reference, ...result },
     });
+    logger?.info("flywheel step", {
+      itemId: item.id,
+      step: "done",
+      status,
+      reason: typeof result.reason === "string" ? result.reason : null,
+      requests: cost.requests,
+      tokensOut: cost.tokensOut,
+      wallMs,
+    });
+    return closed;
+  };
+  /** Records a step on the item (the admin route shows it), then logs it. */
+  const step = async (progress: Omit<FlywheelProgress, "at">) => {
+    await recordFlywheelProgress(deps.db, item.id, {
+      ...progress,
+      at: new Date(deps.clock.now()).toISOString(),
+    });
+    logger?.info("flywheel step", { itemId: item.id, attempt: item.attempts, ...progress });
+  };
+  const sampled = (name: "baseline" | "heavy", samples: number) => (sample: number) =>
+    step({ step: name, sample, samples });
   try {
+    await step({ step: "library_check" });
     if (await findVerifiedByFingerprint(deps.db, item.fingerprint))
       return await close("rejected", { reason: "already_verified" });
 
@@ -159,6 +200,7 @@ export async function processFlywheelItem(
       budget.baseline,
       budget,
       budget.seed + 10_000,
+      sampled("baseline", budget.baseline.samples),
       signal,
     );
     addCost(cost, baseline.cost);
@@ -173,8 +215,17 @@ export async function processFlywheelItem(
         confidence: known.confidence,
       });
 
-    const heavy = await solveBySample(deps, item.problem, budget.heavy, budget, budget.seed, signal);
+    const heavy = await solveBySample(
+      deps,
+      item.problem,
+      budget.heavy,
+      budget,
+      budget.seed,
+      sampled("heavy", budget.heavy.samples),
+      signal,
+    );
     addCost(cost, heavy.cost);
+    await step({ step: "judging" });
     const candidates = candidatesOf(heavy.result.samples);
     const summary = {
       answer: heavy.result.answer,
@@ -185,6 +236,7 @@ export async function processFlywheelItem(
     };
     const verdict = judge(candidates, reference);
     if ("reason" in verdict) return await close("rejected", { reason: verdict.reason, ...summary });
+    await step({ step: "depositing" });
     try {
       const deposited = await depositAccepted(deps, item.problem, verdict.accepted);
       if (!deposited.created) return await close("rejected", { reason: "already_verified", ...summary });
@@ -214,10 +266,10 @@ export async function processFlywheelItem(
 export async function runFlywheelOnce(
   deps: AdminDeps,
   budget: FlywheelBudget = DEFAULT_FLYWHEEL_BUDGET,
-  signal?: AbortSignal,
+  options: FlywheelRunOptions = {},
 ): Promise<FlywheelItem | null> {
   const item = await claimNextFlywheel(deps.db, { reclaimAfterMs: RECLAIM_AFTER_MS });
-  return item ? processFlywheelItem(deps, item, budget, signal) : null;
+  return item ? processFlywheelItem(deps, item, budget, options) : null;
 }
 
 /** A running item whose worker has been silent this long is handed out again. */
@@ -226,8 +278,30 @@ const RECLAIM_AFTER_MS = 60 * 60_000;
 export interface FlywheelWorker {
   /** Items finished by this worker. */
   readonly processed: number;
+  /** Aborted when the worker stops; its idle waits and GPU calls listen to it. */
+  readonly signal: AbortSignal;
   /** Stops after aborting the item in progress (it goes back to the queue). */
   stop(): Promise<void>;
+}
+
+/**
+ * Resolves after `ms`, or at once when `signal` aborts. The abort listener is removed when the
+ * timer fires: an idle worker waits every few seconds, and listeners left behind would pile up
+ * on its one signal (Node warns past 10: MaxListenersExceededWarning).
+ */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /**
@@ -246,14 +320,12 @@ export function startFlywheelWorker(
     while (!stopping.signal.aborted) {
       let waitMs = idleMs;
       try {
-        const item = await runFlywheelOnce(deps, options.budget, stopping.signal);
+        const item = await runFlywheelOnce(deps, options.budget, {
+          signal: stopping.signal,
+          ...(options.logger ? { logger: options.logger } : {}),
+        });
         if (item) {
           processed++;
-          options.logger?.info("flywheel item done", {
-            id: item.id,
-            status: item.status,
-            reason: (item.result as { reason?: unknown } | null)?.reason ?? null,
-          });
           continue;
         }
       } catch (err) {
@@ -263,23 +335,14 @@ export function startFlywheelWorker(
         });
         waitMs = failureBackoffMs;
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, waitMs);
-        stopping.signal.addEventListener(
-          "abort",
-          () => {
-            clearTimeout(timer);
-            resolve();
-          },
-          { once: true },
-        );
-      });
+      await pause(waitMs, stopping.signal);
     }
   })();
   return {
     get processed() {
       return processed;
     },
+    signal: stopping.signal,
     async stop() {
       stopping.abort(new Error("the flywheel worker is stopping"));
       await loop;
@@ -287,14 +350,23 @@ export function startFlywheelWorker(
   };
 }
 
-/** Runs a worker next to a Node edge (npm start); closing the edge stops the worker first. */
+/**
+ * Runs a worker next to a Node edge (npm start) when the edge's configuration has the flywheel
+ * on (polling the queue every `KVGRAFT_FLYWHEEL_IDLE_MS` while idle); closing the edge stops the
+ * worker first. With the flywheel off the edge is returned as it is.
+ */
 export function withFlywheelWorker<
   E extends Pick<AdminDeps, "db" | "gpu" | "config"> & { close(): Promise<void> },
->(edge: E, options: { budget?: FlywheelBudget; idleMs?: number } = {}): E {
+>(edge: E, options: { budget?: FlywheelBudget; logger?: Logger } = {}): E {
+  if (!edge.config.flywheel.enabled) return edge;
   const worker = startFlywheelWorker(
     { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock },
     // JSON lines on stderr: stdout of `kvgraft start --json` carries only its summary.
-    { logger: createLogger({ level: edge.config.logLevel }), ...options },
+    {
+      logger: createLogger({ level: edge.config.logLevel }),
+      idleMs: edge.config.flywheel.idleMs,
+      ...options,
+    },
   );
   const close = edge.close.bind(edge);
   return Object.assign(edge, {

@@ -5,6 +5,7 @@
  */
 import type { Heartbeat } from "../../shared/heartbeat.js";
 import { isGpuPool } from "../cluster/gpu-pool.js";
+import { reportedHealth } from "../cluster/node-directory.js";
 import { type GpuNode, getNode, markNodeDown, upsertNode } from "../db/nodes.js";
 import type { Deps } from "../http.js";
 
@@ -23,17 +24,7 @@ export async function recordHeartbeat(
       modelFingerprint: beat.model.sha256,
       engineFingerprint: beat.engine.id,
       capacity: { ...beat.capacity },
-      health: {
-        status: beat.status,
-        tiers: beat.tiers,
-        queue: beat.queue,
-        model: {
-          name: beat.model.name,
-          architecture: beat.model.architecture,
-          sha256: beat.model.sha256,
-        },
-        engine: { id: beat.engine.id, backend: beat.engine.backend, gpuName: beat.engine.gpuName },
-      },
+      health: reportedHealth(beat),
     },
     now,
   );

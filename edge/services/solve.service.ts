@@ -7,7 +7,7 @@
  * after it (`graft`); with no template match the router (edge/routing/router.ts) may find a reworded library
  * problem (`similar`), whose block is grafted (never transfer: its template differs); otherwise
  * the model answers alone (`model`), or nothing does (`none`) when the mode forbids it. Every query is logged; unverified answers queue for the
- * flywheel. A solve that fails (GPU node down, say) is logged with source "error".
+ * flywheel when it is on. A solve that fails (GPU node down, say) is logged with source "error".
  */
 import { answersEqual, extractAnswer } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
@@ -83,7 +83,12 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
     gpuMs: round(outcome.gpu.ms),
     edgeMs: Math.max(0, edgeMs),
   };
-  const queued = !outcome.verified && outcome.source !== "library" && outcome.unsure !== false;
+  // With the flywheel switched off nothing is queued (edge/config.ts KVGRAFT_FLYWHEEL).
+  const queued =
+    deps.config.flywheel.enabled &&
+    !outcome.verified &&
+    outcome.source !== "library" &&
+    outcome.unsure !== false;
   const [queryId] = await Promise.all([
     logQuery(deps.db, {
       keyId: ctx.keyId,
