@@ -9,7 +9,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   plugins: [
     cloudflareTest({
-      main: "./edge/worker.ts",
+      main: "./edge/runtime/worker.ts",
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
         bindings: {

@@ -1,7 +1,16 @@
+import { closeSync, openSync, readSync } from "node:fs";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 
-/** A caller mistake on the command line: printed with the command's usage, exit code 2. */
-export class UsageError extends Error {
+/**
+ * A user's mistake outside the command line (a missing file, a busy port, a missing program):
+ * printed as one line that says what is wrong and what to do, exit code 2, no stack.
+ */
+export class UserError extends Error {
+  override name = "UserError";
+}
+
+/** A mistake on the command line: printed as one line pointing to the command's --help, exit code 2. */
+export class UsageError extends UserError {
   override name = "UsageError";
 }
 
@@ -42,4 +51,34 @@ export function requireFlag(value: unknown, name: string): string {
 /** Prints the machine-readable result as the last line of stdout. */
 export function printJson(result: unknown): void {
   process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+/**
+ * Checks that `path` names a readable GGUF file (its first bytes are the magic "GGUF"), so a wrong
+ * path is a one-line UserError instead of an engine stack trace. `source` names where the path
+ * came from (e.g. "--model", "MODEL_PATH"). Returns the path.
+ */
+export function requireGgufFile(path: string, source: string): string {
+  const magic = Buffer.alloc(4);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, "r");
+    readSync(fd, magic, 0, 4, 0);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR")
+      throw new UserError(`${source} ${path} does not exist; give the path of a GGUF model file`);
+    if (code === "EISDIR")
+      throw new UserError(`${source} ${path} is a folder; give the path of a GGUF model file`);
+    throw new UserError(
+      `${source} ${path} cannot be read (${code ?? (err as Error).message}); check its permissions`,
+    );
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  if (magic.toString("latin1") !== "GGUF")
+    throw new UserError(
+      `${source} ${path} is not a GGUF model file (it does not start with "GGUF"); give a .gguf model, e.g. one from kvgraft synth-model`,
+    );
+  return path;
 }

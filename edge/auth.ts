@@ -5,9 +5,10 @@
  */
 import type { MiddlewareHandler } from "hono";
 import { tooManyRequests } from "../shared/errors.js";
+import { annotateRequest } from "../shared/http/request-log.js";
 import type { ApiKeyRole } from "./db/schema.js";
 import type { AppEnv, Deps } from "./http.js";
-import { authenticateBearer, requireRole } from "./keys.service.js";
+import { authenticateBearer, requireRole } from "./services/keys.service.js";
 
 /** Requires a valid bearer key with `role`, then spends one unit of that key's rate limit. */
 export function requireKey(deps: Deps, role: ApiKeyRole): MiddlewareHandler<AppEnv> {
@@ -18,6 +19,7 @@ export function requireKey(deps: Deps, role: ApiKeyRole): MiddlewareHandler<AppE
     if (!verdict.success)
       throw tooManyRequests("rate_limited", "Too many requests for this API key.", verdict.retryAfterS);
     c.set("principal", principal);
+    annotateRequest(c, { keyId: principal.keyId });
     await next();
   };
 }

@@ -4,12 +4,12 @@
  * Worker `env` object, and everything else takes the parsed `EdgeConfig`.
  */
 import { z } from "zod";
+import { intSetting as int, logLevelSetting, parseEnv } from "../shared/http/config.js";
+import type { LogLevel } from "../shared/http/logger.js";
 import { LIMITS } from "../shared/protocol.js";
 import type { WorkersRateLimitBinding } from "./rate-limit.js";
 
 const optionalString = z.string().min(1).optional();
-const int = (min: number, max: number, fallback: number) =>
-  z.coerce.number().int().min(min).max(max).default(fallback);
 
 const envSchema = z
   .object({
@@ -45,6 +45,16 @@ const envSchema = z
       .string()
       .regex(/^[A-Za-z0-9._-]{1,64}$/)
       .default("default"),
+    /** What the logger writes: debug, info (default; a line per request), warn, error or silent. */
+    KVGRAFT_LOG_LEVEL: logLevelSetting,
+    /**
+     * The flywheel (unsure answers queued and solved again with a bigger budget): `on`, `off`, or
+     * `auto`: off when the model is the generated random-weight one (its answers are noise, so
+     * the work would be wasted), on otherwise.
+     */
+    KVGRAFT_FLYWHEEL: z.enum(["on", "off", "auto"]).default("auto"),
+    /** How often an idle flywheel worker looks at the queue again. */
+    KVGRAFT_FLYWHEEL_IDLE_MS: int(1, 600_000, 2_000),
   })
   .superRefine((env, ctx) => {
     if (env.KVGRAFT_GPU_URL && !env.KVGRAFT_GPU_SECRET)
@@ -71,26 +81,34 @@ export interface EdgeConfig {
   rateLimit: { limit: number; periodS: number };
   limits: { publicBodyBytes: number; adminBodyBytes: number; solveMaxTokens: number };
   uploads: { grantTtlS: number };
+  logLevel: LogLevel;
+  flywheel: {
+    /** Whether unsure answers are queued and a worker (npm start) solves them again. */
+    enabled: boolean;
+    /** The setting it came from (`auto`: decided by whether the model is the generated one). */
+    setting: "on" | "off" | "auto";
+    idleMs: number;
+  };
 }
 
-/** Thrown when the configuration is invalid; lists every bad variable. */
-export class ConfigError extends Error {
-  override name = "ConfigError";
+/** What the entry knows about the deployment beyond the environment. */
+export interface EdgeContext {
+  /**
+   * True when the GPU node runs the generated random-weight model (`kvgraft start` without
+   * MODEL_PATH): `KVGRAFT_FLYWHEEL=auto` is off then. Unknown (a Worker, `serve edge`): a real model.
+   */
+  syntheticModel?: boolean;
 }
+
+/** What the configuration errors call it: `invalid edge configuration: ...`. */
+const WHAT = "edge configuration";
 
 /**
  * Parses the environment (Node: `process.env`; Workers: the `env` object, whose non-string
  * bindings are ignored here). Empty strings count as unset.
  */
-export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
-  const strings: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (typeof v === "string" && v !== "") strings[k] = v;
-  const parsed = envSchema.safeParse(strings);
-  if (!parsed.success)
-    throw new ConfigError(
-      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  const e = parsed.data;
+export function readEdgeConfig(env: Record<string, unknown>, context: EdgeContext = {}): EdgeConfig {
+  const e = parseEnv(envSchema, env, WHAT);
   const trim = (url: string) => url.replace(/\/+$/, "");
   return {
     db: { url: e.LIBSQL_URL, ...(e.LIBSQL_AUTH_TOKEN ? { authToken: e.LIBSQL_AUTH_TOKEN } : {}) },
@@ -110,6 +128,12 @@ export function readEdgeConfig(env: Record<string, unknown>): EdgeConfig {
       solveMaxTokens: e.KVGRAFT_SOLVE_MAX_TOKENS,
     },
     uploads: { grantTtlS: e.KVGRAFT_UPLOAD_GRANT_TTL_S },
+    logLevel: e.KVGRAFT_LOG_LEVEL,
+    flywheel: {
+      enabled: e.KVGRAFT_FLYWHEEL === "auto" ? context.syntheticModel !== true : e.KVGRAFT_FLYWHEEL === "on",
+      setting: e.KVGRAFT_FLYWHEEL,
+      idleMs: e.KVGRAFT_FLYWHEEL_IDLE_MS,
+    },
   };
 }
 
@@ -137,11 +161,40 @@ const listenSchema = z.object({
 
 /** Where the Node entry listens: `EDGE_PORT`, else `PORT`, else 8787; `EDGE_HOST` (default loopback). */
 export function readListenConfig(env: Record<string, string | undefined>): { port: number; host: string } {
-  const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
-  const parsed = listenSchema.safeParse(strings);
-  if (!parsed.success)
-    throw new ConfigError(
-      `invalid edge configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  return { port: parsed.data.EDGE_PORT ?? parsed.data.PORT ?? 8787, host: parsed.data.EDGE_HOST };
+  const e = parseEnv(listenSchema, env, WHAT);
+  return { port: e.EDGE_PORT ?? e.PORT ?? 8787, host: e.EDGE_HOST };
+}
+
+/** Cluster settings of the GPU pool (every one has a default). */
+export interface PoolSettings {
+  /** Copies of each block (R). */
+  replicas: number;
+  /** The heartbeat interval nodes are expected to keep. */
+  heartbeatMs: number;
+  /** Heartbeats missed in a row before a node counts as down. */
+  downAfter: number;
+  /** Block copies running at once during a rebalance. */
+  transferConcurrency: number;
+  /** A full rebalance runs at least this often (0: only on membership changes and on request). */
+  rebalanceIntervalMs: number;
+}
+
+const poolSchema = z.object({
+  KVGRAFT_REPLICAS: int(1, 16, 2),
+  KVGRAFT_HEARTBEAT_MS: int(50, 600_000, 2_000),
+  KVGRAFT_HEARTBEAT_DOWN_AFTER: int(1, 100, 3),
+  KVGRAFT_TRANSFER_CONCURRENCY: int(1, 64, 2),
+  KVGRAFT_REBALANCE_INTERVAL_MS: int(0, 86_400_000, 30_000),
+});
+
+/** Reads the GPU pool's cluster settings from the environment record the entry hands the edge. */
+export function readPoolSettings(env: Record<string, unknown>): PoolSettings {
+  const e = parseEnv(poolSchema, env, WHAT);
+  return {
+    replicas: e.KVGRAFT_REPLICAS,
+    heartbeatMs: e.KVGRAFT_HEARTBEAT_MS,
+    downAfter: e.KVGRAFT_HEARTBEAT_DOWN_AFTER,
+    transferConcurrency: e.KVGRAFT_TRANSFER_CONCURRENCY,
+    rebalanceIntervalMs: e.KVGRAFT_REBALANCE_INTERVAL_MS,
+  };
 }

@@ -5,8 +5,8 @@
 import { z } from "zod";
 import { transferRefusalCodes } from "../shared/params.js";
 import { blockManifestSchema, errorBodySchema, LIMITS, sha256Schema } from "../shared/protocol.js";
-import { answerChecks } from "./answer-checks.js";
 import { apiKeyRoles, blockStates } from "./db/schema.js";
+import { answerChecks } from "./routing/answer-checks.js";
 
 const problemText = z.string().trim().min(1).max(LIMITS.queryChars);
 
@@ -114,7 +114,7 @@ export const solveResponseSchema = z.object({
     decision: z
       .enum(routeDecisions)
       .describe(
-        "The router's decision (edge/router.ts): answer (same problem), template (same wording, new " +
+        "The router's decision (edge/routing/router.ts): answer (same problem), template (same wording, new " +
           "numbers), similar (a reworded library problem: its block is grafted, never transfer), abstain.",
       ),
     blockId: sha256Schema.nullable(),
@@ -138,7 +138,9 @@ export const solveResponseSchema = z.object({
     outputSha256: sha256Schema.nullable().describe("SHA-256 of the GPU node's output tokens."),
     blockSha256: sha256Schema.nullable(),
   }),
-  queued: z.boolean().describe("Whether the problem was queued for the flywheel (unverified answer)."),
+  queued: z
+    .boolean()
+    .describe("Whether the problem was queued for the flywheel (an unverified answer, and the flywheel on)."),
   queryId: z.string(),
   requestId: z.string(),
 });
@@ -161,13 +163,26 @@ export const problemSchema = z.object({
 export const solutionSchema = z.object({
   id: z.string(),
   problemId: z.string(),
+  version: z
+    .number()
+    .int()
+    .describe("1, 2, ... per problem; a newer verified version supersedes the one before."),
   worked: z.string(),
   program: z.string().nullable(),
   answer: z.string(),
-  parametric: z.boolean(),
+  parametric: z
+    .boolean()
+    .describe(
+      "True when the program reads at least one of the problem's numbers: it may then be re-run on new numbers " +
+        "(transfer). False (it prints a constant): it answers this exact problem only.",
+    ),
   verified: z.boolean(),
   verification: z.record(z.string(), z.unknown()),
   createdAt: isoDate,
+  supersededAt: isoDate
+    .nullable()
+    .describe("When a newer version replaced it (kept for audit); null: current."),
+  supersededBy: z.string().nullable().describe("The solution that replaced it."),
 });
 export const blockSchema = z.object({
   sha256: sha256Schema,
@@ -182,6 +197,7 @@ export const blockSchema = z.object({
   nodeId: z.string().nullable(),
   createdAt: isoDate,
 });
+/** `GET /v1/library/:id`: the problem with every solution version and every block, manifests included. */
 export const libraryItemSchema = z.object({
   problem: problemSchema,
   solutions: z.array(solutionSchema),
@@ -191,10 +207,27 @@ export const libraryQuerySchema = z
   .object({
     limit: z.coerce.number().int().min(1).max(100).default(20),
     cursor: z.string().max(100).optional(),
+    q: z.string().trim().min(1).max(500).optional(),
   })
   .strict();
+/** One entry of `GET /v1/library`: what the list needs; the rest is on the detail route. */
+export const librarySummarySchema = z.object({
+  id: z.string().describe("Problem id: GET /v1/library/{id} has its solutions and blocks with manifests."),
+  problem: z.string().describe("The normalized problem text."),
+  template: z.string(),
+  answer: z.string().nullable().describe("The current verified answer, else null."),
+  solution: z
+    .object({ id: z.string(), version: z.number().int(), parametric: z.boolean() })
+    .nullable()
+    .describe("The current solution (newest verified version), else null."),
+  block: z
+    .object({ sha256: sha256Schema, tokenCount: z.number().int(), state: z.enum(blockStates) })
+    .nullable()
+    .describe("The newest ready block, else null."),
+  createdAt: isoDate,
+});
 export const libraryPageSchema = z.object({
-  items: z.array(libraryItemSchema),
+  items: z.array(librarySummarySchema),
   nextCursor: z.string().nullable(),
 });
 
@@ -208,17 +241,28 @@ export const adminSolutionRequestSchema = z
       .string()
       .min(1)
       .max(LIMITS.programChars)
-      .describe("Python that prints the answer as its last line; `PARAMS` holds the problem's numbers."),
+      .describe(
+        "Python that prints the answer as its last line; `PARAMS` holds the problem's numbers. A program that " +
+          "reads none of them (prints a constant) is accepted for this problem only (`parametric: false`).",
+      ),
     answer: z.string().trim().min(1).max(1000),
   })
   .strict();
 export type AdminSolutionRequest = z.output<typeof adminSolutionRequestSchema>;
 
 export const adminSolutionResponseSchema = z.object({
-  created: z.boolean().describe("False when the problem already had a verified solution (idempotent)."),
+  created: z
+    .boolean()
+    .describe(
+      "True when a solution was stored: a new problem, or a new version of a known one (see `superseded`). " +
+        "False: the same solution was already the problem's current one (its block is deposited again if it had none).",
+    ),
   problem: problemSchema,
   solution: solutionSchema,
   block: blockSchema.nullable(),
+  superseded: solutionSchema
+    .nullable()
+    .describe("The previous version this solution replaced, now kept for audit only; null otherwise."),
 });
 
 export const adminBlockRegisterSchema = z

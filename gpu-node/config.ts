@@ -1,8 +1,10 @@
 /**
  * GPU-node configuration, validated once at start with zod. This is the only module of the GPU
- * node that reads the environment.
+ * node that reads the environment (a lint rule keeps it so).
  */
+import { delimiter } from "node:path";
 import { z } from "zod";
+import { logLevelSetting, parseEnv } from "../shared/http/config.js";
 
 const envSchema = z.object({
   /** `lastBuild` loads the CUDA build installed on the GPU machine; `cpu` (default) the CPU build. */
@@ -23,16 +25,30 @@ const envSchema = z.object({
   KVGRAFT_NODE_ID: z.string().min(1).optional(),
   /** The URL the edge should use to reach this node, when it differs from the listening address. */
   KVGRAFT_PUBLIC_URL: z.url().optional(),
+  /** Least severe log level written: debug, info (default), warn, error, silent. */
+  KVGRAFT_LOG_LEVEL: logLevelSetting,
 });
 
 export type GpuEnv = z.infer<typeof envSchema>;
 
-/** Parses the environment; throws an Error listing every invalid variable. */
+/** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
 export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success)
-    throw new Error(
-      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  return parsed.data;
+  return parseEnv(envSchema, env);
+}
+
+/** Directories of the executable search path (`PATH`), in order, read when called. */
+export function executableSearchPath(env: Record<string, string | undefined> = process.env): string[] {
+  return (env.PATH ?? "").split(delimiter).filter((dir) => dir !== "");
+}
+
+/**
+ * The environment a helper process of the node starts with: the node's own (a GPU build may need
+ * its library paths), less the node's secrets and settings (`KVGRAFT_*`).
+ */
+export function childProcessEnv(
+  env: Record<string, string | undefined> = process.env,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith("KVGRAFT_")) out[k] = v;
+  return out;
 }

@@ -8,7 +8,7 @@
 #       (load it with KV_LLAMA=lastBuild). ~5 min on 2 quiet cores. Used by CI.
 #   bash scripts/build-engine.sh cuda-addon <Release dir of a CUDA build> <out dir>
 #       Rebuilds only what our patches touch (the addon, and libllama when llama-patches/ has
-#       patches) against a CUDA build of the same release (../shared/gpu/llama-cuda-sm90), on a
+#       patches) against a CUDA build of the same release (built on the GPU machine), on a
 #       machine without a GPU; <out dir> then holds the files that replace that build's own.
 #
 # Idempotent: patches already applied are skipped. Run from the project root after `npm ci`.

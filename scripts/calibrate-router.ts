@@ -1,5 +1,5 @@
 /**
- * Calibrates the router's `similar` constants (edge/router.ts ROUTER_TUNING) on a tuning set: registers
+ * Calibrates the router's `similar` constants (edge/routing/router.ts ROUTER_TUNING) on a tuning set: registers
  * the library in a temporary libSQL database, compares every query that reaches the lexical step
  * (re-wordings and out-of-library queries; exact repeats and new numbers are decided before it)
  * with its candidates, then, one constant at a time with the other at its committed value,
@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseFlags } from "../cli/args.js";
 import { migrateDatabase, openDatabase } from "../edge/db/client.js";
-import { registerProblem } from "../edge/library.service.js";
+import { registerProblem } from "../edge/db/library.js";
 import {
   decideSimilar,
   libraryReader,
@@ -22,7 +22,7 @@ import {
   routeProblem,
   type SimilarCandidate,
   similarCandidates,
-} from "../edge/router.js";
+} from "../edge/routing/router.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 

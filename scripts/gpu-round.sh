@@ -11,7 +11,8 @@
 #   bash scripts/gpu-round.sh engine      # 12b preset: bench graft, f16 and q8_0 KV, 5,977 and 11,994 tokens,
 #                                         # memory path (our engine build) beside the file path
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
-#                                         # 11,994 tokens, SWA full cache off
+#                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
+#   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
 # KV_ENGINE_DIR=dir (the output of scripts/build-engine.sh cuda-addon: llama-addon.node and, with
 # llama-patches, libllama) replaces the CUDA build's files before the round.
 set -euo pipefail
@@ -33,6 +34,14 @@ if [[ -n ${KV_ENGINE_DIR:-} ]]; then
     cp "$KV_ENGINE_DIR"/llama-addon.node node_modules/node-llama-cpp/llama/localBuilds/*/Release/
   echo "gpu-round: kvgraft engine build installed from $KV_ENGINE_DIR" >&2
 fi
+swa_graft() { # gemma3-12b, SWA full cache off: bench graft with f16 and q8_0 KV
+  local m kv
+  m=$(model gemma3-12b)
+  for kv in f16 q8_0; do
+    $cli bench graft --model "$m" --lengths 5977,11994 --kv "$kv" --runs 3 --swa-full-cache false --json \
+      2>"$out/graft-gemma3-12b-$kv.log" | tail -n 1 > "$out/graft-gemma3-12b-$kv-h200.json"
+  done
+}
 case "${1:-}" in
   engine)
     for kv in f16 q8_0; do
@@ -47,8 +56,10 @@ case "${1:-}" in
       $cli verify --model "$m" --trials 10 --tokens "$n" --swa-full-cache false --json 2>"$out/verify-gemma3-12b-$n.log" |
         tail -n 1 > "$out/verify-gemma3-12b-$n-h200.json"
     done
-    $cli bench graft --model "$m" --lengths 5977,11994 --kv f16 --runs 3 --swa-full-cache false --json \
-      2>"$out/graft-gemma3-12b-f16.log" | tail -n 1 > "$out/graft-gemma3-12b-f16-h200.json" ;;
+    swa_graft ;;
+  swa-graft)
+    rm -f /root/models/12b.gguf
+    swa_graft ;;
   verify)
     $cli verify --model "$(model 1b)" --trials 10 --tokens 5977 --shift 16 --json 2>"$out/verify-1b.log" | tee "$out/verify-1b.txt"
     tail -n 1 "$out/verify-1b.txt" > "$out/verify-1b.json" ;;

@@ -1,12 +1,24 @@
 /**
- * Domain errors with stable machine codes. Services map them to HTTP in one `onError`;
- * anything that is not a DomainError is logged and becomes a generic 500.
+ * Domain errors with stable machine codes: the one error type of both services and of the GPU
+ * client (whose `GpuError` is a DomainError the node answered). Services map them to HTTP in one
+ * `onError` (shared/http/errors.ts); anything that is not a DomainError is logged and becomes a
+ * generic 500.
  */
+import type { ClientErrorStatusCode, ServerErrorStatusCode } from "hono/utils/http-status";
+
+/** The HTTP statuses an error maps to: 4xx and 5xx. */
+export type ErrorStatus = ClientErrorStatusCode | ServerErrorStatusCode;
+
+/** `status` when it is a 4xx or 5xx, else `fallback` (an upstream that answered 3xx, say). */
+export function errorStatus(status: number, fallback: ErrorStatus = 502): ErrorStatus {
+  return Number.isInteger(status) && status >= 400 && status <= 599 ? (status as ErrorStatus) : fallback;
+}
+
 export class DomainError extends Error {
   override name = "DomainError";
   constructor(
     /** HTTP status the error maps to. */
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 422 | 429 | 502 | 503 | 504,
+    readonly status: ErrorStatus,
     /** Stable, machine-readable code, e.g. `block_not_found`. */
     readonly code: string,
     message: string,

@@ -4,15 +4,20 @@
  * only fetch and Web Crypto, so it runs in Node and in Workers alike.
  */
 import type { z } from "zod";
-import { sha256Hex } from "./hash.js";
+import { blockFileCalls } from "./gpu-client-files.js";
+import {
+  type CallOptions,
+  errorFrom,
+  type GpuClientOptions,
+  GpuError,
+  gpuTransport,
+} from "./gpu-transport.js";
 import type { ProgramParam } from "./params.js";
 import {
   type BlockManifest,
   blockListSchema,
   blockManifestSchema,
-  CHUNK_SHA256_HEADER,
   DEADLINE_HEADER,
-  errorBodySchema,
   type GenerateRequest,
   type GenerationResult,
   type GraftRequest,
@@ -20,9 +25,6 @@ import {
   gpuPaths,
   type Health,
   healthSchema,
-  importChunkResultSchema,
-  importStartResultSchema,
-  LIMITS,
   prefetchResultSchema,
   type SolveRequest,
   type SolveResult,
@@ -34,63 +36,9 @@ import {
   type Tier,
   verifyBlockResultSchema,
 } from "./protocol.js";
-import { signRequest } from "./signing.js";
 
-/** Header of `GET /v1/blocks/:id/file` carrying the block's manifest (base64url of its JSON). */
-export const BLOCK_MANIFEST_HEADER = "x-kvgraft-manifest";
-/** Path of a block's raw state file (signed GET, streamed). */
-export const blockFilePath = (id: string) => `/v1/blocks/${id}/file`;
-
-/** Encodes a manifest for BLOCK_MANIFEST_HEADER. */
-export function encodeManifestHeader(manifest: BlockManifest): string {
-  let bin = "";
-  for (const b of new TextEncoder().encode(JSON.stringify(manifest))) bin += String.fromCharCode(b);
-  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-/** Decodes and validates BLOCK_MANIFEST_HEADER. */
-export function decodeManifestHeader(value: string): BlockManifest {
-  const bin = atob(value.replace(/-/g, "+").replace(/_/g, "/"));
-  const text = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
-  return blockManifestSchema.parse(JSON.parse(text));
-}
-
-/** A non-2xx answer of the node (or an `error` event of a stream), with the node's error code. */
-export class GpuError extends Error {
-  override name = "GpuError";
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: Record<string, unknown>,
-    readonly retryAfterS?: number,
-  ) {
-    super(message);
-  }
-}
-
-export interface GpuClientOptions {
-  baseUrl: string;
-  secret: string;
-  /** Timeout of each request (a stream: until its last event); default 120 s. */
-  timeoutMs?: number;
-  /** Extra headers on every request (a Cloudflare Access service token, say). */
-  headers?: Record<string, string>;
-  fetch?: typeof fetch;
-}
-
-/** Per-call options of model work. */
-export interface CallOptions {
-  /** Sent as `x-kvgraft-deadline-ms`: the node stops the work after this long. */
-  deadlineMs?: number;
-  signal?: AbortSignal;
-}
-
-/** Bytes of a block file to import: in memory, a Blob (Node: `fs.openAsBlob`), or a reader. */
-export type ImportSource =
-  | Uint8Array
-  | Blob
-  | { size: number; read(offset: number, length: number): Promise<Uint8Array> };
+/** The node's refusals, as thrown by the client. */
+export { GpuError } from "./gpu-transport.js";
 
 type SandboxRun = z.infer<typeof sandboxRunResultSchema>;
 type VerifyResult = z.infer<typeof verifyBlockResultSchema>;
@@ -140,75 +88,13 @@ function streamEvent(raw: { event: string; data: unknown }): StreamEvent {
   }
 }
 
-async function errorFrom(res: Response): Promise<GpuError> {
-  const retry = Number(res.headers.get("retry-after"));
-  const retryAfterS = Number.isFinite(retry) && retry > 0 ? retry : undefined;
-  const parsed = errorBodySchema.safeParse(await res.json().catch(() => null));
-  if (!parsed.success)
-    return new GpuError(res.status, "gpu_bad_response", `HTTP ${res.status}`, undefined, retryAfterS);
-  const { code, message, details } = parsed.data.error;
-  return new GpuError(res.status, code, message, details, retryAfterS);
-}
-
-async function readSlice(source: ImportSource, offset: number, length: number): Promise<Uint8Array> {
-  if (source instanceof Uint8Array) return source.subarray(offset, offset + length);
-  if (source instanceof Blob)
-    return new Uint8Array(await source.slice(offset, offset + length).arrayBuffer());
-  return source.read(offset, length);
-}
-
 /** A signed client of one GPU node. */
 export function createGpuClient(options: GpuClientOptions) {
   const base = options.baseUrl.replace(/\/+$/, "");
   const doFetch: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
   const timeoutMs = options.timeoutMs ?? 120_000;
-
-  /** Sends one signed request; the raw response, whatever its status. */
-  async function send(
-    method: string,
-    path: string,
-    body?: string | Uint8Array,
-    init: { headers?: Record<string, string>; signal?: AbortSignal } = {},
-  ): Promise<Response> {
-    const signature = await signRequest({
-      secret: options.secret,
-      method,
-      path,
-      ...(body !== undefined ? { body } : {}),
-    });
-    const timeout = AbortSignal.timeout(timeoutMs);
-    return doFetch(`${base}${path}`, {
-      method,
-      headers: {
-        ...options.headers,
-        ...(typeof body === "string" ? { "content-type": "application/json" } : {}),
-        ...(body instanceof Uint8Array ? { "content-type": "application/octet-stream" } : {}),
-        ...signature,
-        ...init.headers,
-      },
-      ...(body !== undefined ? { body: body as string | Uint8Array<ArrayBuffer> } : {}),
-      signal: init.signal ? AbortSignal.any([timeout, init.signal]) : timeout,
-    });
-  }
-
-  async function call<T>(
-    method: string,
-    path: string,
-    schema: z.ZodType<T> | null,
-    body?: unknown,
-    call: CallOptions = {},
-  ): Promise<T> {
-    const res = await send(method, path, body === undefined ? undefined : JSON.stringify(body), {
-      headers: call.deadlineMs !== undefined ? { [DEADLINE_HEADER]: String(call.deadlineMs) } : {},
-      ...(call.signal ? { signal: call.signal } : {}),
-    });
-    if (!res.ok) throw await errorFrom(res);
-    if (schema === null) {
-      await res.body?.cancel();
-      return undefined as T;
-    }
-    return schema.parse(await res.json());
-  }
+  const transport = gpuTransport(options);
+  const { send, call } = transport;
 
   /** A streamed graft or generation: calls `onToken` per token, resolves to the summary. */
   async function stream(
@@ -288,142 +174,7 @@ export function createGpuClient(options: GpuClientOptions) {
       params?: readonly ProgramParam[];
       expect?: string;
     }): Promise<SandboxRun> => call("POST", gpuPaths.sandboxRun, sandboxRunResultSchema, req),
-
-    /**
-     * Uploads a block file in chunks (each with its SHA-256), then commits it; the node checks
-     * the whole file against the manifest, its fingerprints and its probe. On any failure the
-     * import is aborted so the node keeps nothing.
-     */
-    importBlock: async (
-      manifest: BlockManifest,
-      source: ImportSource,
-      opts: CallOptions & { chunkBytes?: number } = {},
-    ): Promise<BlockManifest> => {
-      const sizeBytes = source instanceof Uint8Array ? source.length : source.size;
-      const chunkBytes = opts.chunkBytes ?? LIMITS.importChunkBytes;
-      const started = await call("POST", gpuPaths.imports, importStartResultSchema, {
-        manifest,
-        sizeBytes,
-        chunkBytes,
-      });
-      try {
-        for (let i = 0; i < started.chunkCount; i++) {
-          const bytes = await readSlice(
-            source,
-            i * chunkBytes,
-            Math.min(chunkBytes, sizeBytes - i * chunkBytes),
-          );
-          const res = await send("PUT", gpuPaths.importChunk(started.importId, i), bytes, {
-            headers: { [CHUNK_SHA256_HEADER]: await sha256Hex(bytes) },
-            ...(opts.signal ? { signal: opts.signal } : {}),
-          });
-          if (!res.ok) throw await errorFrom(res);
-          importChunkResultSchema.parse(await res.json());
-        }
-        return await call("POST", gpuPaths.importCommit(started.importId), blockManifestSchema, {}, opts);
-      } catch (err) {
-        // A commit that ran removed the session itself; this covers failures before it.
-        await send("DELETE", gpuPaths.importSession(started.importId)).catch(() => undefined);
-        throw err;
-      }
-    },
-
-    /**
-     * Opens a block's state file for reading (signed GET, streamed): its manifest (from the
-     * header, checked to be the block asked for) and the body. The caller must consume or cancel
-     * `body`.
-     */
-    openBlockFile: async (
-      id: string,
-      opts: { signal?: AbortSignal } = {},
-    ): Promise<{ manifest: BlockManifest; body: ReadableStream<Uint8Array> }> => {
-      const res = await send("GET", blockFilePath(id), undefined, opts.signal ? { signal: opts.signal } : {});
-      if (!res.ok) throw await errorFrom(res);
-      const header = res.headers.get(BLOCK_MANIFEST_HEADER);
-      if (!header || !res.body) {
-        await res.body?.cancel();
-        throw new GpuError(502, "gpu_bad_response", "block file without a manifest header or body");
-      }
-      const manifest = decodeManifestHeader(header);
-      if (manifest.sha256 !== id) {
-        await res.body.cancel();
-        throw new GpuError(502, "gpu_bad_response", "the node sent the file of another block");
-      }
-      return { manifest, body: res.body };
-    },
-
-    /**
-     * Imports a block from a byte stream of known size (another node's file, say), chunk by
-     * chunk as the bytes arrive, so the whole file is never held in memory. The node checks each
-     * chunk's SHA-256, then the file's SHA-256, fingerprints and probe at the commit.
-     */
-    importBlockStream: async (
-      manifest: BlockManifest,
-      body: ReadableStream<Uint8Array>,
-      opts: CallOptions & { chunkBytes?: number } = {},
-    ): Promise<BlockManifest> => {
-      const sizeBytes = manifest.sizeBytes;
-      const chunkBytes = opts.chunkBytes ?? LIMITS.importChunkBytes;
-      const reader = body.getReader();
-      let importId: string | undefined;
-      try {
-        const started = await call("POST", gpuPaths.imports, importStartResultSchema, {
-          manifest,
-          sizeBytes,
-          chunkBytes,
-        });
-        importId = started.importId;
-        const buffer = new Uint8Array(chunkBytes);
-        let filled = 0;
-        let index = 0;
-        let total = 0;
-        const flush = async () => {
-          const bytes = buffer.slice(0, filled);
-          const res = await send("PUT", gpuPaths.importChunk(started.importId, index), bytes, {
-            headers: { [CHUNK_SHA256_HEADER]: await sha256Hex(bytes) },
-            ...(opts.signal ? { signal: opts.signal } : {}),
-          });
-          if (!res.ok) throw await errorFrom(res);
-          importChunkResultSchema.parse(await res.json());
-          index++;
-          filled = 0;
-        };
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          let offset = 0;
-          total += value.length;
-          if (total > sizeBytes) throw new GpuError(502, "gpu_bad_response", "the block file is too long");
-          while (offset < value.length) {
-            const n = Math.min(chunkBytes - filled, value.length - offset);
-            buffer.set(value.subarray(offset, offset + n), filled);
-            filled += n;
-            offset += n;
-            if (filled === chunkBytes) await flush();
-          }
-        }
-        if (filled > 0) await flush();
-        if (total !== sizeBytes)
-          throw new GpuError(
-            502,
-            "gpu_bad_response",
-            `the block file ended at ${total} of ${sizeBytes} bytes`,
-          );
-        const committed = await call(
-          "POST",
-          gpuPaths.importCommit(started.importId),
-          blockManifestSchema,
-          {},
-          opts,
-        );
-        importId = undefined;
-        return committed;
-      } catch (err) {
-        await reader.cancel().catch(() => undefined);
-        if (importId) await send("DELETE", gpuPaths.importSession(importId)).catch(() => undefined);
-        throw err;
-      }
-    },
+    ...blockFileCalls(transport),
   };
 }
 

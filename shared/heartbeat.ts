@@ -9,6 +9,7 @@
  * from here.
  */
 import { z } from "zod";
+import { createLogger, type Logger } from "./http/logger.js";
 import { engineFingerprintSchema, type Health, modelFingerprintSchema, sha256Schema } from "./protocol.js";
 import { signRequest } from "./signing.js";
 
@@ -72,7 +73,8 @@ export interface HeartbeatOptions {
   intervalMs: number;
   /** The current heartbeat (called before each beat). */
   report: () => Heartbeat;
-  log?: (line: string) => void;
+  /** Where outages and recoveries are reported; default JSON lines on stderr. */
+  logger?: Logger;
   fetch?: typeof fetch;
 }
 
@@ -110,7 +112,7 @@ export interface HeartbeatLoop {
 
 /** Starts beating at once, then every `intervalMs`. Failures are logged once per outage. */
 export function startHeartbeat(options: HeartbeatOptions): HeartbeatLoop {
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const log = options.logger ?? createLogger();
   const stats = { sent: 0, failed: 0 };
   let failing = false;
   let stopped = false;
@@ -121,12 +123,13 @@ export function startHeartbeat(options: HeartbeatOptions): HeartbeatLoop {
     try {
       await sendHeartbeat(options, report, timeoutMs);
       stats.sent++;
-      if (failing) log(`heartbeat: edge ${options.edgeUrl} reachable again`);
+      if (failing) log.info("heartbeat: edge reachable again", { edgeUrl: options.edgeUrl });
       failing = false;
       return true;
     } catch (err) {
       stats.failed++;
-      if (!failing) log(`heartbeat: cannot reach edge ${options.edgeUrl}: ${(err as Error).message}`);
+      if (!failing)
+        log.warn("heartbeat: cannot reach edge", { edgeUrl: options.edgeUrl, error: (err as Error).message });
       failing = true;
       return false;
     }

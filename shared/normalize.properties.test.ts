@@ -6,7 +6,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DomainError } from "./errors.js";
-import { MAX_LATEX_DEPTH, normalizeProblem, problemFingerprint, problemTemplate } from "./normalize.js";
+import { MAX_LATEX_DEPTH } from "./latex.js";
+import { normalizeProblem, problemFingerprint, problemTemplate } from "./normalize.js";
 
 /** One piece of a generated problem: what it means, and one way of writing it. */
 interface Piece {

@@ -199,6 +199,25 @@ export const DEADLINE_HEADER = "x-kvgraft-deadline-ms";
 /** Header carrying the SHA-256 of one uploaded import chunk. */
 export const CHUNK_SHA256_HEADER = "x-kvgraft-chunk-sha256";
 
+/** Header of `GET /v1/blocks/:id/file` carrying the block's manifest (base64url of its JSON). */
+export const BLOCK_MANIFEST_HEADER = "x-kvgraft-manifest";
+/** Path of a block's raw state file (signed GET, streamed). */
+export const blockFilePath = (id: string) => `/v1/blocks/${id}/file`;
+
+/** Encodes a manifest for BLOCK_MANIFEST_HEADER. */
+export function encodeManifestHeader(manifest: BlockManifest): string {
+  let bin = "";
+  for (const b of new TextEncoder().encode(JSON.stringify(manifest))) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Decodes and validates BLOCK_MANIFEST_HEADER. */
+export function decodeManifestHeader(value: string): BlockManifest {
+  const bin = atob(value.replace(/-/g, "+").replace(/_/g, "/"));
+  const text = new TextDecoder().decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  return blockManifestSchema.parse(JSON.parse(text));
+}
+
 export const blockListSchema = z.object({ blocks: z.array(blockManifestSchema) });
 
 export const prefetchResultSchema = z.object({ blockSha256: sha256Schema, tier: tierSchema });

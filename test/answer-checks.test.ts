@@ -1,6 +1,6 @@
-/** The independent checks of transferred answers (edge/answer-checks.ts), on normalized problems. */
+/** The independent checks of transferred answers (edge/routing/answer-checks.ts), on normalized problems. */
 import { describe, expect, it } from "vitest";
-import { checkAnswer } from "../edge/answer-checks.js";
+import { checkAnswer } from "../edge/routing/answer-checks.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 
 function check(problem: string, answer: string) {

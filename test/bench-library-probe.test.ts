@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { benchLibrary, type LibraryBenchOptions } from "../gpu-node/bench/library-bench.js";
+import { benchLibrary, type LibraryBenchOptions } from "../bench/library-bench.js";
 import type { BlockManifest } from "../shared/protocol.js";
 import { syntheticModel } from "./helpers/models.js";
 

@@ -9,10 +9,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { addSolution, registerProblem } from "../edge/db/library.js";
 import { queries } from "../edge/db/schema.js";
-import { addSolution, registerProblem } from "../edge/library.service.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
-import { verifyUploadGrant } from "../edge/upload-grant.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
+import { verifyUploadGrant } from "../edge/services/upload-grant.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 
 const SECRET = "test-secret-0123456789abcdef";
@@ -75,7 +76,7 @@ async function edge(env: Record<string, string> = {}): Promise<EdgeServer & { ad
     env: { LIBSQL_URL: `file:${join(dir, "edge.db")}`, KVGRAFT_GPU_SECRET: SECRET, ...env },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   edges.push(e);
   if (!e.generatedAdminKey) throw new Error("expected a generated admin key on a fresh database");
@@ -217,10 +218,37 @@ describe("authentication and authorization", () => {
     }
   });
 
-  it("an admin key on a wrong method or path gets a JSON 404", async () => {
-    const res = await call(e, "PUT", "/admin/keys", { key: e.adminKey, body: {} });
-    expect(res.status).toBe(404);
-    expect((await json(res)).error.code).toBe("route_not_found");
+  it("a key on a wrong method gets a JSON 405 with Allow; on an unknown path a JSON 404", async () => {
+    const put = await call(e, "PUT", "/admin/keys", { key: e.adminKey, body: {} });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toBe("GET, POST, HEAD");
+    expect((await json(put)).error).toMatchObject({
+      code: "method_not_allowed",
+      details: { allow: ["GET", "POST", "HEAD"] },
+    });
+    const solve = await call(e, "GET", "/v1/solve", { key: e.adminKey });
+    expect(solve.status).toBe(405);
+    expect(solve.headers.get("allow")).toBe("POST");
+    expect(await json(solve)).toMatchObject({
+      error: { code: "method_not_allowed", message: "/v1/solve answers POST, not GET." },
+      requestId: expect.any(String),
+    });
+    // Paths with parameters too; every POST-only and DELETE-only route.
+    for (const [method, path, allow] of [
+      ["GET", "/admin/solutions", "POST"],
+      ["GET", "/admin/uploads", "POST"],
+      ["DELETE", "/v1/library/prb_x", "GET, HEAD"],
+      ["GET", `/admin/blocks/${"a".repeat(64)}`, "DELETE"],
+      ["GET", "/admin/flywheel/fly_x/accept", "POST"],
+      ["PUT", "/health", "GET, HEAD"],
+    ] as const) {
+      const res = await call(e, method, path, { key: e.adminKey });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get("allow"), `${method} ${path}`).toBe(allow);
+    }
+    const unknown = await call(e, "GET", "/v1/nothing-here", { key: e.adminKey });
+    expect(unknown.status).toBe(404);
+    expect((await json(unknown)).error.code).toBe("route_not_found");
   });
 
   it("keys: created once in plaintext, listed without secrets", async () => {
@@ -371,8 +399,13 @@ describe("solve fast path and library", () => {
 
     const list = await json(await call(e, "GET", "/v1/library?limit=10", { key: e.adminKey }));
     expect(list.items).toHaveLength(1);
-    expect(list.items[0].problem.id).toBe(row.id);
-    expect(list.items[0].solutions[0].answer).toBe("408");
+    expect(list.items[0]).toMatchObject({ id: row.id, answer: "408", block: null });
+    expect(list.items[0].solutions).toBeUndefined();
+    const search = async (q: string) =>
+      (await json(await call(e, "GET", `/v1/library?q=${encodeURIComponent(q)}`, { key: e.adminKey }))).items;
+    expect(await search("what 34")).toHaveLength(1);
+    expect(await search("what 35")).toHaveLength(0);
+    expect((await call(e, "GET", `/v1/library?q=${"x".repeat(501)}`, { key: e.adminKey })).status).toBe(400);
     const item = await call(e, "GET", `/v1/library/${row.id}`, { key: e.adminKey });
     expect(item.status).toBe(200);
     expect((await json(item)).problem.normalizedText).toBe(normalizeProblem(problem));

@@ -4,27 +4,24 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Database, migrateDatabase, type OpenDatabase, openDatabase } from "../edge/db/client.js";
 import {
-  addSolution,
   claimNextFlywheel,
   enqueueFlywheel,
+  finishFlywheel,
+  listFlywheel,
+} from "../edge/db/flywheel-queue.js";
+import {
+  addSolution,
   findByTemplate,
   findVerifiedByFingerprint,
-  finishFlywheel,
-  getLibraryItem,
-  listFlywheel,
-  listLibrary,
-  listNodes,
   logQuery,
-  markNodeDown,
-  markNodeUp,
-  recordMissedHeartbeat,
   registerBlock,
   registerProblem,
-  searchTemplates,
   setBlockState,
-  toFtsQuery,
-  upsertNode,
-} from "../edge/library.service.js";
+  supersedeSolutions,
+} from "../edge/db/library.js";
+import { getLibraryItem, listLibrary } from "../edge/db/library-pages.js";
+import { searchLibrary, toFtsQuery } from "../edge/db/library-search.js";
+import { listNodes, markNodeDown, markNodeUp, recordMissedHeartbeat, upsertNode } from "../edge/db/nodes.js";
 import { DomainError } from "../shared/errors.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 
@@ -248,6 +245,10 @@ describe("lexical search", () => {
     await registerProblem(db, problemInput(templates[1] as string)); // a second problem, same template
   });
 
+  /** The `n` best templates by BM25 (the router's lexical list). */
+  const templatesOf = async (q: string, n = 10) =>
+    (await searchLibrary(db, q, { digits: [], words: [] }, { lexical: n, wide: n, k: 0 })).templates;
+
   it("ranks the matching template first", async () => {
     const cases: [string, string][] = [
       ["sum of the first # primes", templates[0] as string],
@@ -255,21 +256,49 @@ describe("lexical search", () => {
       ["in how many ways can # people be seated at a round table", templates[2] as string],
       ["remainder of # to the power # divided by #", templates[4] as string],
     ];
-    for (const [query, expected] of cases) {
-      const hits = await searchTemplates(db, query, 3);
-      expect(hits[0]?.template, query).toBe(expected);
-      expect(hits[0]?.score).toBeGreaterThan(0);
-      for (let i = 1; i < hits.length; i++)
-        expect(hits[i - 1]?.score ?? 0).toBeGreaterThanOrEqual(hits[i]?.score ?? 0);
-    }
+    for (const [query, expected] of cases) expect((await templatesOf(query, 3))[0], query).toBe(expected);
   });
 
-  it("returns each template once, with its oldest problem, and honours k", async () => {
-    const hits = await searchTemplates(db, "find the area of a circle with radius", 10);
-    expect(hits.filter((h) => h.template === templates[1]).length).toBe(1);
-    const [first] = await findByTemplate(db, templates[1] as string);
-    expect(hits[0]?.problemId).toBe(first?.problem.id);
-    expect((await searchTemplates(db, "find the", 1)).length).toBe(1);
+  it("returns each template once, honours the limits, and finds the problems stating the numbers", async () => {
+    const circle = templates[1] as string;
+    expect(
+      (await templatesOf("find the area of a circle with radius")).filter((t) => t === circle).length,
+    ).toBe(1);
+    expect((await templatesOf("find the", 1)).length).toBe(1);
+    const seven = (await registerProblem(db, problemInput(circle, [7]))).problem;
+    await registerProblem(db, problemInput(circle, [8]));
+    const limits = { lexical: 1, wide: 5, k: 5 };
+    const found = await searchLibrary(db, "circle radius area", { digits: ["7"], words: [] }, limits);
+    expect(found.templates).toEqual([circle]);
+    expect(found.problems.map((p) => p.id)).toEqual([seven.id]);
+    expect(found.problems[0]?.answer).toBeNull();
+    const inWords = await searchLibrary(db, "circle radius area", { digits: [], words: ["7"] }, limits);
+    expect(inWords.problems.map((p) => p.id)).toContain(seven.id);
+  });
+
+  it("reads a problem's current answer, never a superseded one", async () => {
+    const circle = templates[1] as string;
+    const { problem } = await registerProblem(db, problemInput(circle, [9]));
+    const solution = (answer: string) =>
+      addSolution(db, {
+        problemId: problem.id,
+        worked: "w",
+        program: null,
+        answer,
+        parametric: false,
+        verified: true,
+        verification: {},
+      });
+    const first = await solution("81pi");
+    await solution("82pi");
+    await supersedeSolutions(db, { problemId: problem.id, by: first.id, at: new Date() });
+    const found = await searchLibrary(
+      db,
+      "circle radius",
+      { digits: ["9"], words: [] },
+      { lexical: 1, wide: 5, k: 5 },
+    );
+    expect(found.problems.find((p) => p.id === problem.id)?.answer).toBe("81pi");
   });
 
   it("treats FTS syntax in the query as plain words", async () => {
@@ -285,19 +314,15 @@ describe("lexical search", () => {
       "",
       "   ",
     ];
-    for (const q of hostile) {
-      const hits = await searchTemplates(db, q, 5);
-      expect(Array.isArray(hits)).toBe(true);
-    }
-    expect((await searchTemplates(db, "NEAR(circle radius, 2)", 1))[0]?.template).toBe(templates[1]);
-    expect(await searchTemplates(db, "{}[]()*^:", 5)).toEqual([]);
+    for (const q of hostile) expect(Array.isArray(await templatesOf(q, 5))).toBe(true);
+    expect((await templatesOf("NEAR(circle radius, 2)", 1))[0]).toBe(templates[1]);
+    expect(await templatesOf("{}[]()*^:", 5)).toEqual([]);
     expect(toFtsQuery('a "b" NEAR(c) d*')).toBe('"a" OR "b" OR "near" OR "c" OR "d"');
   });
 
   it("indexes each template once and follows deletes and template changes", async () => {
     const { client } = opened[0] as OpenDatabase;
     const count = async () => (await client.execute("SELECT count(*) AS n FROM problems_fts")).rows[0]?.n;
-    const templatesOf = async (q: string) => (await searchTemplates(db, q, 10)).map((h) => h.template);
     expect(await count()).toBe(templates.length);
     const circle = await findByTemplate(db, templates[1] as string);
     await client.execute({ sql: "DELETE FROM problems WHERE id = ?", args: [circle[0]?.problem.id ?? ""] });
@@ -326,7 +351,8 @@ describe("templates from shared/normalize", () => {
       });
     }
     const query = problemTemplate("Sum of the first 30 primes, please").template;
-    expect((await searchTemplates(db, query, 1))[0]?.template).toBe("what is the sum of the first # primes");
+    const found = await searchLibrary(db, query, { digits: [], words: [] }, { lexical: 1, wide: 1, k: 0 });
+    expect(found.templates).toEqual(["what is the sum of the first # primes"]);
   });
 });
 
@@ -348,7 +374,7 @@ describe("library listing and query log", () => {
     let pages = 0;
     do {
       const page = await listLibrary(db, { limit: 2, cursor });
-      seen.push(...page.items.map((i) => i.problem.id));
+      seen.push(...page.items.map((i) => i.id));
       cursor = page.nextCursor;
       pages++;
     } while (cursor !== null);
@@ -358,6 +384,96 @@ describe("library listing and query log", () => {
     expect(item?.solutions).toEqual([first]);
     expect(await getLibraryItem(db, "prb_nope")).toBeNull();
     await expectDomainError(listLibrary(db, { limit: 2, cursor: "' OR 1=1 --" }), 400, "cursor_invalid");
+  });
+
+  it("searches the library by words and numbers and lists summaries, not whole entries", async () => {
+    const real = async (text: string) => {
+      const normalizedText = normalizeProblem(text);
+      const { template, literals } = problemTemplate(normalizedText);
+      return (
+        await registerProblem(db, {
+          normalizedText,
+          fingerprint: await problemFingerprint(text),
+          template,
+          params: literals,
+        })
+      ).problem;
+    };
+    const sheep = await real("A farmer has 41 sheep and buys 17 more. How many sheep?");
+    const goats = await real("A farmer has 12 goats and sells 5. How many goats?");
+    const jars = await real("A crate holds 17 rows of 23 jars. How many jars?");
+    const old = await addSolution(db, {
+      problemId: sheep.id,
+      worked: "41 + 17",
+      program: "a, b = PARAMS\nprint(a + b)",
+      answer: "58",
+      parametric: true,
+      verified: true,
+      verification: {},
+    });
+    const current = await addSolution(db, {
+      ...old,
+      problemId: sheep.id,
+      answer: "58",
+      worked: "41 plus 17",
+    });
+    expect(
+      (await supersedeSolutions(db, { problemId: sheep.id, by: current.id, at: new Date() })).map(
+        (x) => x.id,
+      ),
+    ).toEqual([old.id]);
+    await registerBlock(db, {
+      sha256: "1".repeat(64),
+      problemId: sheep.id,
+      manifest,
+      state: "superseded",
+      nodeId: "n1",
+    });
+    await registerBlock(db, {
+      sha256: "2".repeat(64),
+      problemId: sheep.id,
+      manifest,
+      state: "ready",
+      nodeId: "n1",
+    });
+    const ids = async (q: string) => (await listLibrary(db, { limit: 10, q })).items.map((i) => i.id);
+    expect(await ids("farmer")).toEqual([sheep.id, goats.id]);
+    // Every word must be there; words are stemmed and case-insensitive.
+    expect(await ids("FARMER buys")).toEqual([sheep.id]);
+    expect(await ids("farmer buy")).toEqual([sheep.id]);
+    expect(await ids("jar")).toEqual([jars.id]);
+    // Numbers match the problem's own numbers.
+    expect(await ids("17")).toEqual([sheep.id, jars.id]);
+    expect(await ids("jars 17")).toEqual([jars.id]);
+    expect(await ids("farmer 99")).toEqual([]);
+    // FTS syntax is only ever words.
+    expect(await ids('farmer" OR "jars')).toEqual([]);
+    expect(await ids("* ( :")).toEqual([]);
+    // Paging over a search.
+    const first = await listLibrary(db, { limit: 1, q: "17" });
+    expect(first.items.map((i) => i.id)).toEqual([sheep.id]);
+    const next = await listLibrary(db, { limit: 1, q: "17", cursor: first.nextCursor });
+    expect(next).toMatchObject({ items: [{ id: jars.id }], nextCursor: null });
+
+    const [summary] = (await listLibrary(db, { limit: 1 })).items;
+    expect(summary).toEqual({
+      id: sheep.id,
+      problem: sheep.normalizedText,
+      template: sheep.template,
+      answer: "58",
+      solution: { id: current.id, version: 2, parametric: true },
+      block: { sha256: "2".repeat(64), tokenCount: manifest.tokenCount, state: "ready" },
+      createdAt: sheep.createdAt,
+    });
+    const detail = await getLibraryItem(db, sheep.id);
+    expect(detail?.solutions.map((x) => [x.version, x.supersededBy])).toEqual([
+      [1, current.id],
+      [2, null],
+    ]);
+    expect(detail?.blocks.map((b) => [b.state, b.manifest.tokensSha256])).toEqual([
+      ["superseded", manifest.tokensSha256],
+      ["ready", manifest.tokensSha256],
+    ]);
   });
 
   it("logs queries", async () => {

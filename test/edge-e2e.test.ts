@@ -128,11 +128,17 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     const library = await api("GET", "/v1/library?limit=100");
     expect(library.body.items).toHaveLength(12);
     for (const item of library.body.items) {
-      expect(item.solutions[0]).toMatchObject({
+      expect(item).toMatchObject({ answer: expect.any(String), block: { state: "ready" } });
+      // The list carries summaries; the detail route has the verification and the manifest.
+      const detail = await api("GET", `/v1/library/${item.id}`);
+      expect(detail.body.solutions[0]).toMatchObject({
         verified: true,
         verification: { method: "sandbox", verdict: "ok" },
       });
-      expect(item.blocks[0]).toMatchObject({ state: "ready" });
+      expect(detail.body.blocks[0]).toMatchObject({
+        state: "ready",
+        manifest: { sha256: item.block.sha256 },
+      });
     }
   });
 
@@ -223,7 +229,7 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     const gpu = createGpuClient({ baseUrl: run.summary.gpuUrl, secret: GPU_SECRET, timeoutMs: 60_000 });
     const manifest = await gpu.deposit("Problem:\nWhat is 40 plus 2?\n\nAnswer: 42\n");
     const lib = await api("GET", "/v1/library?limit=1");
-    const problemId = lib.body.items[0].problem.id as string;
+    const problemId = lib.body.items[0].id as string;
     const registered = await api("POST", "/admin/blocks", { problemId, sha256: manifest.sha256 });
     expect(registered.status).toBe(201);
     expect(registered.body.block).toMatchObject({ sha256: manifest.sha256, problemId, state: "ready" });
@@ -259,7 +265,7 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     expect(loop.status).toBe(422);
     expect(loop.body.error.code).toBe("program_timeout");
     const lib = await api("GET", "/v1/library?limit=100");
-    expect(lib.body.items.some((i: Json) => i.problem.normalizedText.includes("6 plus 7"))).toBe(false);
+    expect(lib.body.items.some((i: Json) => i.problem.includes("6 plus 7"))).toBe(false);
   }, 120_000);
 
   it("no library match: the plain model answers within the token budget", async () => {

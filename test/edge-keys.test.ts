@@ -11,7 +11,7 @@ import {
   listApiKeys,
   requireRole,
   revokeApiKey,
-} from "../edge/keys.service.js";
+} from "../edge/services/keys.service.js";
 import { DomainError } from "../shared/errors.js";
 import { sha256Hex } from "../shared/hash.js";
 

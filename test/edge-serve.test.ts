@@ -1,10 +1,9 @@
 /** `kvgraft serve edge` as a user runs it: JSON ready line, a working API, a clean stop. */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { afterAll, expect, it } from "vitest";
+import { kvgraftSourceArgs, supervise } from "../cli/process/supervise.js";
 
 const root = join(import.meta.dirname, "..");
 const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-edge-"));
@@ -14,31 +13,15 @@ it("prints {url, adminKey} when ready, serves the API, stops on SIGTERM with exi
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("KVGRAFT_") && k !== "LIBSQL_URL"),
   );
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      join(root, "cli", "main.ts"),
-      "serve",
-      "edge",
-      "--port",
-      "0",
-      "--db",
-      `file:${join(dir, "e.db")}`,
-      "--json",
-    ],
-    { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const ready = await new Promise<{ url: string; adminKey: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("serve edge was not ready in 60 s")), 60_000);
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      clearTimeout(timer);
-      resolve(JSON.parse(line) as { url: string; adminKey: string });
-    });
-    void exited.then((code) => reject(new Error(`serve edge exited with ${code}`)));
+  const edge = supervise({
+    name: "serve edge",
+    args: kvgraftSourceArgs("serve", "edge", "--port", "0", "--db", `file:${join(dir, "e.db")}`, "--json"),
+    cwd: root,
+    env,
+    ready: (line) => line as { url: string; adminKey: string },
+    readyTimeoutMs: 60_000,
   });
+  const ready = await edge.ready;
   expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   expect(ready.adminKey).toMatch(/^kvg_/);
   const health = await fetch(`${ready.url}/health`);
@@ -48,6 +31,5 @@ it("prints {url, adminKey} when ready, serves the API, stops on SIGTERM with exi
     headers: { authorization: `Bearer ${ready.adminKey}` },
   });
   expect(lib.status).toBe(200);
-  child.kill("SIGTERM");
-  expect(await exited).toBe(0);
+  expect(await edge.stop()).toEqual({ code: 0, signal: null });
 });

@@ -4,12 +4,13 @@
  * headers, so the server's resident memory stays within a stated bound; a signed request
  * replayed after the GPU node restarts on the same data directory is refused.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../cli/process/supervise.js";
 import { gpuPaths } from "../shared/protocol.js";
 import { signRequest } from "../shared/signing.js";
 import { syntheticModel } from "./helpers/models.js";
@@ -35,31 +36,15 @@ interface Served {
 
 /** `kvgraft serve <args> --json`; resolves with its URL once it printed its JSON line. */
 async function serve(args: string[], env: Record<string, string>): Promise<Served> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", join(root, "cli", "main.ts"), "serve", ...args, "--json"],
-    {
-      cwd: root,
-      env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET, KV_THREADS: "1", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  children.push(child);
-  let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
+  const served = supervise({
+    name: `serve ${args[0]}`,
+    args: kvgraftSourceArgs("serve", ...args, "--json"),
+    cwd: root,
+    env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET, KV_THREADS: "1", ...env },
+    ready: readyUrl,
   });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      for (const line of out.split("\n"))
-        if (line.startsWith("{")) resolve((JSON.parse(line) as { url: string }).url);
-    });
-    void exited.then((code) => reject(new Error(`serve ${args[0]} exited ${code}:\n${stderr}`)));
-  });
-  return { child, url, exited };
+  children.push(served.child);
+  return { child: served.child, url: await served.ready, exited: served.exited };
 }
 
 function rssBytes(pid: number): number {

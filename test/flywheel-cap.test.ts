@@ -8,9 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Database, migrateDatabase, type OpenDatabase, openDatabase } from "../edge/db/client.js";
-import { claimNextFlywheel, finishFlywheel, listFlywheel } from "../edge/db/flywheel-queue.js";
-import { enqueueForKey, FLYWHEEL_OPEN_PER_KEY } from "../edge/flywheel.service.js";
-import { logQuery } from "../edge/library.service.js";
+import {
+  claimNextFlywheel,
+  enqueueForKey,
+  FLYWHEEL_OPEN_PER_KEY,
+  finishFlywheel,
+  listFlywheel,
+} from "../edge/db/flywheel-queue.js";
+import { logQuery } from "../edge/db/library.js";
 import { sha256Hex } from "../shared/hash.js";
 
 let dir: string;

@@ -9,18 +9,18 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEdgeGpuClient } from "../edge/cluster/gpu.js";
+import { systemClock } from "../edge/http.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import {
-  type Candidate,
   type FlywheelBudget,
-  judge,
   runFlywheelOnce,
   startFlywheelWorker,
-} from "../edge/flywheel.service.js";
-import { createEdgeGpuClient } from "../edge/gpu.js";
-import { systemClock } from "../edge/http.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+} from "../edge/services/flywheel.service.js";
+import { type Candidate, judge } from "../edge/services/flywheel-judge.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
+import { createLogger, silentLogger } from "../shared/http/logger.js";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
 import { skipWithoutSandbox } from "./helpers/sandbox.js";
@@ -71,7 +71,7 @@ beforeAll(async () => {
       secret: SECRET,
       contextSize: 1024,
     },
-    () => undefined,
+    silentLogger,
   );
   gpu = createGpuClient({ baseUrl: node.url, secret: SECRET });
   const env = {
@@ -83,7 +83,7 @@ beforeAll(async () => {
     env,
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
     gpu: createEdgeGpuClient({ baseUrl: node.url, secret: SECRET, timeoutMs: 60_000 }),
   });
   key = edge.generatedAdminKey as string;
@@ -253,13 +253,57 @@ describe("flywheel", () => {
     const queued = await api("POST", "/admin/flywheel", { problem, referenceAnswer: stated.trim() });
     expect(queued.status).toBe(201);
     const before = await blockCount();
-    const worker = startFlywheelWorker(deps, { budget: BUDGET, idleMs: 50 });
+    // One log line per step; when judging starts, the admin route is asked where the worker is
+    // (the deposit that follows runs the sandbox, so the item is still running when it answers).
+    const steps: Json[] = [];
+    let seen: Promise<{ status: number; body: Json }> | undefined;
+    // The worker's log lines, read back as it writes them.
+    const logger = createLogger({
+      write: (line) => {
+        const {
+          message,
+          time: _time,
+          level: _level,
+          ...fields
+        } = JSON.parse(line) as Record<string, unknown>;
+        if (message !== "flywheel step") return;
+        steps.push(fields);
+        if (fields.step === "judging") seen = api("GET", "/admin/flywheel");
+      },
+    });
+    const worker = startFlywheelWorker(deps, { budget: BUDGET, idleMs: 50, logger });
     const until = Date.now() + 60_000;
     while (worker.processed === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     await worker.stop();
     const item = (await api("GET", `/admin/flywheel/${queued.body.item.id}`)).body.item;
     expect(item).toMatchObject({ status: "accepted", result: { accepted: { basis: "reference_stated" } } });
     expect(await blockCount()).toBe(before + 1);
+
+    const id = queued.body.item.id;
+    expect(steps.every((f) => f.itemId === id)).toBe(true);
+    expect(
+      steps.map((f) => (f.sample === undefined ? f.step : `${f.step} ${f.sample}/${f.samples}`)),
+    ).toEqual([
+      "library_check",
+      "baseline 0/1",
+      "baseline 1/1",
+      "heavy 0/2",
+      "heavy 1/2",
+      "heavy 2/2",
+      "judging",
+      "depositing",
+      "done",
+    ]);
+    expect(steps.at(-1)).toMatchObject({ status: "accepted", requests: 3 });
+    const during = await seen;
+    expect(during?.body.running).toEqual([
+      expect.objectContaining({ id, progress: expect.objectContaining({ step: expect.any(String) }) }),
+    ]);
+    expect(["judging", "depositing"]).toContain(during?.body.running[0].progress.step);
+    // Finished: nothing is running, and the outcome replaced the progress record.
+    const after = (await api("GET", "/admin/flywheel")).body;
+    expect(after).toMatchObject({ enabled: true, running: [] });
+    expect(item.result.progress).toBeUndefined();
   });
 
   it("does not deposit what the model already answers confidently", async () => {

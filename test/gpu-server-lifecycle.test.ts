@@ -4,11 +4,12 @@
  * refused, the request in flight finishes or is cut short cleanly) and exits 0, and a restart on
  * the same data directory serves the blocks it had.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { kvgraftSourceArgs, supervise } from "../cli/process/supervise.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import type { GenerationResult } from "../shared/protocol.js";
 import { runCli } from "./helpers/cli.js";
@@ -30,41 +31,27 @@ interface Node {
 
 /** Starts `serve gpu` and resolves once it printed its JSON ready line. */
 async function startNode(extra: string[] = []): Promise<Node> {
-  const args = ["--import", "tsx", join(root, "cli", "main.ts"), "serve", "gpu", "--model", model];
-  const child = spawn(
-    process.execPath,
-    [...args, "--port", "0", "--data-dir", dataDir, "--context", "1024", "--no-sandbox", "--json", ...extra],
-    { cwd: root, env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET }, stdio: ["ignore", "pipe", "pipe"] },
-  );
-  children.push(child);
-  let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
+  const node = supervise({
+    name: "serve gpu",
+    args: kvgraftSourceArgs(
+      ...["serve", "gpu", "--model", model, "--port", "0", "--data-dir", dataDir, "--context", "1024"],
+      ...["--no-sandbox", "--json", ...extra],
+    ),
+    cwd: root,
+    env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET },
+    ready: (line) => line as { url: string; model: { sha256: string }; engine: { id: string } },
   });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      for (const line of out.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        const ready = JSON.parse(line) as { url: string; model: { sha256: string }; engine: { id: string } };
-        expect(ready.model.sha256).toMatch(/^[0-9a-f]{64}$/);
-        expect(ready.engine.id).toMatch(/^[0-9a-f]{64}$/);
-        child.stdout?.off("data", onData);
-        resolve(ready.url);
-      }
-    };
-    child.stdout?.on("data", onData);
-    void exited.then((code) => reject(new Error(`serve gpu exited ${code} before it was ready:\n${stderr}`)));
-  });
-  expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  children.push(node.child);
+  const ready = await node.ready;
+  expect(ready.model.sha256).toMatch(/^[0-9a-f]{64}$/);
+  expect(ready.engine.id).toMatch(/^[0-9a-f]{64}$/);
+  expect(ready.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   return {
-    child,
-    url,
-    client: createGpuClient({ baseUrl: url, secret: SECRET }),
-    stderr: () => stderr,
-    exited,
+    child: node.child,
+    url: ready.url,
+    client: createGpuClient({ baseUrl: ready.url, secret: SECRET }),
+    stderr: node.stderr,
+    exited: node.exited.then(({ code }) => code),
   };
 }
 
@@ -117,7 +104,9 @@ describe("kvgraft serve gpu", () => {
       KVGRAFT_GPU_SECRET: SECRET,
     });
     expect(noModel.status).toBe(2);
-    expect(noModel.stderr).toMatch(/model file not found/);
+    expect(noModel.stderr).toMatch(
+      /--model .*missing\.gguf does not exist; give the path of a GGUF model file/,
+    );
   });
 
   it("drains on SIGTERM: health says draining, new work gets 503, the stream in flight completes, exit 0", async () => {

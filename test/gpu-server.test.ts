@@ -20,6 +20,7 @@ import { SandboxPool } from "../gpu-node/sandbox/pool.js";
 import { createGpuApp, type GpuApp, type GpuAppOptions } from "../gpu-node/server/app.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
+import { createLogger, silentLogger } from "../shared/http/logger.js";
 import {
   type BlockManifest,
   CHUNK_SHA256_HEADER,
@@ -146,7 +147,7 @@ function appOptions(extra: Partial<GpuAppOptions> = {}): GpuAppOptions {
     secret: SECRET,
     fingerprints: { model: engine.modelFingerprint, engine: engine.engineFingerprint },
     dataDir,
-    log: () => undefined,
+    logger: silentLogger,
     ...(sandbox ? { sandbox } : {}),
     ...extra,
   };
@@ -605,6 +606,35 @@ describe("sandbox and metrics", () => {
     } finally {
       await local.close();
       await shedding.close();
+    }
+  });
+
+  it("logs one JSON line per request with the route pattern, status and the edge's request id", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ write: (line) => lines.push(JSON.parse(line)) });
+    const local = createGpuApp(appOptions({ logger }));
+    try {
+      const viaApp = createGpuClient({
+        baseUrl: "http://node.test",
+        secret: SECRET,
+        headers: { "x-request-id": "edge-req-7" },
+        fetch: async (input, init) => local.app.request(String(input), init),
+      });
+      await viaApp.getBlock(block.sha256);
+      await expect(viaApp.getBlock("0".repeat(64))).rejects.toMatchObject({ code: "block_not_found" });
+      expect(lines.filter((l) => l.message === "request")).toEqual([
+        expect.objectContaining({
+          method: "GET",
+          route: "/v1/blocks/:id",
+          status: 200,
+          requestId: "edge-req-7",
+        }),
+        expect.objectContaining({ route: "/v1/blocks/:id", status: 404, code: "block_not_found" }),
+      ]);
+      await local.app.request("/health");
+      expect(lines.filter((l) => l.message === "request")).toHaveLength(2);
+    } finally {
+      await local.close();
     }
   });
 

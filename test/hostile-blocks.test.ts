@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEdgeServer } from "../edge/node.js";
+import { startEdgeServer } from "../edge/runtime/node.js";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { type IsolatedLoadRequest, isolatedLoadCheck } from "../gpu-node/blocks/isolated-load.js";
 import { Engine } from "../gpu-node/engine/engine.js";
@@ -21,6 +21,7 @@ import { createGpuApp, type GpuApp } from "../gpu-node/server/app.js";
 import { DomainError } from "../shared/errors.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { type BlockManifest, healthSchema } from "../shared/protocol.js";
 import { syntheticModel } from "./helpers/models.js";
 import { fieldOffset, stateFields } from "./helpers/state-fields.js";
@@ -48,7 +49,7 @@ beforeAll(async () => {
     secret: SECRET,
     fingerprints: { model: engine.modelFingerprint, engine: engine.engineFingerprint },
     dataDir,
-    log: () => undefined,
+    logger: silentLogger,
   });
   server = createAdaptorServer({ fetch: gpu.app.fetch });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -258,7 +259,7 @@ describe("crafted block files through the import API", () => {
       },
       port: 0,
       host: "127.0.0.1",
-      logger: { error: () => undefined, info: () => undefined },
+      logger: silentLogger,
     });
     try {
       const edgeHealth = (await (await fetch(`${edge.url}/health`)).json()) as {

@@ -1,4 +1,4 @@
-/** The pure placement decisions of edge/placement.ts: liveness, routing order, rebalance plans. */
+/** The pure placement decisions of edge/cluster/placement.ts: liveness, routing order, rebalance plans. */
 import { describe, expect, it } from "vitest";
 import {
   desiredNodes,
@@ -7,7 +7,7 @@ import {
   type NodeView,
   planRebalance,
   routeCandidates,
-} from "../edge/placement.js";
+} from "../edge/cluster/placement.js";
 import { rendezvousPick, rendezvousRank } from "../shared/rendezvous.js";
 
 const F = { modelFingerprint: "m1", engineFingerprint: "e1" };

@@ -8,17 +8,19 @@
  * node with other fingerprints never receives a block, and with no replica alive a graft is a 503
  * `no_replica`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GpuPool, isGpuPool } from "../edge/gpu-pool.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../cli/process/supervise.js";
+import { type GpuPool, isGpuPool } from "../edge/cluster/gpu-pool.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { DomainError } from "../shared/errors.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { sha256Hex } from "../shared/hash.js";
 import { type Heartbeat, sendHeartbeat } from "../shared/heartbeat.js";
+import { createLogger } from "../shared/http/logger.js";
 import { CHUNK_SHA256_HEADER, LIMITS } from "../shared/protocol.js";
 import { placementSpread, rendezvousPick } from "../shared/rendezvous.js";
 import { createUploadGrant } from "../shared/upload-grant.js";
@@ -51,54 +53,25 @@ const nodes = new Map<string, Node>();
 
 /** Starts `serve gpu` registered with the edge; resolves once it printed its JSON ready line. */
 async function startNode(id: string, modelPath: string, dataDir: string): Promise<Node> {
-  const child = spawn(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      join(root, "cli", "main.ts"),
-      "serve",
-      "gpu",
-      "--model",
-      modelPath,
-      "--port",
-      "0",
-      "--data-dir",
-      dataDir,
-      "--context",
-      "1024",
-      "--node-id",
-      id,
-      "--edge-url",
-      edge.url,
-      "--heartbeat-ms",
-      String(HEARTBEAT_MS),
-      "--json",
-    ],
-    {
-      cwd: root,
-      env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET, KV_THREADS: "1" },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  children.push(child);
-  let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
+  const served = supervise({
+    name: `node ${id}`,
+    args: kvgraftSourceArgs(
+      ...["serve", "gpu", "--model", modelPath, "--port", "0", "--data-dir", dataDir, "--context", "1024"],
+      ...["--node-id", id, "--edge-url", edge.url, "--heartbeat-ms", String(HEARTBEAT_MS), "--json"],
+    ),
+    cwd: root,
+    env: { ...process.env, KVGRAFT_GPU_SECRET: SECRET, KV_THREADS: "1" },
+    ready: readyUrl,
   });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      for (const line of out.split("\n"))
-        if (line.startsWith("{")) resolve((JSON.parse(line) as { url: string }).url);
-    });
-    void exited.then((code) =>
-      reject(new Error(`node ${id} exited ${code} before it was ready:\n${stderr}`)),
-    );
-  });
-  const node = { id, child, url, client: createGpuClient({ baseUrl: url, secret: SECRET }), exited };
+  children.push(served.child);
+  const url = await served.ready;
+  const node = {
+    id,
+    child: served.child,
+    url,
+    client: createGpuClient({ baseUrl: url, secret: SECRET }),
+    exited: served.exited,
+  };
   nodes.set(id, node);
   return node;
 }
@@ -187,7 +160,7 @@ beforeAll(async () => {
       KVGRAFT_GPU_TIMEOUT_MS: "60000",
     },
     port: 0,
-    logger: { info: () => undefined, error: (m, f) => console.error(m, f) },
+    logger: createLogger({ level: "error" }),
   });
   if (!isGpuPool(edge.gpu)) throw new Error("the edge should run a GPU pool");
   pool = edge.gpu;

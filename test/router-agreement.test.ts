@@ -12,10 +12,11 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addSolution, registerBlock, registerProblem } from "../edge/library.service.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
-import { libraryReader, routeProblem } from "../edge/router.js";
+import { addSolution, registerBlock, registerProblem } from "../edge/db/library.js";
+import { libraryReader, routeProblem } from "../edge/routing/router.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import { gpuPaths } from "../shared/protocol.js";
 
@@ -130,7 +131,7 @@ beforeAll(async () => {
     },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   adminKey = edge.generatedAdminKey as string;
   // Every other problem has a ready block, so routes with and without one are both compared.

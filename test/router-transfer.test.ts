@@ -14,12 +14,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localProgramRunner, wilson95 } from "../cli/commands/eval.js";
+import type { GpuClient } from "../edge/cluster/gpu.js";
+import { addSolution, registerBlock, registerProblem } from "../edge/db/library.js";
 import { queries as queryLog } from "../edge/db/schema.js";
-import type { GpuClient } from "../edge/gpu.js";
-import { addSolution, registerBlock, registerProblem } from "../edge/library.service.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
-import { isParametricProfile, profileParameters } from "../edge/param-probe.js";
+import { isParametricProfile, profileParameters } from "../edge/routing/param-probe.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 import { BLOCK_FORMAT_VERSION, gpuPaths } from "../shared/protocol.js";
 import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
@@ -133,7 +134,7 @@ beforeAll(async () => {
     },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   adminKey = edge.generatedAdminKey as string;
 }, 60_000);

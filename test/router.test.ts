@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrateDatabase, type OpenDatabase, openDatabase } from "../edge/db/client.js";
-import { addSolution, registerBlock, registerProblem } from "../edge/library.service.js";
+import { addSolution, registerBlock, registerProblem } from "../edge/db/library.js";
 import {
   analyzeProblem,
   decideSimilar,
@@ -19,7 +19,7 @@ import {
   ROUTER_TUNING,
   routeProblem,
   type SimilarCandidate,
-} from "../edge/router.js";
+} from "../edge/routing/router.js";
 import { sha256Hex } from "../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 

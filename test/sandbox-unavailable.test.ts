@@ -79,9 +79,9 @@ describe("without bubblewrap", () => {
       "--queries",
       join(fixtures, "router-queries.jsonl"),
     ]);
-    expect(run.code, run.stderr).toBe(1);
+    expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain(
-      "kvgraft eval: sandbox_unavailable: programs are not run: bwrap is not on PATH",
+      "kvgraft eval router: programs are not run: bwrap is not on PATH; install bubblewrap",
     );
     expect(run.stderr).not.toMatch(/^\s+at /m);
   });

@@ -15,6 +15,7 @@ import { parseFinal } from "../gpu-node/solve/final.js";
 import { planSolve } from "../gpu-node/solve/solver.js";
 import { answersEqual } from "../shared/answers.js";
 import { createGpuClient, type GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { solveResultSchema } from "../shared/protocol.js";
 import { tally } from "../shared/vote.js";
 import { syntheticModel } from "./helpers/models.js";
@@ -31,7 +32,7 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "kvgraft-solve-"));
   node = await startGpuNode(
     { modelPath: syntheticModel("tiny-llama"), port: 0, dataDir, secret: SECRET, contextSize: 1024 },
-    () => undefined,
+    silentLogger,
   );
   client = createGpuClient({ baseUrl: node.url, secret: SECRET });
 });

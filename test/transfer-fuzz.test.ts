@@ -7,8 +7,8 @@
  * independent TypeScript (BigInt where exact); `null` where the text has no answer.
  *
  * Each query goes the way /v1/solve decides: the same normal form as a library problem is a fast
- * path hit (its stored answer); else a template match is tried as a transfer by edge/transfer.ts
- * against profiles made by edge/param-probe.ts. Programs run in one long-lived python3 (same
+ * path hit (its stored answer); else a template match is tried as a transfer by edge/routing/transfer.ts
+ * against profiles made by edge/routing/param-probe.ts. Programs run in one long-lived python3 (same
  * `PARAMS` line as the sandbox, gpu-node/sandbox/params.ts), so 10,000 pairs take seconds; a
  * sample of 100 transfers is re-run in the real sandbox and must agree.
  */
@@ -18,10 +18,10 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { GpuClient, SandboxRunResult } from "../edge/gpu.js";
-import type { TemplateMatch } from "../edge/library.service.js";
-import { profileParameters } from "../edge/param-probe.js";
-import { tryTransfer } from "../edge/transfer.js";
+import type { GpuClient, SandboxRunResult } from "../edge/cluster/gpu.js";
+import type { TemplateMatch } from "../edge/db/library.js";
+import { profileParameters } from "../edge/routing/param-probe.js";
+import { tryTransfer } from "../edge/routing/transfer.js";
 import { paramsLine } from "../gpu-node/sandbox/params.js";
 import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../shared/answers.js";

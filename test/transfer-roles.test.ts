@@ -10,10 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { desc } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { addSolution } from "../edge/db/library.js";
 import { problems, queries } from "../edge/db/schema.js";
-import { addSolution } from "../edge/library.service.js";
-import { type EdgeServer, startEdgeServer } from "../edge/node.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { gpuPaths } from "../shared/protocol.js";
 import { type LoopbackGpu, startLoopbackGpu } from "./helpers/loopback-gpu.js";
 import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
@@ -80,7 +81,7 @@ beforeAll(async () => {
     },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   adminKey = edge.generatedAdminKey as string;
   for (const id of ["change-apples", "gcd", "power-mod", "quadratic-larger-root"]) await deposit(entry(id));

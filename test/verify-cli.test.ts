@@ -37,7 +37,9 @@ describe("kvgraft verify", () => {
   it("gives a usage error for a missing model flag and a clear error for a missing file", () => {
     expect(runCli(["verify"]).status).toBe(2);
     const r = runCli(["verify", "--model", "/nonexistent/model.gguf"]);
-    expect(r.status).toBe(1);
-    expect(r.stderr).toMatch(/nonexistent/);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(
+      "kvgraft verify: --model /nonexistent/model.gguf does not exist; give the path of a GGUF model file\n",
+    );
   });
 });

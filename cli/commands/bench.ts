@@ -1,55 +1,92 @@
-import { benchGraft, graftBenchTable } from "../../gpu-node/bench/graft-bench.js";
-import { benchHttpOverhead } from "../../gpu-node/bench/http-overhead.js";
-import { benchLibrary } from "../../gpu-node/bench/library-bench.js";
-import { readGpuEnv } from "../../gpu-node/config.js";
+import { benchGraft, graftBenchTable } from "../../bench/graft-bench.js";
+import { benchHttpOverhead } from "../../bench/http-overhead.js";
+import { benchLibrary } from "../../bench/library-bench.js";
+import { benchRouter, type SetOutcome } from "../../bench/router-bench.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
-import { benchRouter, type SetOutcome } from "../../scripts/router-bench.js";
-import { intFlag, intListFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
+import {
+  intFlag,
+  intListFlag,
+  parseFlags,
+  printJson,
+  requireFlag,
+  requireGgufFile,
+  UsageError,
+} from "../args.js";
+import { inheritedEnv, readToolEnv } from "../config.js";
+import { readCliGpuEnv } from "../gpu-env.js";
 
-const HELP = `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]
+/** Each benchmark's usage and description (`kvgraft bench <name> --help`). */
+const BENCH_HELP = {
+  graft: `usage: kvgraft bench graft --model FILE [--lengths 748,5977,11994] [--kv f16,q8_0] [--runs 5]
          [--swa-full-cache true|false] [--data-dir DIR] [--energy-seconds S] [--json]
-       kvgraft bench library --model FILE --blocks N --block-tokens T --depths d1,d2,... [--accesses 3]
-         [--kv q8_0] [--data-dir DIR] [--json]
-       kvgraft bench http --model FILE [--runs 10] [--context 4096] [--json]
-       kvgraft bench edge --rate R[,R2,...] [--duration 10] [--path fast|graft] [--url URL --key KEY]
-         [--stack start|serve]
-         [--max-tokens 4] [--timeout-ms 30000] [--json]
-       kvgraft bench router [--problems 10000] [--rounds 5] [--json]
 
-bench graft: recompute (prefill + 1 token) vs hot graft, warm restore (RAM) and cold restore (disk,
+Recompute (prefill + 1 token) vs hot graft, warm restore (RAM) and cold restore (disk,
 hash-checked, page cache dropped where permitted), medians after a warm-up, probability hashes
 compared on every path.
 --swa-full-cache (default true) matters only for sliding-window models (gemma3): false keeps only the
 window's cells for the sliding-window layers, in VRAM and in the saved state (see docs/benchmarks.md).
 --energy-seconds S repeats recompute, hot and warm requests for S seconds each while sampling GPU
 power with nvidia-smi every 50 ms, and reports Wh per request.
-bench library: deposits N blocks of T tokens (resumable in --data-dir), then accesses blocks at the
-given token depths in random order, cold (page cache dropped) and warm (RAM tier), each access
-checking the probe hash; per-depth median and p95, bytes on disk, VRAM baseline and peak.
-bench http: the same deposit and hot graft in-process and over loopback HTTP (signed GPU node):
-output hashes compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.
-bench router: a libSQL file library of N generated problems (scripts/gen-router-library.ts), the
-tuning and re-wording queries routed after a warm-up (routeProblem, the decision /v1/solve makes);
-p50/p95/p99 of the router and each set's outcome.
-bench edge: open-loop load through the edge at a constant arrival rate (each rate in turn), fast
-path (a verified library answer) or graft path (a block grafted on the GPU node): throughput,
-p50/p95/p99 latency from each request's due time, error rate, status and error codes, health
-afterwards. Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model), or with
---stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).`;
+Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS.`,
+  library: `usage: kvgraft bench library --model FILE --blocks N --block-tokens T --depths d1,d2,... [--accesses 3]
+         [--kv q8_0] [--data-dir DIR] [--json]
 
-/** `kvgraft bench <graft|library|edge>`. */
+Deposits N blocks of T tokens (resumable in --data-dir, default .data/bench-library), then accesses
+blocks at the given token depths in random order, cold (page cache dropped) and warm (RAM tier),
+each access checking the probe hash; per-depth median and p95, bytes on disk, VRAM baseline and peak.
+Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS.`,
+  http: `usage: kvgraft bench http --model FILE [--runs 10] [--context 4096] [--json]
+
+The same deposit and hot graft in-process and over loopback HTTP (signed GPU node): output hashes
+compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.`,
+  router: `usage: kvgraft bench router [--problems 10000] [--rounds 5] [--json]
+
+A libSQL file library of N generated problems (scripts/gen-router-library.ts), the tuning and
+re-wording queries routed after a warm-up (routeProblem, the decision /v1/solve makes);
+p50/p95/p99 of the router and each set's outcome.`,
+  edge: `usage: kvgraft bench edge --rate R[,R2,...] [--duration 10] [--path fast|graft] [--url URL --key KEY]
+         [--stack start|serve] [--data-dir DIR] [--max-tokens 4] [--timeout-ms 30000] [--json]
+
+Open-loop load through the edge at a constant arrival rate (each rate in turn), fast path (a
+verified library answer) or graft path (a block grafted on the GPU node): throughput, p50/p95/p99
+latency from each request's due time, error rate, status and error codes, health afterwards.
+Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model), or with
+--stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).
+With --url, the key is --key, else KVGRAFT_API_KEY or KVGRAFT_ADMIN_KEY. See docs/reliability.md.`,
+  "fast-path": `usage: kvgraft bench fast-path [--requests 1000] [--warmup 100] [--json]
+
+Sequential solves of one verified library problem over loopback HTTP (a Node edge with a fresh
+libSQL file, a stand-in GPU node that must get no request): round-trip and edge-reported p50/p99,
+requests per second.`,
+} as const;
+
+const HELP = Object.values(BENCH_HELP).join("\n\n");
+
+/** True when the flags ask for help: the benchmark's usage is printed instead of running it. */
+function wantsHelp(argv: string[]): boolean {
+  return argv.includes("--help") || argv.includes("-h");
+}
+
+/** `kvgraft bench <graft|library|http|router|edge|fast-path>`. */
 export default async function bench(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
-    process.stdout.write(`${HELP}\n`);
+    (which ? process.stdout : process.stderr).write(`${HELP}\n`);
     return which ? 0 : 2;
+  }
+  if (which in BENCH_HELP && wantsHelp(rest)) {
+    process.stdout.write(`${BENCH_HELP[which as keyof typeof BENCH_HELP]}\n`);
+    return 0;
   }
   if (which === "http") return benchHttp(rest);
   if (which === "edge") return benchEdgeCommand(rest);
   if (which === "library") return benchLibraryCommand(rest);
   if (which === "router") return benchRouterCommand(rest);
+  if (which === "fast-path") return benchFastPathCommand(rest);
   if (which !== "graft")
-    throw new UsageError(`unknown benchmark '${which}' (available: graft, library, http, router, edge)`);
+    throw new UsageError(
+      `unknown benchmark '${which}' (available: graft, library, http, router, edge, fast-path)`,
+    );
   const flags = parseFlags(rest, {
     model: { type: "string" },
     lengths: { type: "string" },
@@ -59,21 +96,16 @@ export default async function bench(argv: string[]): Promise<number> {
     "data-dir": { type: "string" },
     "energy-seconds": { type: "string" },
     json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
   });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
   const kvTypes = String(flags.kv).split(",") as KvType[];
   if (kvTypes.some((k) => k !== "f16" && k !== "q8_0")) throw new UsageError("--kv takes f16 and/or q8_0");
   const lengths = intListFlag(flags.lengths, "lengths", [748, 5977, 11994]);
   if (lengths.some((l) => l < 1)) throw new UsageError("--lengths must be positive integers");
   if (flags["swa-full-cache"] !== "true" && flags["swa-full-cache"] !== "false")
     throw new UsageError("--swa-full-cache must be true or false");
-  const env = readGpuEnv();
+  const env = readCliGpuEnv();
   const result = await benchGraft({
-    modelPath: requireFlag(flags.model, "model"),
+    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
     lengths,
     kvTypes,
     runs: intFlag(flags.runs, "runs", 5),
@@ -98,9 +130,9 @@ async function benchHttp(argv: string[]): Promise<number> {
     context: { type: "string" },
     json: { type: "boolean", default: false },
   });
-  const env = readGpuEnv();
+  const env = readCliGpuEnv();
   const result = await benchHttpOverhead({
-    modelPath: requireFlag(flags.model, "model"),
+    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
     binary: env.KV_LLAMA,
     runs: intFlag(flags.runs, "runs", 10),
     contextSize: intFlag(flags.context, "context", 4096),
@@ -134,9 +166,9 @@ async function benchLibraryCommand(argv: string[]): Promise<number> {
   ]);
   if (depths.some((d) => d >= blocks * blockTokens))
     throw new UsageError(`every depth must be below the library's ${blocks * blockTokens} tokens`);
-  const env = readGpuEnv();
+  const env = readCliGpuEnv();
   const result = await benchLibrary({
-    modelPath: requireFlag(flags.model, "model"),
+    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
     blocks,
     blockTokens,
     depths,
@@ -184,6 +216,22 @@ async function benchRouterCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
+async function benchFastPathCommand(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    requests: { type: "string" },
+    warmup: { type: "string" },
+    json: { type: "boolean", default: false },
+  });
+  const { benchFastPath, fastPathText } = await import("../../bench/fast-path-bench.js");
+  const result = await benchFastPath({
+    requests: intFlag(flags.requests, "requests", 1000),
+    warmup: intFlag(flags.warmup, "warmup", 100, 0),
+  });
+  if (flags.json) printJson(result);
+  else process.stdout.write(fastPathText(result));
+  return 0;
+}
+
 async function benchEdgeCommand(argv: string[]): Promise<number> {
   const flags = parseFlags(argv, {
     rate: { type: "string" },
@@ -202,8 +250,9 @@ async function benchEdgeCommand(argv: string[]): Promise<number> {
     throw new UsageError("--stack must be start or serve");
   const rates = intListFlag(requireFlag(flags.rate, "rate"), "rate", []);
   if (rates.length === 0 || rates.some((r) => r < 1)) throw new UsageError("--rate takes positive integers");
-  const key = flags.key ?? process.env.KVGRAFT_API_KEY ?? process.env.KVGRAFT_ADMIN_KEY;
-  const { benchEdge, loadLine } = await import("../../edge/load-bench.js");
+  const env = readToolEnv();
+  const key = flags.key ?? env.apiKey ?? env.adminKey;
+  const { benchEdge, loadLine } = await import("../../bench/load-bench.js");
   const result = await benchEdge({
     path: flags.path,
     stack: flags.stack,
@@ -214,6 +263,7 @@ async function benchEdgeCommand(argv: string[]): Promise<number> {
     ...(flags.url ? { url: flags.url } : {}),
     ...(key ? { key } : {}),
     ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
+    env: inheritedEnv(),
     log: (line) => process.stderr.write(`${line}\n`),
   });
   for (const r of result.runs) process.stdout.write(`${loadLine(r)}\n`);

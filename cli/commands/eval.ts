@@ -2,12 +2,12 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
+import type { GpuClient } from "../../edge/cluster/gpu.js";
 import { type Database, migrateDatabase, openDatabase } from "../../edge/db/client.js";
-import type { GpuClient } from "../../edge/gpu.js";
-import { addSolution, registerProblem } from "../../edge/library.service.js";
-import { isParametricProfile, profileParameters } from "../../edge/param-probe.js";
-import { libraryReader, type RouteKind, routeProblem } from "../../edge/router.js";
-import { tryTransfer } from "../../edge/transfer.js";
+import { addSolution, registerProblem } from "../../edge/db/library.js";
+import { isParametricProfile, profileParameters } from "../../edge/routing/param-probe.js";
+import { libraryReader, type RouteKind, routeProblem } from "../../edge/routing/router.js";
+import { tryTransfer } from "../../edge/routing/transfer.js";
 import { Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../../shared/answers.js";
 import { sha256Hex } from "../../shared/hash.js";
@@ -20,7 +20,7 @@ Routes every query and scores the decisions. Library lines: {id, problem, soluti
 answer}; query lines: {query, expect, answer?} where expect is a library id or null (out of
 library). In-process by default: a temporary libSQL database with the library registered (each
 program checked and probed for parameters in the local sandbox), decisions from routeProblem
-(edge/router.ts, the function /v1/solve decides with), transfers run in the sandbox. With --edge, the library is deposited through POST /admin/solutions
+(edge/routing/router.ts, the function /v1/solve decides with), transfers run in the sandbox. With --edge, the library is deposited through POST /admin/solutions
 and the queries are sent to POST /v1/solve (mode library) of that running edge.
 JSON (last line): {inLibrary: {n, correct, wilson95}, outOfLibrary: {n, abstained, wilson95},
 wrongRoutes, transfer: {n, correct}, p50RouteMs}. Exit 0 when there is no wrong route.`;
@@ -162,7 +162,7 @@ export async function localProgramRunner(): Promise<Pick<GpuClient, "runProgram"
 /**
  * Registers a library in `db` the way a deposit does, without blocks: the program must print the
  * answer on the problem's numbers (else the solution is stored unverified), and its parameters are
- * profiled (edge/param-probe.ts): parametric when it reads one. Returns problem id -> library id.
+ * profiled (edge/routing/param-probe.ts): parametric when it reads one. Returns problem id -> library id.
  */
 export async function registerLibrary(
   db: Database,
@@ -222,7 +222,7 @@ async function routeInProcess(
       const id = route.problemId === undefined ? null : (byProblem.get(route.problemId) ?? null);
       const r: Routed = { decision: route.decision, id, ms: Math.round(ms * 1000) / 1000 };
       if (route.matches && id !== null) {
-        // The transfer /v1/solve would make (edge/transfer.ts); a refused one counts as no answer.
+        // The transfer /v1/solve would make (edge/routing/transfer.ts); a refused one counts as no answer.
         const { template, literals } = problemTemplate(normalized);
         const t = await tryTransfer(runner, clock, { normalized, template, literals }, route.matches);
         if (t) r.transferAnswer = t.ok ? t.answer : null;

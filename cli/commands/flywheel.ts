@@ -2,18 +2,21 @@
  * `kvgraft flywheel`: the flywheel worker on its own (npm start runs one next to the edge). It
  * works on the edge's database and calls the GPU node like the edge does (signed).
  */
+
+import { createEdgeGpuClient } from "../../edge/cluster/gpu.js";
 import { readEdgeConfig } from "../../edge/config.js";
 import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
+import { systemClock } from "../../edge/http.js";
+import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/runtime/node.js";
 import {
   DEFAULT_FLYWHEEL_BUDGET,
-  flywheelProgress,
   runFlywheelOnce,
   startFlywheelWorker,
-} from "../../edge/flywheel.service.js";
-import { createEdgeGpuClient } from "../../edge/gpu.js";
-import { consoleLogger, systemClock } from "../../edge/http.js";
-import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/node.js";
+} from "../../edge/services/flywheel.service.js";
+import { flywheelProgress } from "../../edge/services/flywheel-admin.service.js";
+import { createLogger } from "../../shared/http/logger.js";
 import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
+import { inheritedEnv, readToolEnv } from "../config.js";
 
 const HELP = `usage: kvgraft flywheel [--edge-db file:PATH|libsql://...] [--gpu-url URL] [--once]
                         [--samples N] [--max-tokens N] [--json]
@@ -41,14 +44,20 @@ export default async function flywheel(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
+  const env = readToolEnv();
+  const gpuUrl = flags["gpu-url"] ?? env.gpuUrl;
+  const secret = env.gpuSecret;
+  if (!gpuUrl) throw new UsageError("no GPU node given: pass --gpu-url URL (or set KVGRAFT_GPU_URL)");
+  if (!secret)
+    throw new UsageError(
+      "KVGRAFT_GPU_SECRET is not set: set it to the secret the GPU node runs with (it signs every request)",
+    );
   const config = readEdgeConfig({
     LIBSQL_URL: DEFAULT_DB_URL,
-    ...process.env,
+    ...inheritedEnv(),
     ...(flags["edge-db"] ? { LIBSQL_URL: flags["edge-db"] } : {}),
-    ...(flags["gpu-url"] ? { KVGRAFT_GPU_URL: flags["gpu-url"] } : {}),
+    KVGRAFT_GPU_URL: gpuUrl,
   });
-  if (!config.gpu.url || !config.gpu.secret)
-    throw new UsageError("a GPU node is needed: --gpu-url (or KVGRAFT_GPU_URL) and KVGRAFT_GPU_SECRET");
   const budget = {
     ...DEFAULT_FLYWHEEL_BUDGET,
     heavy: {
@@ -60,21 +69,21 @@ export default async function flywheel(argv: string[]): Promise<number> {
   try {
     await migrateDatabase(database.db);
     const gpu = createEdgeGpuClient({
-      baseUrl: config.gpu.url,
-      secret: config.gpu.secret,
+      baseUrl: config.gpu.url ?? gpuUrl,
+      secret: config.gpu.secret ?? secret,
       timeoutMs: config.gpu.timeoutMs,
       healthTimeoutMs: config.gpu.healthTimeoutMs,
     });
     const deps = { db: database.db, gpu, config, clock: systemClock };
     const say = (line: string) => (flags.json ? process.stderr : process.stdout).write(`${line}\n`);
     if (flags.once) {
-      const item = await runFlywheelOnce(deps, budget);
+      const item = await runFlywheelOnce(deps, budget, { logger: createLogger({ level: config.logLevel }) });
       const progress = await flywheelProgress(deps);
       say(item ? `item ${item.id}: ${item.status}` : "the queue is empty");
       if (flags.json) printJson({ item, progress });
       return 0;
     }
-    const worker = startFlywheelWorker(deps, { budget, logger: consoleLogger });
+    const worker = startFlywheelWorker(deps, { budget, logger: createLogger({ level: config.logLevel }) });
     say(`flywheel worker running on ${config.db.url}; Ctrl-C stops it`);
     await waitForStopSignal();
     await worker.stop();

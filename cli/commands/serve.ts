@@ -1,13 +1,14 @@
-import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { type GpuEnv, readGpuEnv } from "../../gpu-node/config.js";
 import {
   gpuNodeConfigSchema,
   type ResolvedGpuNodeConfig,
   type RunningGpuNode,
   startGpuNode,
 } from "../../gpu-node/server/node.js";
-import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
+import { formatValidationIssues } from "../../shared/http/zod-issues.js";
+import { intFlag, parseFlags, printJson, requireGgufFile, UsageError, UserError } from "../args.js";
+import { readCliGpuEnv } from "../gpu-env.js";
+import { portInUseMessage } from "../ports.js";
 
 const HELP = `usage: kvgraft serve gpu --model FILE [--port 8788] [--host 127.0.0.1] [--data-dir DIR]
          [--slots 2|vram] [--context 4096] [--kv f16|q8_0] [--max-waiting N] [--drain-timeout-ms 30000]
@@ -16,20 +17,23 @@ const HELP = `usage: kvgraft serve gpu --model FILE [--port 8788] [--host 127.0.
 
 serve gpu runs the GPU node: one model, a block store in --data-dir (default .data/gpu), the
 signed HTTP API on loopback by default. It prints the URL once ready (--json: a JSON line
-{url, model, engine}). SIGTERM or SIGINT drains: new work is refused with 503, running requests
+{url, model, engine}). SIGTERM, SIGINT or SIGHUP drains: new work is refused with 503, running requests
 finish (or are aborted after the drain timeout), then it exits 0. Bad configuration exits 2.
 Environment: KVGRAFT_GPU_SECRET (required, >= 16 characters), MODEL_PATH (when --model is absent),
-KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_ACCESS_AUD + KVGRAFT_ACCESS_TEAM_DOMAIN (require
+KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_LOG_LEVEL=debug|info|warn|error|silent, KVGRAFT_ACCESS_AUD + KVGRAFT_ACCESS_TEAM_DOMAIN (require
 a Cloudflare Access JWT on every signed route). With --edge-url (or KVGRAFT_EDGE_URL) the node
 registers with that edge and sends signed heartbeats (id: --node-id / KVGRAFT_NODE_ID, default one
 kept in the data dir; URL the edge calls: --public-url / KVGRAFT_PUBLIC_URL, default the listening one).`;
+
+/** Signals that drain and stop the node: SIGHUP (its terminal closed) like SIGTERM and SIGINT. */
+const STOP_SIGNALS: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
 
 /** `kvgraft serve gpu|edge`. */
 export default async function serve(argv: string[]): Promise<number> {
   const [target, ...rest] = argv;
   if (target === "edge") {
-    const edge = (await import("../../edge/node.js")) as { serveEdge: (argv: string[]) => Promise<number> };
-    return edge.serveEdge(rest);
+    const { serveEdge } = await import("./serve-edge.js");
+    return serveEdge(rest);
   }
   if (target === "gpu") return serveGpu(rest);
   if (target === "--help" || target === "-h") {
@@ -41,16 +45,11 @@ export default async function serve(argv: string[]): Promise<number> {
 
 /** Flags and environment as a validated node configuration; anything wrong is a UsageError (exit 2). */
 function gpuConfig(flags: Record<string, string | boolean | undefined>): ResolvedGpuNodeConfig {
-  let env: GpuEnv;
-  try {
-    env = readGpuEnv();
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const env = readCliGpuEnv();
   const str = (name: string) => (typeof flags[name] === "string" ? (flags[name] as string) : undefined);
   const modelPath = str("model") ?? env.MODEL_PATH;
   if (!modelPath) throw new UsageError("--model FILE (or MODEL_PATH) is required");
-  if (!existsSync(modelPath)) throw new UsageError(`model file not found: ${modelPath}`);
+  requireGgufFile(modelPath, str("model") ? "--model" : "MODEL_PATH");
   const optional = (key: string, value: string | undefined) => (value ? { [key]: value } : {});
   const int = (name: string, key: string, min: number) =>
     str(name) === undefined ? {} : { [key]: intFlag(str(name), name, 0, min) };
@@ -60,6 +59,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     secret: env.KVGRAFT_GPU_SECRET,
     binary: env.KV_LLAMA,
     sandbox: !flags["no-sandbox"],
+    logLevel: env.KVGRAFT_LOG_LEVEL,
     ...(str("host") !== undefined ? { host: str("host") } : {}),
     ...(str("kv") !== undefined ? { kvType: str("kv") } : {}),
     ...int("port", "port", 0),
@@ -77,9 +77,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
       : {}),
   });
   if (!parsed.success)
-    throw new UsageError(
-      `invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join(".") || "config"}: ${i.message}`).join("; ")}`,
-    );
+    throw new UsageError(`invalid configuration: ${formatValidationIssues(parsed.error, "config")}`);
   return parsed.data;
 }
 
@@ -112,8 +110,9 @@ async function serveGpu(argv: string[]): Promise<number> {
     node = await startGpuNode(config);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
-    process.stderr.write(`kvgraft serve gpu: ${config.host}:${config.port} is already in use\n`);
-    return 1;
+    throw new UserError(
+      `${portInUseMessage(config.host, config.port)}; stop that process or choose another --port`,
+    );
   }
   process.stdout.write(
     `kvgraft gpu node listening on ${node.url} (model ${node.engine.modelFingerprint.name || config.modelPath})\n`,
@@ -129,18 +128,17 @@ async function serveGpu(argv: string[]): Promise<number> {
   await new Promise<void>((done) => {
     const onSignal = (signal: NodeJS.Signals) => {
       process.stderr.write(`${signal}: draining\n`);
-      process.off("SIGTERM", onSignal);
-      process.off("SIGINT", onSignal);
-      // A second signal during the drain stops at once.
-      process.once("SIGTERM", () => process.exit(1));
-      process.once("SIGINT", () => process.exit(1));
+      for (const stopSignal of STOP_SIGNALS) {
+        process.off(stopSignal, onSignal);
+        // A second signal during the drain stops at once.
+        process.once(stopSignal, () => process.exit(1));
+      }
       node.stop().then(done, (err: Error) => {
         process.stderr.write(`shutdown failed: ${err.stack ?? err.message}\n`);
         process.exit(1);
       });
     };
-    process.on("SIGTERM", onSignal);
-    process.on("SIGINT", onSignal);
+    for (const stopSignal of STOP_SIGNALS) process.on(stopSignal, onSignal);
   });
   process.stderr.write("stopped\n");
   return 0;

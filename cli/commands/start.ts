@@ -4,25 +4,27 @@
  * process (`kvgraft serve gpu`, through the same node + tsx/dist entry as this process), starts
  * the edge on Node with a libSQL file in the data dir, deposits the starter library on first
  * start, and prints the URLs, the admin key and curl commands that work as printed.
- * Ctrl-C / SIGTERM stops both.
+ * Ctrl-C, SIGTERM or SIGHUP stops both; the GPU node also stops when this process dies (IPC).
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import { z } from "zod";
-import { depositSolution } from "../../edge/admin.service.js";
-import { withFlywheelWorker } from "../../edge/flywheel.service.js";
+import { readListenConfig } from "../../edge/config.js";
 import { systemClock } from "../../edge/http.js";
-import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/node.js";
+import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/runtime/node.js";
 import { adminSolutionRequestSchema } from "../../edge/schemas.js";
+import { depositSolution } from "../../edge/services/admin.service.js";
+import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
 import { resolveSpec } from "../../gpu-node/synth/presets.js";
 import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
 import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
-import { intFlag, parseFlags, printJson } from "../args.js";
+import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
+import { inheritedEnv, readToolEnv } from "../config.js";
+import { packageRoot } from "../package-root.js";
+import { ensurePortFree } from "../ports.js";
+import { kvgraftSameEntryArgs, readyUrl, supervise } from "../process/supervise.js";
 
 const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
 
@@ -31,26 +33,19 @@ Runs the embedded default on this machine: a GPU node (child process) and the ed
   --json           print one JSON line {edgeUrl, gpuUrl, adminKey, ...} when ready
 Environment: MODEL_PATH (a real GGUF; default a generated tiny random-weight model),
   PORT or EDGE_PORT (edge, default 8787), GPU_PORT (default 8788), KVGRAFT_GPU_SECRET (generated
-  if unset), KVGRAFT_ADMIN_KEY (otherwise one is generated on first start and kept in DIR/admin.key).
-Stops both services on Ctrl-C / SIGTERM.`;
+  if unset), KVGRAFT_ADMIN_KEY (otherwise one is generated on first start and kept in DIR/admin.key),
+  KVGRAFT_FLYWHEEL (on|off|auto; auto, the default: off with the generated model, on with MODEL_PATH).
+Stops both services on Ctrl-C, SIGTERM or SIGHUP (a closed terminal); the GPU node also stops
+  when this process dies.`;
 
 const TINY_PRESET = "tiny-llama";
 const TINY_SEED = "0";
 const GPU_READY_TIMEOUT_MS = 300_000;
 const GPU_STOP_TIMEOUT_MS = 10_000;
+/** The GPU node listens on loopback only: the edge in this process is its one client. */
+const GPU_HOST = "127.0.0.1";
 
 const starterEntrySchema = adminSolutionRequestSchema.extend({ id: z.string() });
-
-/** The package root: the nearest folder above this module that holds package.json. */
-function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "edge"))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error("package root not found above cli/commands");
-    dir = parent;
-  }
-}
 
 /** Quotes a string for a POSIX shell. */
 function shellQuote(text: string): string {
@@ -67,88 +62,109 @@ export default async function start(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const env = process.env;
+  const env = readToolEnv();
   const json = flags.json;
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-  const dataDir = resolve(flags["data-dir"] ?? env.KVGRAFT_DATA_DIR ?? ".data");
-  mkdirSync(dataDir, { recursive: true });
-  const gpuPort = intFlag(env.GPU_PORT, "GPU_PORT", 8788, 0);
+  const dataDir = resolve(flags["data-dir"] ?? env.dataDir ?? ".data");
+  const gpuPort = intFlag(env.gpuPort, "GPU_PORT", 8788, 0);
+  const edgeListen = readListenConfig(inheritedEnv());
 
   // 1. The model.
-  const randomWeights = !env.MODEL_PATH;
-  const modelPath = env.MODEL_PATH
-    ? resolve(env.MODEL_PATH)
+  const randomWeights = env.modelPath === undefined;
+  const modelPath = env.modelPath
+    ? requireGgufFile(resolve(env.modelPath), "MODEL_PATH")
     : join(dataDir, `${TINY_PRESET}-seed${TINY_SEED}.gguf`);
+  mkdirSync(dataDir, { recursive: true });
+  // A busy port (often an earlier kvgraft still running) is one line naming its holder, found
+  // before anything starts.
+  await ensurePortFree(GPU_HOST, gpuPort, "stop that process, or set GPU_PORT to another port");
+  await ensurePortFree(
+    edgeListen.host,
+    edgeListen.port,
+    "stop that process, or set PORT (or EDGE_PORT) to another port",
+  );
   if (!existsSync(modelPath)) {
-    if (!randomWeights) throw new Error(`MODEL_PATH ${modelPath} does not exist`);
     say(`generating a tiny random-weight test model at ${modelPath} ...`);
     writeSyntheticModel(modelPath, resolveSpec(TINY_PRESET, {}), TINY_SEED);
   }
 
+  // From here on SIGINT, SIGTERM and SIGHUP (a closed terminal) stop both services, also while
+  // they start.
+  const stop: { signal: NodeJS.Signals | null } = { signal: null };
+  const stopSignal = waitForStopSignal().then((signal) => {
+    stop.signal = signal;
+    return signal;
+  });
+
   // 2. The GPU node, as a child process through the same entry as this one.
-  const secret = env.KVGRAFT_GPU_SECRET ?? randomBytes(32).toString("hex");
+  const secret = env.gpuSecret ?? randomBytes(32).toString("hex");
   // The model goes by --model; an empty MODEL_PATH would fail the node's own validation.
-  const { MODEL_PATH: _model, ...childEnv } = env;
-  const entry = process.argv[1];
-  if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
+  const { MODEL_PATH: _model, ...childEnv } = inheritedEnv();
   say(`starting the GPU node on port ${gpuPort} ...`);
-  const child = spawn(
-    process.execPath,
-    [
-      ...process.execArgv,
-      entry,
-      "serve",
-      "gpu",
-      "--model",
-      modelPath,
-      "--port",
-      String(gpuPort),
-      "--data-dir",
-      join(dataDir, "gpu"),
-      "--json",
-    ],
-    // Its own process group: a terminal's Ctrl-C reaches only this process, which then sends the
-    // child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
-    {
-      // libuv's pool runs the engine build's parallel chunk reads and hashes; its default of 4
-      // leaves the disk idle while chunks are hashed.
-      env: { UV_THREADPOOL_SIZE: "16", ...childEnv, KVGRAFT_GPU_SECRET: secret },
-      stdio: ["ignore", "pipe", "inherit"],
-      detached: true,
-    },
-  );
-  const killOnExit = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-  };
-  process.once("exit", killOnExit);
+  const gpu = supervise({
+    name: "the GPU node",
+    args: kvgraftSameEntryArgs(
+      ...["serve", "gpu", "--model", modelPath, "--host", GPU_HOST, "--port", String(gpuPort)],
+      ...["--data-dir", join(dataDir, "gpu"), "--json"],
+      ...(process.argv.includes("--verbose") ? ["--verbose"] : []),
+    ),
+    // libuv's pool runs the engine build's parallel chunk reads and hashes; its default of 4
+    // leaves the disk idle while chunks are hashed.
+    env: { UV_THREADPOOL_SIZE: "16", ...childEnv, KVGRAFT_GPU_SECRET: secret },
+    ready: readyUrl,
+    readyTimeoutMs: GPU_READY_TIMEOUT_MS,
+    onStdoutLine: (line) => process.stderr.write(`[gpu] ${line}\n`),
+    stderr: "inherit",
+    // Its own process group: a terminal's Ctrl-C or hangup reaches only this process, which then
+    // sends the child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
+    detached: true,
+    // The child notices through it that this process died, even by SIGKILL (cli/main.ts).
+    ipc: true,
+  });
   let edge: EdgeServer | null = null;
   try {
-    const gpuUrl = await waitForGpuReady(child);
+    const ready = await Promise.race([
+      gpu.ready.then((url) => ({ url })),
+      gpu.exited.then(({ code }) => ({ exitCode: code })),
+      stopSignal.then((signal) => ({ signal })),
+    ]);
+    if ("signal" in ready) {
+      say(`${ready.signal}: stopping the GPU node ...`);
+      await gpu.stop(GPU_STOP_TIMEOUT_MS);
+      return 0;
+    }
+    // The node said why on its stderr (one line for a mistake, exit code 2).
+    if ("exitCode" in ready) {
+      if (ready.exitCode === 2) return 2;
+      throw new Error(`the GPU node exited before it was ready (${ready.exitCode ?? "no exit code"})`);
+    }
+    const gpuUrl = ready.url;
     const sandbox = await sandboxState(gpuUrl);
 
     // 3. The edge, in this process.
     edge = await startEdgeServer({
       env: {
-        ...env,
-        LIBSQL_URL: env.LIBSQL_URL ?? `file:${join(dataDir, "kvgraft.db")}`,
+        ...inheritedEnv(),
+        LIBSQL_URL: env.libsqlUrl ?? `file:${join(dataDir, "kvgraft.db")}`,
         KVGRAFT_GPU_URL: gpuUrl,
         KVGRAFT_GPU_SECRET: secret,
       },
+      context: { syntheticModel: randomWeights },
     });
     edge = withFlywheelWorker(edge);
     const keyFile = join(dataDir, "admin.key");
     if (edge.generatedAdminKey) writeFileSync(keyFile, `${edge.generatedAdminKey}\n`, { mode: 0o600 });
 
     // 4. The starter library (already present entries are skipped: deposits are idempotent).
-    const starter = await depositStarterLibrary(edge, say);
+    const starter = await depositStarterLibrary(edge, say, () => stop.signal !== null);
 
-    // 5. What to do next.
+    // 5. What to do next. The key file's path is absolute, so the examples work from any folder.
     const keyShell = edge.generatedAdminKey
       ? edge.generatedAdminKey
-      : env.KVGRAFT_ADMIN_KEY
+      : env.adminKey
         ? "$KVGRAFT_ADMIN_KEY"
         : existsSync(keyFile)
-          ? `$(cat ${shellQuote(relative(process.cwd(), keyFile) || keyFile)})`
+          ? `$(cat ${shellQuote(keyFile)})`
           : "$KVGRAFT_ADMIN_KEY";
     const summary = {
       edgeUrl: edge.url,
@@ -158,17 +174,19 @@ export default async function start(argv: string[]): Promise<number> {
       model: modelPath,
       randomWeights,
       sandbox,
+      flywheel: { enabled: edge.config.flywheel.enabled, setting: edge.config.flywheel.setting },
       starter,
     };
-    if (json) printJson(summary);
-    else
-      printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem, sandbox);
+    if (stop.signal === null) {
+      if (json) printJson(summary);
+      else
+        printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem, sandbox);
+    }
 
     // 6. Run until a stop signal or the GPU node dies.
-    const exited = new Promise<number>((res) => child.once("exit", (code) => res(code ?? 1)));
     const outcome = await Promise.race([
-      waitForStopSignal().then((signal) => ({ signal })),
-      exited.then((code) => ({ code })),
+      stopSignal.then((signal) => ({ signal })),
+      gpu.exited.then(({ code }) => ({ code: code ?? 1 })),
     ]);
     if ("code" in outcome) {
       say(`the GPU node exited (code ${outcome.code}); stopping the edge`);
@@ -177,61 +195,14 @@ export default async function start(argv: string[]): Promise<number> {
     }
     say(`${outcome.signal}: stopping the edge and the GPU node ...`);
     await edge.close();
-    await stopChild(child);
+    await gpu.stop(GPU_STOP_TIMEOUT_MS);
     say("stopped");
     return 0;
   } catch (err) {
     await edge?.close();
-    await stopChild(child);
+    await gpu.stop(GPU_STOP_TIMEOUT_MS);
     throw err;
   }
-}
-
-/** Reads the child's stdout until its JSON ready line `{url, ...}`; its other output is passed on. */
-function waitForGpuReady(child: ChildProcess): Promise<string> {
-  return new Promise((resolvePromise, reject) => {
-    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    let ready = false;
-    const timer = setTimeout(
-      () => reject(new Error(`the GPU node was not ready within ${GPU_READY_TIMEOUT_MS / 1000} s`)),
-      GPU_READY_TIMEOUT_MS,
-    );
-    lines.on("line", (line) => {
-      if (!ready && line.startsWith("{")) {
-        try {
-          const parsed = JSON.parse(line) as { url?: unknown };
-          if (typeof parsed.url === "string") {
-            ready = true;
-            clearTimeout(timer);
-            resolvePromise(parsed.url.replace(/\/+$/, ""));
-            return;
-          }
-        } catch {
-          // not the ready line
-        }
-      }
-      process.stderr.write(`[gpu] ${line}\n`);
-    });
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    child.once("exit", (code, signal) => {
-      clearTimeout(timer);
-      if (!ready)
-        reject(new Error(`the GPU node exited before it was ready (code ${code}, signal ${signal})`));
-    });
-  });
-}
-
-/** SIGTERM, then SIGKILL if it has not exited in time. */
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((res) => child.once("exit", () => res()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), GPU_STOP_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
 }
 
 interface StarterOutcome {
@@ -243,7 +214,11 @@ interface StarterOutcome {
 }
 
 /** Deposits every starter entry through the same code as POST /admin/solutions. */
-async function depositStarterLibrary(edge: EdgeServer, say: (line: string) => void): Promise<StarterOutcome> {
+async function depositStarterLibrary(
+  edge: EdgeServer,
+  say: (line: string) => void,
+  stopping: () => boolean,
+): Promise<StarterOutcome> {
   const file = join(packageRoot(), "edge", "starter-library.jsonl");
   const outcome: StarterOutcome = { total: 0, deposited: 0, present: 0, failed: [], firstProblem: null };
   if (!existsSync(file)) {
@@ -258,6 +233,7 @@ async function depositStarterLibrary(edge: EdgeServer, say: (line: string) => vo
   outcome.firstProblem = entries[0]?.problem ?? null;
   const deps = { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock };
   for (const [i, { id, ...entry }] of entries.entries()) {
+    if (stopping()) break;
     try {
       const r = await depositSolution(deps, entry);
       if (r.created) outcome.deposited++;
@@ -315,6 +291,9 @@ function printBanner(
     sandbox.isolation === "none"
       ? `  sandbox   NONE: programs are not run (${sandbox.reason ?? "unknown"})`
       : `  sandbox   ${sandbox.isolation} (each program in its own bubblewrap namespaces)`,
+    edge.config.flywheel.enabled
+      ? "  flywheel  on: unsure answers are solved again in the background (GET /admin/flywheel shows each item's step)"
+      : `  flywheel  off (KVGRAFT_FLYWHEEL=${edge.config.flywheel.setting}${edge.config.flywheel.setting === "auto" ? " with the random-weight model" : ""}; KVGRAFT_FLYWHEEL=on turns it on)`,
     randomWeights
       ? `  model     ${modelPath}\n            NOTE: a tiny RANDOM-WEIGHT TEST MODEL: it produces gibberish. Library answers are real;\n            model answers are not. Set MODEL_PATH=/path/to/model.gguf for a real model.`
       : `  model     ${modelPath}`,

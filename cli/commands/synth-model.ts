@@ -1,6 +1,8 @@
+import { existsSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { type ModelSpec, PRESETS, parameterCount, resolveSpec } from "../../gpu-node/synth/presets.js";
 import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
-import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
+import { parseFlags, printJson, requireFlag, UsageError, UserError } from "../args.js";
 
 const HELP = `usage: kvgraft synth-model --preset NAME --out FILE.gguf [--seed S] [--quant f16|q8_0]
          [--arch llama|qwen3|gemma3] [--vocab N] [--embd N] [--layers N] [--heads N] [--kv-heads N]
@@ -39,6 +41,11 @@ export default async function synthModel(argv: string[]): Promise<number> {
   }
   const preset = requireFlag(flags.preset, "preset");
   const out = requireFlag(flags.out, "out");
+  const folder = dirname(resolve(out));
+  if (!existsSync(folder) || !statSync(folder).isDirectory())
+    throw new UserError(
+      `--out ${out}: the folder ${folder} does not exist; create it or choose another path`,
+    );
   if (flags.quant !== "f16" && flags.quant !== "q8_0") throw new UsageError("--quant must be f16 or q8_0");
   if (flags.arch !== undefined && !["llama", "qwen3", "gemma3"].includes(String(flags.arch)))
     throw new UsageError("--arch must be llama, qwen3 or gemma3");

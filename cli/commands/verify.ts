@@ -1,7 +1,7 @@
-import { readGpuEnv } from "../../gpu-node/config.js";
 import { Engine } from "../../gpu-node/engine/engine.js";
 import { verifyGraft } from "../../gpu-node/verify.js";
-import { intFlag, parseFlags, printJson, requireFlag, UsageError } from "../args.js";
+import { intFlag, parseFlags, printJson, requireFlag, requireGgufFile, UsageError } from "../args.js";
+import { readCliGpuEnv } from "../gpu-env.js";
 
 const HELP = `usage: kvgraft verify --model FILE [--trials 50] [--tokens 1024] [--slots 2] [--shift K]
          [--kv f16|q8_0] [--no-flash-attention] [--swa-full-cache true|false] [--seed S] [--json]
@@ -31,7 +31,7 @@ export default async function verify(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const modelPath = requireFlag(flags.model, "model");
+  const modelPath = requireGgufFile(requireFlag(flags.model, "model"), "--model");
   const trials = intFlag(flags.trials, "trials", 50);
   const tokens = intFlag(flags.tokens, "tokens", 1024);
   const slots = intFlag(flags.slots, "slots", 2, 2);
@@ -39,7 +39,7 @@ export default async function verify(argv: string[]): Promise<number> {
   if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
   if (flags["swa-full-cache"] !== "true" && flags["swa-full-cache"] !== "false")
     throw new UsageError("--swa-full-cache must be true or false");
-  const env = readGpuEnv();
+  const env = readCliGpuEnv();
   const engine = await Engine.open({
     modelPath,
     slots,

@@ -3,11 +3,11 @@
  * open (queued or running) item per fingerprint; a claim is a single UPDATE, so concurrent
  * workers never get the same item.
  */
-import { and, asc, eq, inArray, lt, or, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import { conflict, notFound } from "../../shared/errors.js";
 import type { Database } from "./database.js";
 import { newId } from "./ids.js";
-import { type FlywheelStatus, flywheelQueue } from "./schema.js";
+import { type FlywheelStatus, flywheelQueue, queries } from "./schema.js";
 
 export type FlywheelItem = typeof flywheelQueue.$inferSelect;
 
@@ -89,6 +89,31 @@ export async function claimNextFlywheel(
   return claimed ?? null;
 }
 
+/** Where a running item is, shown by the admin flywheel route while the worker is on it. */
+export interface FlywheelProgress {
+  step: "library_check" | "baseline" | "heavy" | "judging" | "depositing";
+  /** Samples of this step's solve finished so far, and its total (solve steps only). */
+  sample?: number;
+  samples?: number;
+  at: string;
+}
+
+/**
+ * Records a running item's progress in its `result` (replaced by the outcome when it finishes);
+ * the write also refreshes `updated_at`, so an item that makes progress is never reclaimed.
+ */
+export async function recordFlywheelProgress(
+  db: Database,
+  id: string,
+  progress: FlywheelProgress,
+  now = new Date(),
+): Promise<void> {
+  await db
+    .update(flywheelQueue)
+    .set({ result: { progress }, updatedAt: now })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
+}
+
 /** The outcome of a heavier solve. */
 export interface FlywheelOutcome {
   status: Extract<FlywheelStatus, "accepted" | "rejected">;
@@ -132,4 +157,105 @@ export async function listFlywheel(
     .where(options.status ? eq(flywheelQueue.status, options.status) : undefined)
     .orderBy(asc(flywheelQueue.id))
     .limit(limit);
+}
+
+/** One item by id, or null. */
+export async function getFlywheel(db: Database, id: string): Promise<FlywheelItem | null> {
+  const [row] = await db.select().from(flywheelQueue).where(eq(flywheelQueue.id, id));
+  return row ?? null;
+}
+
+/** Puts a running item back in the queue (its worker failed or is stopping), its progress cleared. */
+export async function requeueFlywheel(db: Database, id: string, now: Date): Promise<void> {
+  await db
+    .update(flywheelQueue)
+    .set({ status: "queued", result: null, updatedAt: now })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
+}
+
+/** Moves an item from one status to another; null when it is not in `from` (or does not exist). */
+export async function transitionFlywheel(
+  db: Database,
+  id: string,
+  from: FlywheelStatus,
+  to: FlywheelStatus,
+  result?: Record<string, unknown>,
+): Promise<FlywheelItem | null> {
+  const [row] = await db
+    .update(flywheelQueue)
+    .set({ status: to, ...(result ? { result } : {}), updatedAt: new Date() })
+    .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, from)))
+    .returning();
+  return row ?? null;
+}
+
+/** Sets the reference answer of an item; null when there is no such item. */
+export async function setFlywheelReference(
+  db: Database,
+  id: string,
+  reference: string,
+): Promise<FlywheelItem | null> {
+  const [row] = await db
+    .update(flywheelQueue)
+    .set({ referenceAnswer: reference, updatedAt: new Date() })
+    .where(eq(flywheelQueue.id, id))
+    .returning();
+  return row ?? null;
+}
+
+const openStatus = () => inArray(flywheelQueue.status, ["queued", "running"]);
+
+/** Whether an item of this fingerprint is open (queued or running). */
+export async function isFlywheelOpen(db: Database, fingerprint: string): Promise<boolean> {
+  const [already] = await db
+    .select({ id: flywheelQueue.id })
+    .from(flywheelQueue)
+    .where(and(openStatus(), eq(flywheelQueue.fingerprint, fingerprint)));
+  return already !== undefined;
+}
+
+/** Open items whose fingerprint this API key asked about (through its logged queries). */
+export async function countOpenFlywheelOfKey(db: Database, keyId: string | null): Promise<number> {
+  const asked = db
+    .selectDistinct({ fingerprint: queries.fingerprint })
+    .from(queries)
+    .where(keyId === null ? isNull(queries.keyId) : eq(queries.keyId, keyId));
+  const [count] = await db
+    .select({ n: sql<number>`count(*)` })
+    .from(flywheelQueue)
+    .where(and(openStatus(), inArray(flywheelQueue.fingerprint, asked)));
+  return count?.n ?? 0;
+}
+
+/** Per status: the item count and the summed cost of its items. */
+export async function flywheelTotals(db: Database) {
+  return db
+    .select({
+      status: flywheelQueue.status,
+      items: sql<number>`count(*)`,
+      tokensIn: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensIn')), 0)`,
+      tokensOut: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.tokensOut')), 0)`,
+      gpuMs: sql<number>`coalesce(sum(json_extract(${flywheelQueue.cost}, '$.gpuMs')), 0)`,
+      energyWh: sql<number | null>`sum(json_extract(${flywheelQueue.cost}, '$.energyWh'))`,
+    })
+    .from(flywheelQueue)
+    .groupBy(flywheelQueue.status);
+}
+
+/** Open flywheel items one API key may have caused at once, so that one key cannot flood the worker. */
+export const FLYWHEEL_OPEN_PER_KEY = 20;
+
+/**
+ * Queues the problem of an unsure answer for the key that asked, unless it is already open or
+ * the key already caused `cap` open items (counted through the key's logged queries, by
+ * fingerprint); then nothing new is queued and the answer stands. Returns whether it was queued.
+ */
+export async function enqueueForKey(
+  db: Database,
+  input: { keyId: string | null; problem: string; fingerprint: string },
+  cap = FLYWHEEL_OPEN_PER_KEY,
+): Promise<boolean> {
+  if (await isFlywheelOpen(db, input.fingerprint)) return false;
+  if ((await countOpenFlywheelOfKey(db, input.keyId)) >= cap) return false;
+  return (await enqueueFlywheel(db, { problem: input.problem, fingerprint: input.fingerprint })).created;
 }

@@ -80,3 +80,9 @@ async function updateNode(
   if (!row) throw notFound("node_not_found", "No GPU node with this id.");
   return row;
 }
+
+/** One registered node, or null. */
+export async function getNode(db: Database, id: string): Promise<GpuNode | null> {
+  const [row] = await db.select().from(gpuNodes).where(eq(gpuNodes.id, id));
+  return row ?? null;
+}

@@ -36,7 +36,12 @@ export const problems = sqliteTable(
   (t) => [index("problems_template_idx").on(t.template)],
 );
 
-/** A worked solution of a problem; `verified` mirrors the verdict inside `verification`. */
+/**
+ * A worked solution of a problem; `verified` mirrors the verdict inside `verification`. Solutions
+ * of a problem are numbered 1, 2, ... (`version`); a newer verified one supersedes the one that
+ * answered before, which stays for audit with `superseded_at` and `superseded_by` set and never
+ * answers again.
+ */
 export const solutions = sqliteTable(
   "solutions",
   {
@@ -44,6 +49,7 @@ export const solutions = sqliteTable(
     problemId: text("problem_id")
       .notNull()
       .references(() => problems.id),
+    version: integer("version").notNull().default(1),
     worked: text("worked").notNull(),
     program: text("program"),
     answer: text("answer").notNull(),
@@ -51,11 +57,17 @@ export const solutions = sqliteTable(
     verified: integer("verified", { mode: "boolean" }).notNull().default(false),
     verification: text("verification", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     createdAt: createdAt(),
+    supersededAt: integer("superseded_at", { mode: "timestamp_ms" }),
+    supersededBy: text("superseded_by"),
   },
-  (t) => [index("solutions_problem_idx").on(t.problemId, t.verified)],
+  (t) => [
+    index("solutions_problem_idx").on(t.problemId, t.verified),
+    uniqueIndex("solutions_problem_version_idx").on(t.problemId, t.version),
+  ],
 );
 
-export const blockStates = ["building", "ready", "quarantined"] as const;
+/** `superseded`: made from a solution a newer version replaced (kept as a record, never routed). */
+export const blockStates = ["building", "ready", "quarantined", "superseded"] as const;
 export type BlockState = (typeof blockStates)[number];
 
 /** A KV-state block, named by the SHA-256 of its bytes; manifest fields used for routing are columns. */

@@ -3,14 +3,14 @@
  * RAM copy of the file), cold (the file on disk, hash-checked). Every block is verified when it
  * is made: restored into another slot, its probe must hash like the fresh prefill's; and again
  * after a restore when a graft asks, and on its first restore from a file in a process
- * (`probe-check.ts`).
+ * (`probe-check.ts`). Restoring is restore.ts, decoding generation.ts, imports block-import.ts.
  */
 import { existsSync } from "node:fs";
-import { readdir, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LlamaContextSequence, Token } from "node-llama-cpp";
-import { badRequest, conflict, DomainError, unprocessable } from "../../shared/errors.js";
+import type { Token } from "node-llama-cpp";
+import { badRequest, unprocessable } from "../../shared/errors.js";
 import { sha256Hex, sha256OfTokens } from "../../shared/hash.js";
 import {
   BLOCK_FORMAT_VERSION,
@@ -22,16 +22,15 @@ import type { Engine } from "../engine/engine.js";
 import { evaluateProbe } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
 import { nativeStateApi } from "../engine/state-memory.js";
+import { BlockImporter } from "./block-import.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
-import { hashFileWithChunks } from "./file-hash.js";
-import { isolatedLoadCheck } from "./isolated-load.js";
+import { decode, generationResult, truncate } from "./generation.js";
 import { MemoryPath, type SavedState } from "./memory-path.js";
-import { ProbeGate } from "./probe-check.js";
-import { type SlotLease, SlotPool } from "./slot-pool.js";
-import { type StateLayout, validateStateFile } from "./state-format.js";
-import { referenceLayout } from "./state-reference.js";
+import type { ProbeGate } from "./probe-check.js";
+import { Restorer } from "./restore.js";
+import { SlotPool } from "./slot-pool.js";
 import type { BlockCheck, Blocks, GenerationOptions, TierSnapshot } from "./types.js";
-import { WarmTier } from "./warm-tier.js";
+import { sweepDeadWarmDirs, WarmTier } from "./warm-tier.js";
 
 export interface BlockServiceOptions {
   engine: Engine;
@@ -48,8 +47,6 @@ export interface BlockServiceOptions {
   maxWaiting?: number;
 }
 
-const ZERO_TIERS = (): Record<Tier, number> => ({ hot: 0, warm: 0, cold: 0 });
-
 /** First token id that is neither a special nor a byte token in the generated vocabularies. */
 const FIRST_ORDINARY_TOKEN = 259;
 
@@ -60,17 +57,10 @@ export function probeTokenFor(tokensSha256: string, vocabSize: number): Token {
 }
 
 export class BlockService implements Blocks {
-  private readonly stats = {
-    hits: ZERO_TIERS(),
-    restoreMsSum: ZERO_TIERS(),
-    bytesLoaded: ZERO_TIERS(),
-    misses: 0,
-  };
   private depositChain: Promise<unknown> = Promise.resolve();
   private readonly depositsInFlight = new Map<string, Promise<BlockManifest>>();
-  /** The post-restore probe check and its counters. */
-  readonly probes: ProbeGate;
-  private layout: Promise<StateLayout> | undefined;
+  private readonly restorer: Restorer;
+  private readonly importer: BlockImporter;
 
   private constructor(
     readonly engine: Engine,
@@ -81,7 +71,13 @@ export class BlockService implements Blocks {
     /** The in-memory state path of our engine build; null on the npm prebuilt binaries. */
     readonly memory: MemoryPath | null,
   ) {
-    this.probes = new ProbeGate(engine.vocabSize, (sha) => this.forget(sha));
+    this.restorer = new Restorer({ engine, store, warm, pool, memory });
+    this.importer = new BlockImporter(engine, store, pool, (sha) => this.probes.markChecked(sha));
+  }
+
+  /** The post-restore probe check and its counters. */
+  get probes(): ProbeGate {
+    return this.restorer.probes;
   }
 
   /** Opens the store (recovering from crashes) and the tiers. */
@@ -222,11 +218,11 @@ export class BlockService implements Blocks {
     this.assertFits(manifest.tokenCount + queryTokens.length, options.maxTokens);
     const lease = await this.pool.acquire(blockId, options.signal);
     try {
-      const tier = await this.restore(lease, manifest, options.verifyProbe === true);
+      const tier = await this.restorer.restore(lease, manifest, options.verifyProbe === true);
       const restoreMs = performance.now() - started;
-      const result = await this.decode(lease.slot.sequence, queryTokens, options);
+      const result = await decode(this.engine, lease.slot.sequence, queryTokens, options);
       lease.release(this.engine.canTruncate ? blockId : null);
-      return this.result(result, {
+      return generationResult(this.engine, result, {
         blockSha256: blockId,
         tier,
         tokensIn: queryTokens.length,
@@ -247,10 +243,10 @@ export class BlockService implements Blocks {
     const lease = await this.pool.acquire(null, options.signal);
     try {
       await lease.slot.sequence.clearHistory();
-      const result = await this.decode(lease.slot.sequence, tokens, options);
+      const result = await decode(this.engine, lease.slot.sequence, tokens, options);
       await lease.slot.sequence.clearHistory();
       lease.release(null);
-      return this.result(result, {
+      return generationResult(this.engine, result, {
         blockSha256: null,
         tier: null,
         tokensIn: tokens.length,
@@ -269,17 +265,17 @@ export class BlockService implements Blocks {
     if (tier === "warm" || !this.engine.canTruncate) {
       if (this.memory) {
         const fetched = await this.memory.prefetch(manifest, this.store.statePath(blockId));
-        if (fetched === "corrupt") await this.forget(blockId);
+        if (fetched === "corrupt") await this.restorer.forget(blockId);
         return fetched === "warm" ? "warm" : "cold";
       }
       if (this.warm.path(blockId)) return "warm";
-      const path = await this.checkedPath(blockId);
+      const path = await this.restorer.checkedPath(blockId);
       return (await this.warm.add(blockId, path, manifest.sizeBytes)) ? "warm" : "cold";
     }
     assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
     const lease = await this.pool.acquire(blockId);
     try {
-      await this.restore(lease, manifest, false);
+      await this.restorer.restore(lease, manifest, false);
       lease.release(blockId);
       return "hot";
     } catch (err) {
@@ -296,7 +292,7 @@ export class BlockService implements Blocks {
     let keep: string | null = null;
     try {
       const started = performance.now();
-      await loadSequenceState(lease.slot.sequence, await this.checkedPath(blockId));
+      await loadSequenceState(lease.slot.sequence, await this.restorer.checkedPath(blockId));
       const restoreMs = performance.now() - started;
       const probe = await evaluateProbe(
         lease.slot.sequence,
@@ -324,50 +320,15 @@ export class BlockService implements Blocks {
   /** Adds a block file built elsewhere after checking its hash, fingerprints and probe. */
   async importFile(tempPath: string, manifest: BlockManifest): Promise<BlockManifest> {
     try {
-      assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
-      if (this.store.has(manifest.sha256)) return this.store.get(manifest.sha256);
-      const hashed = await hashFileWithChunks(tempPath);
-      const actual = hashed.sha256;
-      if (actual !== manifest.sha256)
-        throw conflict("import_hash_mismatch", "the uploaded file's SHA-256 differs from its manifest", {
-          actual,
-        });
-      // Before llama.cpp sees the bytes (it trusts every count in the file), and then before the
-      // serving process does: the first load runs in a disposable process.
-      const layout = await this.stateLayout();
-      await validateStateFile(tempPath, {
-        layout,
-        contextSize: this.engine.options.contextSize,
-        slidingWindow: this.engine.slidingWindow,
-        vocabSize: this.engine.vocabSize,
-        sequences: this.engine.slots.length,
-        tokenCount: manifest.tokenCount,
-        tokensSha256: manifest.tokensSha256,
-      });
-      await this.isolatedLoad(tempPath, manifest, layout);
-      const lease = await this.pool.acquire(null);
-      try {
-        const seq = lease.slot.sequence;
-        await loadSequenceState(seq, tempPath);
-        const probe = await evaluateProbe(seq, manifest.probe.token as Token, this.engine.vocabSize);
-        if (probe.sha256 !== manifest.probe.sha256)
-          throw unprocessable("block_unverified", "the imported state did not reproduce its probe hash");
-      } finally {
-        await this.pool.releaseWiped(lease);
-      }
-      const { sha256: _sha, sizeBytes: _size, ...rest } = manifest;
-      const stored = await this.store.commit(tempPath, rest, hashed);
-      this.probes.markChecked(stored.sha256);
-      return stored;
+      return await this.importer.importFile(tempPath, manifest);
     } finally {
       await rm(tempPath, { force: true });
     }
   }
 
   /** Drops the block's RAM copy (the warm tier), keeping it on disk and in any slot. */
-  async dropRamCopy(blockId: string): Promise<void> {
-    this.memory?.tier.remove(blockId);
-    await this.warm.remove(blockId);
+  dropRamCopy(blockId: string): Promise<void> {
+    return this.restorer.dropRamCopy(blockId);
   }
 
   async delete(blockId: string): Promise<void> {
@@ -386,10 +347,10 @@ export class BlockService implements Blocks {
       coldCount: this.store.list().length,
       slots: { total: this.pool.slots.length, busy: this.pool.busyCount, retired: this.pool.retiredCount },
       queue: { depth: this.pool.queueDepth, capacity: this.pool.maxWaiting },
-      hits: { ...this.stats.hits },
-      misses: this.stats.misses,
-      restoreMsSum: { ...this.stats.restoreMsSum },
-      bytesLoaded: { ...this.stats.bytesLoaded },
+      hits: { ...this.restorer.stats.hits },
+      misses: this.restorer.stats.misses,
+      restoreMsSum: { ...this.restorer.stats.restoreMsSum },
+      bytesLoaded: { ...this.restorer.stats.bytesLoaded },
       warmBytes: this.memory?.tier.usedBytes ?? this.warm.usedBytes,
       warmBudgetBytes: this.memory?.tier.budgetBytes ?? this.warm.budgetBytes,
     };
@@ -400,265 +361,11 @@ export class BlockService implements Blocks {
     await this.warm.close();
   }
 
-  /**
-   * The layout of this engine's states (caches, layers, K/V types and row sizes), read once from
-   * a one-token state saved in the leased slot: llama.cpp's own reading of the model's layers,
-   * KV heads, head sizes and KV types, which an imported state must match exactly.
-   */
-  private stateLayout(): Promise<StateLayout> {
-    this.layout ??= (async () => {
-      const lease = await this.pool.acquire(null);
-      try {
-        return await referenceLayout(lease.slot.sequence, this.store.tempPath("reference"));
-      } finally {
-        await this.pool.releaseWiped(lease);
-      }
-    })().catch((err: unknown) => {
-      this.layout = undefined;
-      throw err;
-    });
-    return this.layout;
-  }
-
-  /**
-   * Loads an imported state in a child process with this engine's shape. Its memory limit: a
-   * baseline, the model file, every cell of the context, and the state file twice.
-   */
-  private isolatedLoad(statePath: string, manifest: BlockManifest, layout: StateLayout): Promise<void> {
-    const o = this.engine.options;
-    const cellBytes = layout.caches
-      .flatMap((c) => c.layers)
-      .reduce((sum, l) => sum + l.kRowBytes + l.vBytes * Math.max(1, l.vWidth), 0);
-    return isolatedLoadCheck(
-      {
-        binary: o.binary,
-        statePath,
-        modelPath: o.modelPath,
-        slots: this.engine.slots.length,
-        contextSize: o.contextSize,
-        batchSize: o.batchSize,
-        flashAttention: o.flashAttention,
-        kvType: o.kvType === "q8_0" ? "Q8_0" : "F16",
-        swaFullCache: o.swaFullCache,
-        tokenCount: manifest.tokenCount,
-      },
-      {
-        memoryBytes:
-          2 ** 30 +
-          this.engine.modelFingerprint.sizeBytes +
-          cellBytes * o.contextSize * this.engine.slots.length +
-          2 * manifest.sizeBytes,
-        timeoutMs: 60_000 + manifest.sizeBytes / 50_000,
-      },
-    );
-  }
-
-  /**
-   * Puts the block at [0, n) in the leased slot from the best tier; returns the tier used. The
-   * probe is checked when `verifyProbe`, on the block's first restore from a file in this
-   * process, and always under an accepted engine mismatch.
-   */
-  private async restore(lease: SlotLease, manifest: BlockManifest, verifyProbe: boolean): Promise<Tier> {
-    const seq = lease.slot.sequence;
-    const started = performance.now();
-    const otherEngine = manifest.engine.id !== this.engine.engineFingerprint.id;
-    let tier: Tier;
-    let coldPath: string | null = null;
-    if (lease.hot) {
-      await truncate(seq, manifest.tokenCount);
-      tier = "hot";
-    } else {
-      this.stats.misses++;
-      const fromMemory = await this.restoreFromMemory(lease, manifest, otherEngine);
-      if (fromMemory) tier = fromMemory;
-      else ({ tier, coldPath } = await this.restoreFromFile(seq, manifest, otherEngine));
-      this.stats.bytesLoaded[tier] += tier === "hot" ? 0 : manifest.sizeBytes;
-    }
-    if (seq.nextTokenIndex !== manifest.tokenCount)
-      throw new Error(`restored ${seq.nextTokenIndex} tokens, the manifest says ${manifest.tokenCount}`);
-    if (otherEngine) {
-      const probe = await evaluateProbe(seq, manifest.probe.token as Token, this.engine.vocabSize);
-      await truncate(seq, manifest.tokenCount);
-      if (probe.sha256 !== manifest.probe.sha256)
-        throw conflict(
-          "probe_mismatch",
-          "the block loaded under a different engine does not reproduce its probe hash",
-        );
-    } else if (this.probes.needed(manifest.sha256, tier, verifyProbe)) await this.probes.check(seq, manifest);
-    // Only a block that passed its checks gets a RAM copy.
-    if (coldPath) void this.warm.add(manifest.sha256, coldPath, manifest.sizeBytes);
-    this.stats.hits[tier]++;
-    this.stats.restoreMsSum[tier] += performance.now() - started;
-    return tier;
-  }
-
-  /**
-   * The engine build's path: a device copy from another slot holding the block, else the pinned
-   * memory tier, else a single checked read from disk into it. Null when it does not apply (npm
-   * prebuilt binaries, no chunk hashes, no room in memory).
-   */
-  private async restoreFromMemory(
-    lease: SlotLease,
-    manifest: BlockManifest,
-    otherEngine: boolean,
-  ): Promise<Tier | null> {
-    if (!this.memory) return null;
-    const seq = lease.slot.sequence;
-    const holder = this.engine.canTruncate ? this.pool.holderOf(manifest.sha256, lease.slot) : null;
-    if (holder) {
-      await this.memory.copy(holder.sequence, seq);
-      await truncate(seq, manifest.tokenCount);
-      return "hot";
-    }
-    const outcome = await this.memory
-      .restore(seq, manifest, this.store.statePath(manifest.sha256))
-      .catch((err: unknown) => {
-        // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
-        if (otherEngine && !(err instanceof DomainError))
-          throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
-        throw err;
-      });
-    if (outcome === "corrupt") {
-      await this.forget(manifest.sha256);
-      throw conflict("block_corrupt", `block ${manifest.sha256} failed its hash check and was quarantined`);
-    }
-    return outcome === "unavailable" ? null : outcome;
-  }
-
-  /**
-   * node-llama-cpp's file path: the tmpfs warm copy or the hash-checked file on disk (returned as
-   * `coldPath`, to be copied to RAM once the block passed its checks).
-   */
-  private async restoreFromFile(
-    seq: LlamaContextSequence,
-    manifest: BlockManifest,
-    otherEngine: boolean,
-  ): Promise<{ tier: Tier; coldPath: string | null }> {
-    const warmPath = this.warm.path(manifest.sha256);
-    const tier: Tier = warmPath ? "warm" : "cold";
-    const path = warmPath ?? (await this.checkedPath(manifest.sha256));
-    try {
-      await loadSequenceState(seq, path);
-    } catch (err) {
-      // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
-      if (otherEngine)
-        throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
-      throw err;
-    }
-    return { tier, coldPath: tier === "cold" ? path : null };
-  }
-
-  /** Forgets a block in every tier and quarantines its files (a failed hash or probe check). */
-  private async forget(sha: string): Promise<void> {
-    this.pool.evict(sha);
-    this.memory?.tier.remove(sha);
-    await this.warm.remove(sha);
-    await this.store.quarantineBlock(sha);
-  }
-
-  private async checkedPath(sha: string): Promise<string> {
-    try {
-      return await this.store.checkedStatePath(sha);
-    } catch (err) {
-      if (err instanceof DomainError && err.code === "block_corrupt") {
-        this.pool.evict(sha);
-        await this.dropRamCopy(sha);
-      }
-      throw err;
-    }
-  }
-
   private assertFits(promptTokens: number, maxTokens: number): void {
     if (promptTokens + maxTokens > this.engine.options.contextSize)
       throw badRequest(
         "context_overflow",
         `${promptTokens} prompt tokens + ${maxTokens} new tokens exceed the slot's ${this.engine.options.contextSize}`,
       );
-  }
-
-  private async decode(seq: LlamaContextSequence, input: Token[], options: GenerationOptions) {
-    const sampling = options.sampling ?? { temperature: 0 };
-    const tokens: Token[] = [];
-    let finishReason: GenerationResult["finishReason"] = "eog";
-    const t0 = performance.now();
-    let firstAt = t0;
-    if (options.signal?.aborted) return { tokens, queryMs: 0, decodeMs: 0, finishReason: "aborted" as const };
-    const generator = seq.evaluate(input, {
-      temperature: sampling.temperature,
-      ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),
-      ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
-      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
-    });
-    for await (const token of generator) {
-      if (tokens.length === 0) firstAt = performance.now();
-      tokens.push(token);
-      options.onToken?.(token, this.engine.model.detokenize([token]));
-      if (tokens.length >= options.maxTokens) {
-        finishReason = "maxTokens";
-        break;
-      }
-      if (options.signal?.aborted) {
-        finishReason = "aborted";
-        break;
-      }
-    }
-    const end = performance.now();
-    return {
-      tokens,
-      queryMs: (tokens.length ? firstAt : end) - t0,
-      decodeMs: end - (tokens.length ? firstAt : end),
-      finishReason,
-    };
-  }
-
-  private async result(
-    decoded: Awaited<ReturnType<BlockService["decode"]>>,
-    meta: {
-      blockSha256: string | null;
-      tier: Tier | null;
-      tokensIn: number;
-      restoreMs: number;
-      started: number;
-    },
-  ): Promise<GenerationResult> {
-    return {
-      text: this.engine.model.detokenize(decoded.tokens),
-      tokens: decoded.tokens.map(Number),
-      outputSha256: await sha256OfTokens(decoded.tokens.map(Number)),
-      blockSha256: meta.blockSha256,
-      tier: meta.tier,
-      tokensIn: meta.tokensIn,
-      tokensOut: decoded.tokens.length,
-      timings: {
-        restoreMs: meta.restoreMs,
-        queryMs: decoded.queryMs,
-        decodeMs: decoded.decodeMs,
-        totalMs: performance.now() - meta.started,
-      },
-      finishReason: decoded.finishReason,
-    };
-  }
-}
-
-/** Erases everything after the first `n` tokens (the hot tier's graft: ~0.1 ms). */
-async function truncate(seq: LlamaContextSequence, n: number): Promise<void> {
-  if (seq.nextTokenIndex > n) await seq.eraseContextTokenRanges([{ start: n, end: seq.nextTokenIndex }]);
-}
-
-/**
- * Removes the default warm-tier folders (`kvgraft-warm-<pid>`, RAM on tmpfs) of processes that
- * are gone: a node killed with SIGKILL never runs its close(), and its RAM copies would stay.
- */
-async function sweepDeadWarmDirs(dir: string): Promise<void> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  for (const name of names) {
-    const pid = Number(/^kvgraft-warm-(\d+)$/.exec(name)?.[1]);
-    if (!pid || pid === process.pid) continue;
-    try {
-      process.kill(pid, 0);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ESRCH")
-        await rm(join(dir, name), { recursive: true, force: true }).catch(() => undefined);
-    }
   }
 }

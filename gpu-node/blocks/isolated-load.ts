@@ -9,6 +9,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unavailable, unprocessable } from "../../shared/errors.js";
+import { childProcessEnv } from "../config.js";
 
 const here = fileURLToPath(import.meta.url);
 /** The child script beside this module: `.ts` under tsx in a checkout, `.js` in dist/. */
@@ -47,8 +48,7 @@ export async function isolatedLoadCheck(req: IsolatedLoadRequest, limits: Isolat
   const child = spawn(process.execPath, [...args, JSON.stringify(childReq)], {
     // The child exits when its stdin closes: a node killed mid-check leaves no orphan loading on.
     stdio: ["pipe", "pipe", "pipe"],
-    // The node's environment (a GPU build may need its library paths), less its secrets.
-    env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("KVGRAFT_"))),
+    env: childProcessEnv(),
   });
   let stdout = "";
   let stderr = "";

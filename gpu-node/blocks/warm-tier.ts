@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 
@@ -97,5 +97,23 @@ export class WarmTier {
   /** Removes the folder. */
   async close(): Promise<void> {
     await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Removes the default warm-tier folders (`kvgraft-warm-<pid>`, RAM on tmpfs) of processes that
+ * are gone: a node killed with SIGKILL never runs its close(), and its RAM copies would stay.
+ */
+export async function sweepDeadWarmDirs(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = Number(/^kvgraft-warm-(\d+)$/.exec(name)?.[1]);
+    if (!pid || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ESRCH")
+        await rm(join(dir, name), { recursive: true, force: true }).catch(() => undefined);
+    }
   }
 }

@@ -126,7 +126,13 @@ export class Engine {
         experimentalKvCacheKeyType: ggmlKv,
         experimentalKvCacheValueType: ggmlKv,
       });
-      const sequences = Array.from({ length: slots }, () => (context as LlamaContext).getSequence());
+      // No interval checkpoints: node-llama-cpp would save a sliding-window sequence's state to RAM
+      // every 8,192 tokens (under the context lock, ~190 ms for gemma3-12b at 11,994 tokens on the
+      // H200, stalling the slot's next restore) so that it can erase inside the window later. The
+      // block tiers keep the states, and grafts only erase a sequence's tail.
+      const sequences = Array.from({ length: slots }, () =>
+        (context as LlamaContext).getSequence({ checkpoints: { interval: false } }),
+      );
       const contextConfig: ContextConfig = {
         kvKeyType: ggmlKv,
         kvValueType: ggmlKv,

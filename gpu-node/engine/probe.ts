@@ -32,7 +32,7 @@ export interface ProbeResult {
  * Evaluates `token` alone at the sequence's next position and returns the engine's probability
  * map. Materialising the full vector is costly at a large vocabulary (node-llama-cpp sorts it and
  * builds a JavaScript Map of every entry: hundreds of ms at 262,144 tokens on a loaded CPU), so
- * timed paths evaluate their token plainly and probe afterwards (see `bench/graft-bench.ts`).
+ * timed paths evaluate their token plainly and probe afterwards (see `bench/graft-bench.ts` at the top level).
  * The probe token stays in the sequence; callers erase it when they keep the state.
  */
 export async function sampleProbe(sequence: LlamaContextSequence, token: Token): Promise<ProbeProbabilities> {

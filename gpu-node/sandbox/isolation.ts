@@ -1,5 +1,6 @@
 import { accessSync, constants, lstatSync, readlinkSync } from "node:fs";
-import { delimiter, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
+import { executableSearchPath } from "../config.js";
 import { LAUNCHER_SOURCE, type LauncherConfig, rlimitsFor } from "./launcher.js";
 import type { SandboxLimits } from "./limits.js";
 import type { PythonInstall } from "./python.js";
@@ -111,8 +112,7 @@ export class Isolation {
 
 /** Absolute path of an executable found on PATH, or null. */
 function findOnPath(name: string): string | null {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (!dir) continue;
+  for (const dir of executableSearchPath()) {
     const candidate = join(dir, name);
     try {
       accessSync(candidate, constants.X_OK);

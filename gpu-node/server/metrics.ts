@@ -1,134 +1,182 @@
 /**
- * A small Prometheus registry: counters, gauges and histograms with labels, rendered in the text
- * exposition format (version 0.0.4). Enough for one process; no dependency needed.
+ * The GPU node's Prometheus metrics, through prom-client with a registry per app: request counts
+ * and latency by route pattern, tokens and generations by kind, and gauges and totals read at
+ * scrape time from their owners (block tiers, queue, drain state, imports, VRAM), so live state
+ * is never copied or stale.
  */
+import type { MiddlewareHandler } from "hono";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { routeOf } from "../../shared/http/request-log.js";
+import type { GenerationResult } from "../../shared/protocol.js";
+import type { Blocks } from "../blocks/types.js";
+import type { AdmissionQueue } from "./queue.js";
 
-type Labels = Record<string, string>;
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+const TIERS = ["hot", "warm", "cold"] as const;
 
-function labelKey(labels: Labels): string {
-  const parts = Object.keys(labels)
-    .sort()
-    .map((k) => `${k}="${escapeLabel(labels[k] ?? "")}"`);
-  return parts.length ? `{${parts.join(",")}}` : "";
+/** Where the scrape-time values come from. */
+export interface MetricSources {
+  blocks: Blocks;
+  queue: AdmissionQueue;
+  imports: { readonly count: number };
+  tracker: { readonly inFlight: number; readonly draining: boolean };
+  /** GPU memory, when the backend reports it. */
+  vram?: () => Promise<{ usedBytes: number; totalBytes: number } | null>;
 }
 
-function escapeLabel(value: string): string {
-  return value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+type Sample = { labels?: Record<string, string>; value: number };
+
+export class GpuMetrics {
+  readonly registry = new Registry();
+  private readonly requests = new Counter({
+    name: "kvgraft_http_requests_total",
+    help: "HTTP requests by route, method and status.",
+    labelNames: ["route", "method", "status"],
+    registers: [this.registry],
+  });
+  private readonly latency = new Histogram({
+    name: "kvgraft_http_request_duration_seconds",
+    help: "Time to the response head by route.",
+    labelNames: ["route"],
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly tokensIn = new Counter({
+    name: "kvgraft_tokens_in_total",
+    help: "Prompt/query tokens evaluated.",
+    labelNames: ["kind"],
+    registers: [this.registry],
+  });
+  private readonly tokensOut = new Counter({
+    name: "kvgraft_tokens_out_total",
+    help: "Tokens generated.",
+    labelNames: ["kind"],
+    registers: [this.registry],
+  });
+  private readonly generations = new Counter({
+    name: "kvgraft_generations_total",
+    help: "Grafts and generations by kind and finish reason.",
+    labelNames: ["kind", "finish_reason"],
+    registers: [this.registry],
+  });
+  private vramSample: { usedBytes: number; totalBytes: number } | null = null;
+
+  constructor(private readonly sources: MetricSources) {
+    const snap = () => sources.blocks.snapshot();
+    const perTier = (read: (tier: (typeof TIERS)[number]) => number) =>
+      TIERS.map((tier) => ({ labels: { tier }, value: read(tier) }));
+    this.total("kvgraft_tier_hits_total", "Block restores served by tier.", ["tier"], () =>
+      perTier((t) => snap().hits[t]),
+    );
+    this.total("kvgraft_tier_misses_total", "Restores that missed the hot tier.", [], () => [
+      { value: snap().misses },
+    ]);
+    this.total("kvgraft_restore_seconds_total", "Time spent restoring blocks, by tier.", ["tier"], () =>
+      perTier((t) => snap().restoreMsSum[t] / 1000),
+    );
+    this.total("kvgraft_restore_bytes_total", "Bytes of block state loaded, by tier.", ["tier"], () =>
+      perTier((t) => snap().bytesLoaded[t]),
+    );
+    this.gauge("kvgraft_blocks", "Blocks by tier (cold = all stored blocks).", ["tier"], () => {
+      const s = snap();
+      return [
+        { labels: { tier: "hot" }, value: s.hot.length },
+        { labels: { tier: "warm" }, value: s.warm.length },
+        { labels: { tier: "cold" }, value: s.coldCount },
+      ];
+    });
+    this.gauge("kvgraft_warm_tier_bytes", "RAM used by the warm tier.", [], () => [
+      { value: snap().warmBytes },
+    ]);
+    this.gauge("kvgraft_slots_busy", "Engine slots in use.", [], () => [{ value: snap().slots.busy }]);
+    this.gauge("kvgraft_queue_depth", "Model jobs running or waiting for admission.", [], () => [
+      { value: sources.queue.depth },
+    ]);
+    this.gauge("kvgraft_queue_capacity", "Depth at which model jobs are refused.", [], () => [
+      { value: sources.queue.capacity },
+    ]);
+    this.total("kvgraft_queue_rejected_total", "Model jobs refused with queue_full.", [], () => [
+      { value: sources.queue.stats.rejected },
+    ]);
+    this.gauge("kvgraft_requests_in_flight", "Requests in progress.", [], () => [
+      { value: sources.tracker.inFlight },
+    ]);
+    this.gauge("kvgraft_imports_open", "Open import sessions.", [], () => [{ value: sources.imports.count }]);
+    this.gauge("kvgraft_draining", "1 while draining.", [], () => [
+      { value: sources.tracker.draining ? 1 : 0 },
+    ]);
+    this.gauge("kvgraft_vram_bytes", "GPU memory (when the backend reports it).", ["kind"], () =>
+      this.vramSample
+        ? [
+            { labels: { kind: "used" }, value: this.vramSample.usedBytes },
+            { labels: { kind: "total" }, value: this.vramSample.totalBytes },
+          ]
+        : [],
+    );
+  }
+
+  /** Content type of the exposition that `render` returns. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Counts each request by route pattern, method and status, and observes its latency. */
+  middleware(): MiddlewareHandler {
+    return async (c, next) => {
+      const t0 = performance.now();
+      try {
+        await next();
+      } finally {
+        const route = routeOf(c);
+        this.requests.inc({ route, method: c.req.method, status: String(c.res.status) });
+        this.latency.observe({ route }, (performance.now() - t0) / 1000);
+      }
+    };
+  }
+
+  /** Tokens of one piece of model work. */
+  recordTokens(kind: string, result: { tokensIn: number; tokensOut: number }): void {
+    this.tokensIn.inc({ kind }, result.tokensIn);
+    this.tokensOut.inc({ kind }, result.tokensOut);
+  }
+
+  /** Tokens and finish reason of one graft or generation. */
+  recordGeneration(kind: string, result: GenerationResult): void {
+    this.recordTokens(kind, result);
+    this.generations.inc({ kind, finish_reason: result.finishReason });
+  }
+
+  /** The text exposition of every metric (VRAM sampled now, when the backend reports it). */
+  async render(): Promise<string> {
+    this.vramSample = this.sources.vram ? await this.sources.vram().catch(() => null) : null;
+    return this.registry.metrics();
+  }
+
+  /** A gauge whose samples are read at scrape time. */
+  private gauge(name: string, help: string, labelNames: string[], read: () => Sample[]): void {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of read()) this.set(s.labels ?? {}, s.value);
+      },
+    });
+  }
+
+  /** A counter whose totals are kept by their owner and read at scrape time. */
+  private total(name: string, help: string, labelNames: string[], read: () => Sample[]): void {
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const s of read()) this.inc(s.labels ?? {}, s.value);
+      },
+    });
+  }
 }
-
-function formatNumber(n: number): string {
-  if (Number.isNaN(n)) return "NaN";
-  if (n === Number.POSITIVE_INFINITY) return "+Inf";
-  if (n === Number.NEGATIVE_INFINITY) return "-Inf";
-  return String(n);
-}
-
-interface Metric {
-  readonly name: string;
-  render(): string[];
-}
-
-/** A monotonically increasing count per label set. */
-export class Counter implements Metric {
-  private readonly values = new Map<string, number>();
-  constructor(
-    readonly name: string,
-    readonly help: string,
-  ) {}
-
-  inc(labels: Labels = {}, by = 1): void {
-    const key = labelKey(labels);
-    this.values.set(key, (this.values.get(key) ?? 0) + by);
-  }
-
-  /** The current value for a label set (0 when never incremented). */
-  get(labels: Labels = {}): number {
-    return this.values.get(labelKey(labels)) ?? 0;
-  }
-
-  render(): string[] {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    for (const [key, v] of this.values) lines.push(`${this.name}${key} ${formatNumber(v)}`);
-    return lines;
-  }
-}
-
-/**
- * Samples read at scrape time, rendered as a gauge or (for totals kept elsewhere) a counter:
- * live state such as the queue depth or the block service's tier hits is never copied or stale.
- */
-export class Collector implements Metric {
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    private readonly collect: () => { labels?: Labels; value: number }[],
-    private readonly type: "gauge" | "counter" = "gauge",
-  ) {}
-
-  render(): string[] {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
-    for (const s of this.collect())
-      lines.push(`${this.name}${labelKey(s.labels ?? {})} ${formatNumber(s.value)}`);
-    return lines;
-  }
-}
-
-/** Cumulative buckets, sum and count per label set. */
-export class Histogram implements Metric {
-  private readonly series = new Map<
-    string,
-    { labels: Labels; buckets: number[]; sum: number; count: number }
-  >();
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    readonly bounds: readonly number[],
-  ) {}
-
-  observe(labels: Labels, value: number): void {
-    const key = labelKey(labels);
-    let s = this.series.get(key);
-    if (!s) {
-      s = { labels, buckets: this.bounds.map(() => 0), sum: 0, count: 0 };
-      this.series.set(key, s);
-    }
-    for (let i = 0; i < this.bounds.length; i++)
-      if (value <= (this.bounds[i] ?? 0)) s.buckets[i] = (s.buckets[i] ?? 0) + 1;
-    s.sum += value;
-    s.count++;
-  }
-
-  render(): string[] {
-    const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    for (const s of this.series.values()) {
-      for (const [i, le] of this.bounds.entries())
-        lines.push(
-          `${this.name}_bucket${labelKey({ ...s.labels, le: formatNumber(le) })} ${s.buckets[i] ?? 0}`,
-        );
-      lines.push(`${this.name}_bucket${labelKey({ ...s.labels, le: "+Inf" })} ${s.count}`);
-      lines.push(`${this.name}_sum${labelKey(s.labels)} ${formatNumber(s.sum)}`);
-      lines.push(`${this.name}_count${labelKey(s.labels)} ${s.count}`);
-    }
-    return lines;
-  }
-}
-
-/** Metrics in registration order. */
-export class Registry {
-  private readonly metrics: Metric[] = [];
-
-  register<M extends Metric>(metric: M): M {
-    if (this.metrics.some((m) => m.name === metric.name))
-      throw new Error(`metric ${metric.name} registered twice`);
-    this.metrics.push(metric);
-    return metric;
-  }
-
-  /** The text exposition of every metric. */
-  render(): string {
-    return `${this.metrics.flatMap((m) => m.render()).join("\n")}\n`;
-  }
-}
-
-/** Content type of the text exposition format. */
-export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";

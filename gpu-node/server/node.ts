@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
 import { z } from "zod";
 import { type Heartbeat, type HeartbeatLoop, nodeIdSchema, startHeartbeat } from "../../shared/heartbeat.js";
+import { createLogger, LOG_LEVELS, type Logger } from "../../shared/http/logger.js";
 import { BlockService } from "../blocks/block-service.js";
 import { Engine } from "../engine/engine.js";
 import { SandboxPool } from "../sandbox/pool.js";
@@ -47,6 +48,8 @@ export const gpuNodeConfigSchema = z
     /** The URL the edge reaches this node on; default the listening address. */
     publicUrl: z.url().optional(),
     heartbeatMs: z.number().int().min(50).max(600_000).default(2_000),
+    /** Lines below this level are not logged (`KVGRAFT_LOG_LEVEL`). */
+    logLevel: z.enum(LOG_LEVELS).default("info"),
   })
   .strict();
 export type GpuNodeConfig = z.input<typeof gpuNodeConfigSchema>;
@@ -66,12 +69,13 @@ export interface RunningGpuNode {
   stop(): Promise<void>;
 }
 
-/** Opens everything and listens; on failure, whatever was opened is closed again. */
-export async function startGpuNode(
-  input: GpuNodeConfig,
-  log: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
-): Promise<RunningGpuNode> {
+/**
+ * Opens everything and listens; on failure, whatever was opened is closed again. Logs go to
+ * `logger`, by default JSON lines on stderr at the configured level.
+ */
+export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promise<RunningGpuNode> {
   const config = gpuNodeConfigSchema.parse(input);
+  const log = logger ?? createLogger({ level: config.logLevel });
   const engine = await Engine.open({
     modelPath: config.modelPath,
     slots: config.slots,
@@ -88,21 +92,21 @@ export async function startGpuNode(
     const sandbox = config.sandbox
       ? await SandboxPool.create().catch((err: Error) => {
           sandboxUnavailable = err.message;
-          log(
-            `sandbox unavailable: programs are not run (deposits, transfers, solves answer 503): ${err.message}`,
-          );
+          log.warn("sandbox unavailable: programs are not run (deposits, transfers, solves answer 503)", {
+            reason: err.message,
+          });
           return undefined;
         })
       : undefined;
     if (sandbox)
-      log(`sandbox: isolation ${sandbox.isolation} (bubblewrap namespaces, no network, no host files)`);
+      log.info(`sandbox: isolation ${sandbox.isolation} (bubblewrap namespaces, no network, no host files)`);
     const service = createGpuApp({
       blocks,
       secret: config.secret,
       fingerprints: { model: engine.modelFingerprint, engine: engine.engineFingerprint },
       dataDir: config.dataDir,
       limits: config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {},
-      log,
+      logger: log,
       blockFile: (id) => openedBlocks.store.checkedStatePath(id),
       ...(sandbox ? { sandbox } : { sandboxUnavailable }),
       ...(config.access ? { access: config.access } : {}),
@@ -154,7 +158,7 @@ export async function startGpuNode(
           secret: config.secret,
           intervalMs: config.heartbeatMs,
           report,
-          log,
+          logger: log,
         })
       : null;
     let stopping: Promise<void> | undefined;
@@ -171,9 +175,10 @@ export async function startGpuNode(
           // Tell the edge first, so it routes elsewhere while this node drains.
           await heartbeat?.stop(report());
           if (!(await service.waitIdle(config.drainTimeoutMs))) {
-            log(
-              `drain: ${service.inFlight} requests still running after ${config.drainTimeoutMs} ms; aborting them`,
-            );
+            log.warn("drain: requests still running at the drain timeout; aborting them", {
+              inFlight: service.inFlight,
+              drainTimeoutMs: config.drainTimeoutMs,
+            });
             service.abortAll();
             await service.waitIdle(5_000);
           }

@@ -18,10 +18,10 @@ import {
   type solveRequestSchema,
 } from "../../shared/protocol.js";
 import { tally } from "../../shared/vote.js";
-import { type PowerReading, type PowerSampler, startPowerSampler } from "../bench/power.js";
 import type { SlotPool } from "../blocks/slot-pool.js";
 import type { Engine } from "../engine/engine.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
+import { type PowerReading, type PowerSampler, startPowerSampler } from "../telemetry/power.js";
 import { type FinalLimits, finalSchema, parseFinal } from "./final.js";
 
 export type SolveInput = z.output<typeof solveRequestSchema>;

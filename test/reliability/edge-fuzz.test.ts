@@ -12,7 +12,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import {
   adminBlockRegisterSchema,
   adminSolutionRequestSchema,
@@ -34,6 +34,7 @@ import {
   uploadGrantSchema,
   uploadRequestSchema,
 } from "../../edge/schemas.js";
+import { silentLogger } from "../../shared/http/logger.js";
 import { syntheticModel } from "../helpers/models.js";
 import { NO_SANDBOX_REASON } from "../helpers/sandbox.js";
 import { anyBody, invalid, valid } from "./arbitraries.js";
@@ -65,7 +66,7 @@ beforeAll(async () => {
     },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   admin = edge.generatedAdminKey as string;
   const res = await send("POST", "/admin/keys", JSON.stringify({ role: "public", label: "fuzz" }), admin);

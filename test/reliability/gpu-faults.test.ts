@@ -9,8 +9,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import { createGpuClient, GpuError } from "../../shared/gpu-client.js";
+import { silentLogger } from "../../shared/http/logger.js";
 import { errorBodySchema } from "../../shared/protocol.js";
 import { syntheticModel } from "../helpers/models.js";
 import { needsSandbox } from "../helpers/sandbox.js";
@@ -45,7 +46,7 @@ beforeAll(async () => {
     },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   key = edge.generatedAdminKey as string;
   // Warm-up: the first generation loads what the later, timed ones rely on.

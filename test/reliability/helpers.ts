@@ -3,9 +3,10 @@
  * loopback TCP proxy that can delay or black-hole traffic, and raw HTTP/1.1 over `node:net`
  * for requests no well-behaved client would send.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../../cli/process/supervise.js";
 import { createGpuClient, type GpuNodeClient } from "../../shared/gpu-client.js";
 
 export const root = join(import.meta.dirname, "..", "..");
@@ -33,66 +34,25 @@ export interface GpuChildOptions {
 
 /** Starts `kvgraft serve gpu --json` and resolves once it printed its ready line. */
 export async function startGpuChild(o: GpuChildOptions): Promise<GpuChild> {
-  const args = [
-    "--import",
-    "tsx",
-    join(root, "cli", "main.ts"),
-    "serve",
-    "gpu",
-    "--model",
-    o.modelPath,
-    "--port",
-    String(o.port ?? 0),
-    "--data-dir",
-    o.dataDir,
-    "--context",
-    "1024",
-    ...(o.sandbox ? [] : ["--no-sandbox"]),
-    "--json",
-    ...(o.extra ?? []),
-  ];
-  const child = spawn(process.execPath, args, {
+  const node = supervise({
+    name: "serve gpu",
+    args: kvgraftSourceArgs(
+      ...["serve", "gpu", "--model", o.modelPath, "--port", String(o.port ?? 0), "--data-dir", o.dataDir],
+      ...["--context", "1024", ...(o.sandbox ? [] : ["--no-sandbox"]), "--json", ...(o.extra ?? [])],
+    ),
     cwd: root,
     env: { ...process.env, KVGRAFT_GPU_SECRET: o.secret, ...o.env },
-    stdio: ["ignore", "pipe", "pipe"],
+    ready: readyUrl,
+    readyTimeoutMs: o.timeoutMs ?? 120_000,
   });
-  let stderr = "";
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`serve gpu not ready within ${o.timeoutMs ?? 120_000} ms:\n${stderr}`));
-    }, o.timeoutMs ?? 120_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      for (const line of out.split("\n")) {
-        if (!line.startsWith("{")) continue;
-        clearTimeout(timer);
-        child.stdout?.off("data", onData);
-        child.stdout?.resume();
-        resolve((JSON.parse(line) as { url: string }).url);
-        return;
-      }
-    };
-    child.stdout?.on("data", onData);
-    void exited.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`serve gpu exited (${code ?? signal}) before it was ready:\n${stderr}`));
-    });
-  });
+  const url = await node.ready;
   return {
-    child,
+    child: node.child,
     url,
     port: Number(new URL(url).port),
     client: createGpuClient({ baseUrl: url, secret: o.secret, timeoutMs: 120_000 }),
-    stderr: () => stderr,
-    exited,
+    stderr: node.stderr,
+    exited: node.exited,
   };
 }
 

@@ -9,9 +9,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFile
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { registerProblem } from "../../edge/library.service.js";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { registerProblem } from "../../edge/db/library.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import { GpuError } from "../../shared/gpu-client.js";
+import { silentLogger } from "../../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 import { syntheticModel } from "../helpers/models.js";
 import { type GpuChild, killHard, startGpuChild } from "./helpers.js";
@@ -82,7 +83,7 @@ describe("a damaged block found on read", () => {
       },
       port: 0,
       host: "127.0.0.1",
-      logger: { error: () => undefined, info: () => undefined },
+      logger: silentLogger,
     });
     adminKey = edge.generatedAdminKey as string;
   });
@@ -122,6 +123,7 @@ describe("a damaged block found on read", () => {
       },
     ];
     const ids: string[] = [];
+    const problemIds: string[] = [];
     for (const c of cases) {
       const manifest = await gpu.client.deposit(`Problem:\n${c.problem}\n\nWorked solution: ...`);
       const normalizedText = normalizeProblem(c.problem);
@@ -135,6 +137,7 @@ describe("a damaged block found on read", () => {
       const reg = await api("POST", "/admin/blocks", { problemId: problem.id, sha256: manifest.sha256 });
       expect(reg.status).toBe(201);
       ids.push(manifest.sha256);
+      problemIds.push(problem.id);
     }
     // A fresh node, so the blocks are read from disk (cold) rather than from a slot.
     await killHard(gpu);
@@ -163,10 +166,9 @@ describe("a damaged block found on read", () => {
         c.name,
       ).toBe(false);
       // The edge marked it: the library shows it quarantined and routing no longer picks it.
-      const lib = await api("GET", "/v1/library?limit=100");
-      const block = lib.body.items.flatMap((it: { blocks: { sha256: string }[] }) => it.blocks);
-      expect(block.find((b: { sha256: string }) => b.sha256 === id)?.state ?? "absent", c.name).not.toBe(
-        "ready",
+      const entry = await api("GET", `/v1/library/${problemIds[i]}`);
+      expect(entry.body.blocks.find((b: { sha256: string }) => b.sha256 === id)?.state, c.name).toBe(
+        "quarantined",
       );
       const again = await api("POST", "/v1/solve", { problem: c.next, mode: "library" });
       expect(again.status).toBe(200);

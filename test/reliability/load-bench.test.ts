@@ -1,5 +1,5 @@
 /**
- * The load generator behind `kvgraft bench edge` (edge/load-bench.ts), bounded for CI: a real
+ * The load generator behind `kvgraft bench edge` (bench/load-bench.ts), bounded for CI: a real
  * edge (libSQL file, one verified library answer) on loopback, the fast path at a constant rate;
  * then the same rate against a per-key limit of half of it, which must be shed with fast 429s
  * while the accepted half keeps its latency. Also the percentile arithmetic.
@@ -8,9 +8,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { addSolution, registerProblem } from "../../edge/library.service.js";
-import { percentiles, prepareWorkload, runLoad } from "../../edge/load-bench.js";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { percentiles, prepareWorkload, runLoad } from "../../bench/load-bench.js";
+import { addSolution, registerProblem } from "../../edge/db/library.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
+import { silentLogger } from "../../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../../shared/normalize.js";
 
 const temp = mkdtempSync(join(tmpdir(), "kvgraft-rel-load-"));
@@ -26,7 +27,7 @@ async function edgeWithAnswer(name: string, env: Record<string, string>) {
     env: { LIBSQL_URL: `file:${join(temp, `${name}.db`)}`, ...env },
     port: 0,
     host: "127.0.0.1",
-    logger: { error: () => undefined, info: () => undefined },
+    logger: silentLogger,
   });
   edges.push(edge);
   const problem = "What is 6 times 7?";

@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type EdgeServer, startEdgeServer } from "../../edge/node.js";
+import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
+import { silentLogger } from "../../shared/http/logger.js";
 import { signRequest } from "../../shared/signing.js";
 import { syntheticModel } from "../helpers/models.js";
 import { type GpuChild, killHard, type RawResponse, rawExchange, startGpuChild } from "./helpers.js";
@@ -28,7 +29,7 @@ beforeAll(async () => {
       env: { LIBSQL_URL: `file:${join(temp, "edge.db")}`, KVGRAFT_MAX_BODY_BYTES: "4096" },
       port: 0,
       host: "127.0.0.1",
-      logger: { error: () => undefined, info: () => undefined },
+      logger: silentLogger,
     }),
     startGpuChild({ modelPath: syntheticModel("tiny-llama"), dataDir: join(temp, "gpu"), secret: SECRET }),
   ]);

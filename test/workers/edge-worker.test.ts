@@ -1,5 +1,5 @@
 /**
- * The Worker entry (edge/worker.ts) inside workerd: it builds the app from its bindings, answers
+ * The Worker entry (edge/runtime/worker.ts) inside workerd: it builds the app from its bindings, answers
  * /health and /openapi.json without a database, and refuses unauthenticated or malformed admin
  * and API calls before touching the database.
  */

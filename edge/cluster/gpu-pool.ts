@@ -1,0 +1,337 @@
+/**
+ * Several GPU nodes behind the one `GpuClient` interface the edge already uses (edge/cluster/gpu.ts).
+ * The pieces, one job each: the node directory (registry cache, the configured node, clients,
+ * suspects: node-directory.ts), where a call goes (pool-routing.ts), failure classification
+ * (failures.ts), one call with failover (failover.ts), per-node counters (node-metrics.ts),
+ * replication and rebalancing (rebalance.ts), the heartbeat sweep and timers (heartbeat-sweep.ts).
+ *
+ * A node that fails mid-request (unreachable, timed out, draining, queue full, lost the block) is
+ * skipped and the call retried once on another node within the request's deadline; an unreachable
+ * node is marked down until its next heartbeat. No live replica: 503 `no_replica`.
+ */
+import { DomainError } from "../../shared/errors.js";
+import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
+import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
+import type { PoolSettings } from "../config.js";
+import type { Database } from "../db/database.js";
+import { type GpuNode, markNodeDown } from "../db/nodes.js";
+import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
+import { type Attempt, createFailover, type Routed } from "./failover.js";
+import { classifyFailure, noReplica } from "./failures.js";
+import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
+import { startPoolTimers } from "./heartbeat-sweep.js";
+import { createNodeDirectory, type NodeDirectory, type PoolNode } from "./node-directory.js";
+import { createMetricsBook, type MetricsBook, type NodeMetrics } from "./node-metrics.js";
+import { desiredNodes, type RouteTier, routeCandidates } from "./placement.js";
+import { depositCandidates, graftCandidates, leastBusy } from "./pool-routing.js";
+import { Rebalancer } from "./rebalance.js";
+
+export type { PoolSettings } from "../config.js";
+export type { Routed } from "./failover.js";
+export type { PoolNode } from "./node-directory.js";
+export type { NodeMetrics } from "./node-metrics.js";
+
+export interface GpuPoolOptions extends PoolSettings {
+  db: Database;
+  /** Shared secret of signed requests and heartbeats; null: no node can be used. */
+  secret: string | null;
+  /** The statically configured node (KVGRAFT_GPU_URL), if any. */
+  staticNode: { id: string; url: string } | null;
+  timeoutMs: number;
+  healthTimeoutMs: number;
+  fetch?: typeof fetch;
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+  now?: () => number;
+}
+
+export interface GpuPool extends GpuClient {
+  readonly kind: "pool";
+  readonly settings: PoolSettings;
+  readonly db: Database;
+  readonly rebalancer: Rebalancer;
+  /** All known nodes with liveness and tiers (`fresh`: re-read the registry now). */
+  nodes(fresh?: boolean): Promise<PoolNode[]>;
+  /** Reads the statically configured node's /health now (it sends no heartbeats); a no-op without one. */
+  refreshStatic(): Promise<void>;
+  /** A signed client of one node (for transfers). */
+  client(nodeId: string): GpuNodeClient;
+  metrics(nodeId: string): NodeMetrics;
+  allMetrics(): Record<string, NodeMetrics>;
+  /** Records that a call to the node failed in a way that says it is gone. */
+  nodeFailed(nodeId: string, err: unknown): Promise<void>;
+  /** A heartbeat arrived (the registry row is already written): refresh the view. */
+  heartbeatReceived(row: GpuNode, change: "joined" | "up" | "down" | "same"): void;
+  depositPlaced(text: string): Promise<{ manifest: BlockManifest; nodeId: string }>;
+  graftRouted(req: { blockId: string; query: string; maxTokens: number }): Promise<Routed<GenerationResult>>;
+  /** After a deposit on `originNodeId`: records it and copies the block to its R nodes. */
+  replicate(blockId: string, originNodeId: string): Promise<BlockPlacement>;
+  /** Where a block should be and where it is. */
+  placement(blockId: string): Promise<BlockPlacement>;
+  /** Starts the missed-heartbeat sweep and the periodic rebalance (Node entry). */
+  startBackground(): void;
+  close(): Promise<void>;
+}
+
+export interface BlockPlacement {
+  blockId: string;
+  known: boolean;
+  replicas: number;
+  desired: string[];
+  holders: { nodeId: string; live: boolean; tier: RouteTier | null; desired: boolean }[];
+  /** Desired nodes that do not hold it yet. */
+  missing: string[];
+  route: { id: string; tier: RouteTier }[];
+}
+
+export function isGpuPool(gpu: GpuClient): gpu is GpuPool {
+  return (gpu as Partial<GpuPool>).kind === "pool";
+}
+
+/** What the pool's calls share. */
+interface PoolContext {
+  db: Database;
+  settings: PoolSettings;
+  timeoutMs: number;
+  directory: NodeDirectory;
+  metrics: MetricsBook;
+  failover: ReturnType<typeof createFailover>;
+  rebalancer: Rebalancer;
+  log: (message: string, fields?: Record<string, unknown>) => void;
+  /** Rotates the least-busy order among equals. */
+  nextOffset(): number;
+}
+
+/** Creates the pool; nothing is contacted until the first call. */
+export function createGpuPool(options: GpuPoolOptions): GpuPool {
+  const { db } = options;
+  const now = options.now ?? (() => Date.now());
+  const log = options.log ?? (() => undefined);
+  const settings: PoolSettings = {
+    replicas: options.replicas,
+    heartbeatMs: options.heartbeatMs,
+    downAfter: options.downAfter,
+    transferConcurrency: options.transferConcurrency,
+    rebalanceIntervalMs: options.rebalanceIntervalMs,
+  };
+  const directory = createNodeDirectory({ ...options, now });
+  const metrics = createMetricsBook();
+
+  async function nodeFailed(id: string, err: unknown): Promise<void> {
+    directory.markSuspect(id);
+    metrics.of(id).failures++;
+    if (directory.isUnregisteredStatic(id)) directory.markStaticDown();
+    // Routing skips it already (suspect); the registry write need not hold up the retry.
+    else if (classifyFailure(err) === "gone") void markNodeDown(db, id).catch(() => undefined);
+    log("gpu node failed", { nodeId: id, error: err instanceof Error ? err.message : String(err) });
+    // Later than other triggers: the failed call's retry goes first, and a blip may heal.
+    rebalancer.kick("node failed", 1_000);
+  }
+
+  const cluster = {
+    db,
+    settings,
+    nodes: directory.nodes,
+    client: directory.client,
+    metrics: metrics.of,
+    nodeFailed,
+  };
+  const rebalancer = new Rebalancer(cluster, { log });
+  let offset = 0;
+  const ctx: PoolContext = {
+    db,
+    settings,
+    timeoutMs: options.timeoutMs,
+    directory,
+    metrics,
+    rebalancer,
+    log,
+    nextOffset: () => offset++,
+    failover: createFailover({
+      timeoutMs: options.timeoutMs,
+      timing: settings,
+      client: directory.client,
+      metrics,
+      nodeGone: nodeFailed,
+      markSuspect: directory.markSuspect,
+    }),
+  };
+  let stopTimers: (() => void) | null = null;
+  return {
+    kind: "pool",
+    ...cluster,
+    rebalancer,
+    get configured() {
+      return options.secret !== null;
+    },
+    allMetrics: metrics.all,
+    refreshStatic: directory.refreshStatic,
+    heartbeatReceived(row, change) {
+      directory.heartbeatReceived(row, change === "down");
+      if (change !== "same") {
+        log("gpu node membership", { nodeId: row.id, change });
+        rebalancer.kick(`node ${change}`);
+      }
+    },
+    depositPlaced: (text) => depositPlaced(ctx, text),
+    deposit: async (text) => (await depositPlaced(ctx, text)).manifest,
+    graftRouted: (req) => graftRouted(ctx, req),
+    graft: async (req) => (await graftRouted(ctx, req)).result,
+    generate: (req) => onLeastBusy(ctx, (c, opts) => c.generate(req, opts)),
+    solve: (req, signal) =>
+      onLeastBusy(
+        ctx,
+        (c, opts) =>
+          c.solve(req, signal ? { ...opts, signal: AbortSignal.any([opts.signal, signal]) } : opts),
+        signal,
+      ),
+    runProgram: (req): Promise<SandboxRunResult> =>
+      onLeastBusy(ctx, (c) => c.sandboxRun(req)).catch((err: unknown) => {
+        throw toDomainError(err, options.timeoutMs);
+      }),
+    getBlock: (id) => getBlockAnywhere(ctx, id),
+    deleteBlock: (id) => deleteEverywhere(ctx, id),
+    health: () => healthOfAny(ctx, options.healthTimeoutMs),
+    replicate: (blockId, originNodeId) => replicate(ctx, blockId, originNodeId),
+    placement: (blockId) => placement(ctx, blockId),
+    startBackground() {
+      stopTimers ??= startPoolTimers({ db, directory, settings, now, log, kick: (r) => rebalancer.kick(r) });
+    },
+    async close() {
+      stopTimers?.();
+      await rebalancer.idle();
+    },
+  };
+}
+
+/** Runs the call on the least busy live node, failing over once. */
+async function onLeastBusy<T>(ctx: PoolContext, fn: Attempt<T>, external?: AbortSignal): Promise<T> {
+  const order = leastBusy(await ctx.directory.nodes(), ctx.nextOffset());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  return (await ctx.failover(order, fn, undefined, external)).result;
+}
+
+async function graftRouted(
+  ctx: PoolContext,
+  req: { blockId: string; query: string; maxTokens: number },
+): Promise<Routed<GenerationResult>> {
+  const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
+  if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
+  const out = await ctx.failover(
+    candidates.map((c) => c.id),
+    (c, opts) => c.graft(req, opts),
+    async (nodeId) => {
+      // The node does not hold it after all: forget the record; the rebalancer recopies it.
+      await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);
+      ctx.rebalancer.kick("replica missing");
+    },
+  );
+  const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
+  if (tier) ctx.metrics.of(out.nodeId).grafts[tier]++;
+  return { ...out, tier };
+}
+
+async function depositPlaced(
+  ctx: PoolContext,
+  text: string,
+): Promise<{ manifest: BlockManifest; nodeId: string }> {
+  const order = await depositCandidates(text, await ctx.directory.nodes());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  const out = await ctx.failover(order, (c, opts) => c.deposit(text, opts));
+  return { manifest: out.result, nodeId: out.nodeId };
+}
+
+/**
+ * A block's manifest from the first node that has it: recorded holders first, then every other
+ * live node (a block imported straight into a node is not recorded yet); a cheap metadata read, so
+ * all of them may be asked.
+ */
+async function getBlockAnywhere(ctx: PoolContext, id: string): Promise<BlockManifest> {
+  const all = await ctx.directory.nodes();
+  const first = (await graftCandidates(ctx.db, id, all)).map((c) => c.id);
+  const order = [...new Set([...first, ...leastBusy(await ctx.directory.nodes(), ctx.nextOffset())])];
+  if (order.length === 0) throw noReplica(ctx.settings, id);
+  let last: unknown;
+  for (const nodeId of order) {
+    try {
+      return await ctx.directory.client(nodeId).getBlock(id);
+    } catch (err) {
+      last = err;
+      if (classifyFailure(err) === "verdict") break;
+    }
+  }
+  throw toDomainError(last, ctx.timeoutMs);
+}
+
+/** Deletes a block from every live node and its replica records; 404 when none held it. */
+async function deleteEverywhere(ctx: PoolContext, id: string): Promise<void> {
+  const live = (await ctx.directory.nodes()).filter((n) => n.live);
+  let deleted = 0;
+  for (const n of live) {
+    try {
+      await ctx.directory.client(n.id).deleteBlock(id);
+      deleted++;
+    } catch (err) {
+      if (!(err instanceof GpuError && err.status === 404)) throw toDomainError(err, ctx.timeoutMs);
+    }
+    await removeReplica(ctx.db, id, n.id);
+  }
+  if (deleted === 0) throw new DomainError(404, "block_not_found", "No live GPU node holds this block.");
+}
+
+/** The health of the least busy live node (the next one if it does not answer). */
+async function healthOfAny(ctx: PoolContext, healthTimeoutMs: number) {
+  const order = leastBusy(await ctx.directory.nodes(), ctx.nextOffset());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  let last: unknown;
+  for (const id of order.slice(0, 2)) {
+    try {
+      return await ctx.directory.healthClient(id).health();
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw toDomainError(last, healthTimeoutMs);
+}
+
+/** Where a block should be and where it is. */
+async function placement(ctx: PoolContext, blockId: string): Promise<BlockPlacement> {
+  const all = await ctx.directory.nodes();
+  const info = await blockFingerprints(ctx.db, blockId);
+  const holders = (await recordedHolders(ctx.db, [blockId])).get(blockId) ?? new Set<string>();
+  const desired = info ? desiredNodes(blockId, info, all, ctx.settings.replicas) : [];
+  const byId = new Map(all.map((n) => [n.id, n]));
+  const tierOf = (n: PoolNode): RouteTier =>
+    n.hot.includes(blockId) ? "hot" : n.warm.includes(blockId) ? "warm" : "cold";
+  return {
+    blockId,
+    known: info !== null,
+    replicas: ctx.settings.replicas,
+    desired,
+    holders: [...holders].sort().map((nodeId) => {
+      const n = byId.get(nodeId);
+      return {
+        nodeId,
+        live: n?.live ?? false,
+        tier: n ? tierOf(n) : null,
+        desired: desired.includes(nodeId),
+      };
+    }),
+    missing: desired.filter((id) => !holders.has(id)),
+    route: info ? routeCandidates(blockId, holders, all) : [],
+  };
+}
+
+/** After a deposit on `originNodeId`: records it and copies the block to its R nodes. */
+async function replicate(ctx: PoolContext, blockId: string, originNodeId: string): Promise<BlockPlacement> {
+  await addReplica(ctx.db, blockId, originNodeId);
+  try {
+    await ctx.rebalancer.placeBlock(blockId);
+  } catch (err) {
+    ctx.log("replication incomplete; the rebalancer will retry", {
+      blockId,
+      error: err instanceof Error ? err.message : String(err),
+    });
+    ctx.rebalancer.kick("replication incomplete");
+  }
+  return placement(ctx, blockId);
+}

@@ -1,0 +1,50 @@
+/** Per-node counters this edge process keeps about the GPU nodes it calls (for /admin/nodes/metrics). */
+import type { RouteTier } from "./placement.js";
+
+/** Per-node counters kept by this edge process. */
+export interface NodeMetrics {
+  requests: number;
+  failures: number;
+  /** Calls that failed here and were retried on another node. */
+  failovers: number;
+  grafts: Record<RouteTier, number>;
+  copiesIn: number;
+  copiesOut: number;
+  bytesIn: number;
+  drops: number;
+  latencyMsSum: number;
+}
+
+/** The counters of every node seen so far; a node's counters start at zero on first use. */
+export interface MetricsBook {
+  of(nodeId: string): NodeMetrics;
+  all(): Record<string, NodeMetrics>;
+}
+
+const newMetrics = (): NodeMetrics => ({
+  requests: 0,
+  failures: 0,
+  failovers: 0,
+  grafts: { hot: 0, warm: 0, cold: 0 },
+  copiesIn: 0,
+  copiesOut: 0,
+  bytesIn: 0,
+  drops: 0,
+  latencyMsSum: 0,
+});
+
+/** An empty book of per-node counters. */
+export function createMetricsBook(): MetricsBook {
+  const metrics = new Map<string, NodeMetrics>();
+  return {
+    of(nodeId) {
+      let m = metrics.get(nodeId);
+      if (!m) {
+        m = newMetrics();
+        metrics.set(nodeId, m);
+      }
+      return m;
+    },
+    all: () => Object.fromEntries(metrics),
+  };
+}

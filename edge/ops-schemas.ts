@@ -1,0 +1,95 @@
+/**
+ * Response schemas of the operations API (the cluster views and the flywheel queue), for
+ * /openapi.json; the request schemas of the flywheel routes, which validate with them.
+ */
+import { z } from "zod";
+import { sha256Schema } from "../shared/protocol.js";
+import { flywheelStatuses } from "./db/schema.js";
+
+const isoDate = z.string().describe("ISO 8601 time");
+const tier = z.enum(["hot", "warm", "cold"]);
+
+export const placementSchema = z.object({
+  blockId: sha256Schema,
+  known: z.boolean(),
+  replicas: z.number().int().describe("Copies each block should have (R)."),
+  desired: z.array(z.string()).describe("The nodes the block should live on, best first."),
+  holders: z.array(
+    z.object({ nodeId: z.string(), live: z.boolean(), tier: tier.nullable(), desired: z.boolean() }),
+  ),
+  missing: z.array(z.string()).describe("Desired nodes that do not hold it yet."),
+  route: z.array(z.object({ id: z.string(), tier })).describe("Where a graft would go, in order."),
+});
+
+const actionSchema = z.union([
+  z.object({ kind: z.literal("copy"), blockId: sha256Schema, from: z.string(), to: z.string() }),
+  z.object({ kind: z.literal("drop"), blockId: sha256Schema, node: z.string() }),
+]);
+const counts = z.object({ copies: z.number().int(), drops: z.number().int() });
+
+export const rebalanceReportSchema = z.object({
+  reason: z.string(),
+  startedAt: isoDate,
+  finishedAt: isoDate.nullable(),
+  passes: z.number().int(),
+  liveNodes: z.number().int(),
+  blocks: z.number().int(),
+  planned: counts,
+  done: counts,
+  failed: z.array(z.object({ action: actionSchema, error: z.string() })),
+  bytesCopied: z.number().int(),
+  unavailable: z.number().int().describe("Ready blocks no live node holds."),
+  recordsFixed: z.number().int(),
+});
+
+export const rebalanceStatusSchema = z.object({
+  running: z.boolean(),
+  runs: z.number().int(),
+  transfersInFlight: z.number().int(),
+  maxConcurrentTransfers: z.number().int(),
+  transferConcurrency: z.number().int(),
+  current: rebalanceReportSchema.nullable(),
+  last: rebalanceReportSchema.nullable(),
+});
+
+export const flywheelItemSchema = z.object({
+  id: z.string(),
+  problem: z.string(),
+  fingerprint: sha256Schema,
+  status: z.enum(flywheelStatuses),
+  referenceAnswer: z.string().nullable(),
+  attempts: z.number().int(),
+  cost: z.record(z.string(), z.unknown()).nullable().describe("What the item's GPU requests cost."),
+  result: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .describe("Why it was accepted or rejected; a list counts its candidates instead of listing them."),
+  createdAt: isoDate,
+  updatedAt: isoDate,
+});
+
+export const flywheelProgressSchema = z.object({
+  queued: z.number().int(),
+  running: z.number().int(),
+  accepted: z.number().int(),
+  rejected: z.number().int(),
+  done: z.number().int(),
+  tokensIn: z.number(),
+  tokensOut: z.number(),
+  gpuMs: z.number(),
+  energyWh: z.number().nullable(),
+});
+
+const answer = z.string().trim().min(1).max(1000);
+
+export const flywheelListQuerySchema = z
+  .object({
+    status: z.enum(flywheelStatuses).optional(),
+    limit: z.coerce.number().int().min(1).max(500).default(100),
+  })
+  .strict();
+export const flywheelEnqueueSchema = z
+  .object({ problem: z.string().trim().min(1).max(20_000), referenceAnswer: answer.optional() })
+  .strict();
+export const flywheelAcceptSchema = z.object({ referenceAnswer: answer.optional() }).strict();
+export const flywheelRejectSchema = z.object({ note: z.string().max(1000).optional() }).strict();

@@ -1,0 +1,127 @@
+/**
+ * The cluster views under `/admin` (the app mounts them before the other admin routes): the node
+ * list with liveness, tiers and per-node metrics, the metrics as Prometheus text, a block's
+ * placement, and rebalance progress and trigger.
+ */
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import { z } from "zod";
+import { notFound, unavailable } from "../../shared/errors.js";
+import { sha256Schema } from "../../shared/protocol.js";
+import { type GpuPool, isGpuPool } from "../cluster/gpu-pool.js";
+import { renderNodeMetrics } from "../cluster/metrics-text.js";
+import { type GpuNode, listNodes } from "../db/nodes.js";
+import type { AppEnv, Deps } from "../http.js";
+import { placementSchema, rebalanceReportSchema, rebalanceStatusSchema } from "../ops-schemas.js";
+import { nodeViewSchema } from "../schemas.js";
+import {
+  adminRoute,
+  clusterErrors,
+  errorResponse,
+  idParams,
+  ok,
+  pathId,
+  routeGroup,
+  serve,
+} from "./documented.js";
+
+const listRoute = adminRoute({
+  method: "get",
+  path: "/nodes",
+  summary: "GPU nodes with liveness, tiers and this edge's per-node metrics",
+  responses: { 200: ok(z.object({ nodes: z.array(nodeViewSchema) })) },
+});
+const metricsRoute = adminRoute({
+  method: "get",
+  path: "/nodes/metrics",
+  summary: "Per-node metrics in the Prometheus text format",
+  responses: {
+    200: {
+      description: "Prometheus text (version 0.0.4)",
+      content: { "text/plain": { schema: z.string() } },
+    },
+    ...clusterErrors,
+  },
+});
+const placementRoute = adminRoute({
+  method: "get",
+  path: "/blocks/{id}/placement",
+  summary: "Where a block should live and where it does",
+  request: idParams("Block SHA-256"),
+  responses: {
+    200: ok(z.object({ placement: placementSchema })),
+    404: errorResponse("`block_not_found`."),
+    ...clusterErrors,
+  },
+});
+const rebalanceStatusRoute = adminRoute({
+  method: "get",
+  path: "/rebalance",
+  summary: "Rebalance progress: the run in progress and the last one",
+  responses: { 200: ok(z.object({ rebalance: rebalanceStatusSchema })), ...clusterErrors },
+});
+const rebalanceRunRoute = adminRoute({
+  method: "post",
+  path: "/rebalance",
+  summary: "Run a rebalance now (or join the one in progress) and wait for its report",
+  responses: { 200: ok(z.object({ report: rebalanceReportSchema })), ...clusterErrors },
+});
+
+/** Registered nodes with liveness, tiers and this edge's per-node metrics. */
+export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
+  if (!isGpuPool(deps.gpu))
+    return (await listNodes(deps.db)).map((row) => ({ ...row, live: row.status === "up" }));
+  const pool = deps.gpu;
+  const rows = new Map<string, GpuNode>((await listNodes(deps.db)).map((r) => [r.id, r]));
+  // Fresh: the static node's /health asked now, registry rows re-read.
+  await pool.refreshStatic();
+  return (await pool.nodes(true)).map((n) => {
+    const row = rows.get(n.id);
+    return {
+      id: n.id,
+      url: n.url,
+      source: n.source,
+      status: n.status,
+      live: n.live,
+      modelFingerprint: n.modelFingerprint,
+      engineFingerprint: n.engineFingerprint,
+      lastHeartbeatAt: n.lastHeartbeatAt === null ? null : new Date(n.lastHeartbeatAt).toISOString(),
+      missedHeartbeats: n.missedHeartbeats,
+      capacity: n.capacity,
+      health: n.health,
+      tiers: { hot: n.hot, warm: n.warm, coldCount: n.coldCount },
+      queueDepth: n.queueDepth,
+      metrics: pool.metrics(n.id),
+      createdAt: row?.createdAt ?? null,
+    };
+  });
+}
+
+/** The pool behind the edge, or 503 `cluster_unavailable`. */
+function requirePool(deps: Deps): GpuPool {
+  if (!isGpuPool(deps.gpu))
+    throw unavailable("cluster_unavailable", "This edge does not run a GPU node pool.");
+  return deps.gpu;
+}
+
+/** Cluster views under `/admin`. */
+export function nodeAdminRoutes(deps: Deps): OpenAPIHono<AppEnv> {
+  const app = routeGroup();
+  serve(app, listRoute, async (c) => c.json({ nodes: await describeNodes(deps) }, 200));
+  serve(app, metricsRoute, async (c) => {
+    const pool = requirePool(deps);
+    const text = renderNodeMetrics(await pool.nodes(), (id) => pool.metrics(id));
+    return c.body(text, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
+  });
+  serve(app, placementRoute, async (c) => {
+    const id = sha256Schema.safeParse(pathId(c));
+    if (!id.success) throw notFound("block_not_found", "No block with this SHA-256.");
+    const placement = await requirePool(deps).placement(id.data);
+    if (!placement.known) throw notFound("block_not_found", "No block with this SHA-256.");
+    return c.json({ placement }, 200);
+  });
+  serve(app, rebalanceStatusRoute, (c) => c.json({ rebalance: requirePool(deps).rebalancer.status() }, 200));
+  serve(app, rebalanceRunRoute, async (c) =>
+    c.json({ report: await requirePool(deps).rebalancer.run("admin") }, 200),
+  );
+  return app;
+}

@@ -1,0 +1,44 @@
+/**
+ * A GPU node's heartbeat, once its signature checked out: the registry row is written (a draining
+ * node is marked down at once), and the pool learns whether the node joined, came up, went down
+ * or stayed as it was, which decides whether it rebalances.
+ */
+import type { Heartbeat } from "../../shared/heartbeat.js";
+import { isGpuPool } from "../cluster/gpu-pool.js";
+import { reportedHealth } from "../cluster/node-directory.js";
+import { type GpuNode, getNode, markNodeDown, upsertNode } from "../db/nodes.js";
+import type { Deps } from "../http.js";
+
+/** Records a heartbeat; returns the node's row and the interval the edge expects, if it runs a pool. */
+export async function recordHeartbeat(
+  deps: Pick<Deps, "db" | "gpu" | "clock">,
+  beat: Heartbeat,
+): Promise<{ row: GpuNode; intervalMs: number | undefined }> {
+  const previous = await getNode(deps.db, beat.id);
+  const now = new Date(deps.clock.now());
+  let row = await upsertNode(
+    deps.db,
+    {
+      id: beat.id,
+      url: beat.url,
+      modelFingerprint: beat.model.sha256,
+      engineFingerprint: beat.engine.id,
+      capacity: { ...beat.capacity },
+      health: reportedHealth(beat),
+    },
+    now,
+  );
+  if (beat.status === "draining") row = await markNodeDown(deps.db, beat.id);
+  const change: "joined" | "up" | "down" | "same" = !previous
+    ? "joined"
+    : previous.status === "down" && row.status === "up"
+      ? "up"
+      : previous.status === "up" && row.status === "down"
+        ? "down"
+        : previous.url !== row.url
+          ? "up"
+          : "same";
+  if (isGpuPool(deps.gpu)) deps.gpu.heartbeatReceived(row, change);
+  const intervalMs = isGpuPool(deps.gpu) ? deps.gpu.settings.heartbeatMs : undefined;
+  return { row, intervalMs };
+}

@@ -1,0 +1,38 @@
+/** Model work on the request path: `/v1/graft`, `/v1/generate` (JSON or SSE) and `/v1/solve`. */
+import type { Hono } from "hono";
+import { unavailable } from "../../../shared/errors.js";
+import { generateRequestSchema, graftRequestSchema, solveRequestSchema } from "../../../shared/protocol.js";
+import { type GpuEnv, jsonBody, type ServerContext } from "../context.js";
+
+export function generationRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
+  const { blocks, work } = ctx;
+  app.post("/v1/graft", async (c) => {
+    const req = await jsonBody(c, graftRequestSchema);
+    return work.generation(c, "graft", req.stream, (o) =>
+      blocks.graft(req.blockId, req.query, {
+        maxTokens: req.maxTokens,
+        ...(req.sampling ? { sampling: req.sampling } : {}),
+        ...(req.acceptEngineMismatch ? { acceptEngineMismatch: true } : {}),
+        ...o,
+      }),
+    );
+  });
+  app.post("/v1/generate", async (c) => {
+    const req = await jsonBody(c, generateRequestSchema);
+    return work.generation(c, "generate", req.stream, (o) =>
+      blocks.generate(req.prompt, {
+        maxTokens: req.maxTokens,
+        ...(req.sampling ? { sampling: req.sampling } : {}),
+        ...o,
+      }),
+    );
+  });
+  app.post("/v1/solve", async (c) => {
+    const req = await jsonBody(c, solveRequestSchema);
+    const solver = ctx.solver;
+    if (!solver) throw unavailable("sandbox_unavailable", "this node has no sandbox, so it cannot solve");
+    const result = await work.run(c, (signal) => solver.solve(req, signal));
+    ctx.metrics.recordTokens("solve", result);
+    return c.json(result);
+  });
+}

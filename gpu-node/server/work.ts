@@ -1,0 +1,171 @@
+/**
+ * Model work over HTTP: admission through the bounded queue, a deadline per request
+ * (`x-kvgraft-deadline-ms`, capped by the node), cancellation when the client goes away or the node
+ * shuts down, and grafts and generations answered as JSON or as server-sent events. Every abort
+ * maps to the error its cause deserves.
+ */
+import type { Context } from "hono";
+import { badRequest, DomainError, unavailable } from "../../shared/errors.js";
+import { type ErrorMappingOptions, errorAnswer } from "../../shared/http/errors.js";
+import { DEADLINE_HEADER, type GenerationResult } from "../../shared/protocol.js";
+import type { GenerationOptions } from "../blocks/types.js";
+import type { GpuEnv, ServerLimits } from "./context.js";
+import type { RequestTracker } from "./drain.js";
+import type { GpuMetrics } from "./metrics.js";
+import type { AdmissionQueue } from "./queue.js";
+import { EventChannel } from "./sse.js";
+
+/** An admitted piece of work: its combined signal and the parts that tell why it ended. */
+export interface Work {
+  signal: AbortSignal;
+  deadline: AbortSignal;
+  client: AbortSignal;
+  release: () => void;
+}
+
+type Signals = Pick<Work, "deadline" | "client">;
+
+export interface ModelWorkParts {
+  queue: AdmissionQueue;
+  limits: ServerLimits;
+  tracker: RequestTracker;
+  metrics: GpuMetrics;
+  errorMapping: ErrorMappingOptions;
+}
+
+export class ModelWork {
+  /** Aborted when the node stops: running work ends with `shutting_down`. */
+  private readonly shutdown = new AbortController();
+
+  constructor(private readonly parts: ModelWorkParts) {}
+
+  /** Stops running generations (they end with finishReason "aborted"). */
+  abortAll(): void {
+    this.shutdown.abort(new Error("the node is shutting down"));
+  }
+
+  /** The request's deadline in ms: its header (capped), else the default; 400 when malformed. */
+  deadlineMs(c: Context): number {
+    const { limits } = this.parts;
+    const raw = c.req.header(DEADLINE_HEADER);
+    if (raw === undefined) return limits.defaultDeadlineMs;
+    const ms = Number(raw);
+    if (!/^\d{1,12}$/.test(raw) || ms < 1)
+      throw badRequest("invalid_deadline", `${DEADLINE_HEADER} must be a positive integer (milliseconds)`);
+    // A longer budget than the node grants is not an error: the node's limit applies.
+    return Math.min(ms, limits.maxDeadlineMs);
+  }
+
+  /** The signals of work that waits in its own queue (the sandbox's): deadline, client, shutdown. */
+  signals(c: Context<GpuEnv>): Signals & { signal: AbortSignal } {
+    const deadline = AbortSignal.timeout(this.deadlineMs(c));
+    const client = c.var.clientSignal;
+    return { deadline, client, signal: AbortSignal.any([deadline, client, this.shutdown.signal]) };
+  }
+
+  /** Maps an abort to the error its cause deserves; other errors pass through. */
+  abortError(err: unknown, work: Signals): unknown {
+    if (err instanceof DomainError) return err;
+    if (work.deadline.aborted)
+      return new DomainError(504, "deadline_exceeded", "the request's deadline passed before any output");
+    if (this.shutdown.signal.aborted)
+      return unavailable("shutting_down", "the node is shutting down", this.parts.limits.retryAfterS);
+    // Nobody reads this answer; it only keeps a departed client out of the 5xx counts and logs.
+    if (work.client.aborted) return badRequest("client_closed", "the client closed the connection");
+    return err;
+  }
+
+  /** Waits for a slot in the model queue (429 when full, 503 while draining). */
+  async admit(c: Context<GpuEnv>): Promise<Work> {
+    this.parts.tracker.assertAccepting();
+    const { deadline, client, signal } = this.signals(c);
+    try {
+      return { signal, deadline, client, release: await this.parts.queue.acquire(signal) };
+    } catch (err) {
+      throw this.abortError(err, { deadline, client });
+    }
+  }
+
+  /** Runs model work that takes no signal of its own: the deadline bounds only its wait. */
+  async queued<T>(c: Context<GpuEnv>, run: () => Promise<T>): Promise<T> {
+    const work = await this.admit(c);
+    try {
+      return await run();
+    } finally {
+      work.release();
+    }
+  }
+
+  /** Runs admitted work that takes the work's signal; aborts map to their cause. */
+  async run<T>(c: Context<GpuEnv>, job: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const work = await this.admit(c);
+    try {
+      return await job(work.signal);
+    } catch (err) {
+      throw this.abortError(err, work);
+    } finally {
+      work.release();
+    }
+  }
+
+  /** A graft or generation, as JSON or as server-sent events. */
+  async generation(
+    c: Context<GpuEnv>,
+    kind: "graft" | "generate",
+    stream: boolean,
+    run: (options: Pick<GenerationOptions, "signal" | "onToken">) => Promise<GenerationResult>,
+  ): Promise<Response> {
+    const work = await this.admit(c);
+    /** The result, unless it was cut off before producing anything. */
+    const finish = (result: GenerationResult): GenerationResult => {
+      this.parts.metrics.recordGeneration(kind, result);
+      if (result.finishReason === "aborted" && result.tokensOut === 0) {
+        const err = this.abortError(new Error("aborted"), work);
+        if (err instanceof DomainError) throw err;
+      }
+      return result;
+    };
+    if (!stream) {
+      try {
+        return c.json(finish(await run({ signal: work.signal })));
+      } catch (err) {
+        throw this.abortError(err, work);
+      } finally {
+        work.release();
+      }
+    }
+    return this.streamed(c, work, run, finish);
+  }
+
+  /** The SSE half of `generation`: tokens as events, then the summary (or an error event). */
+  private async streamed(
+    c: Context<GpuEnv>,
+    work: Work,
+    run: (options: Pick<GenerationOptions, "signal" | "onToken">) => Promise<GenerationResult>,
+    finish: (result: GenerationResult) => GenerationResult,
+  ): Promise<Response> {
+    const cancel = new AbortController();
+    const signal = AbortSignal.any([work.signal, cancel.signal]);
+    const channel = new EventChannel(() => cancel.abort(new Error("client closed the stream")));
+    const done = (async () => {
+      try {
+        const result = await run({
+          signal,
+          onToken: (token, text) => channel.send({ event: "token", data: { token, text } }),
+        });
+        channel.send({ event: "summary", data: finish(result) });
+      } catch (err) {
+        const mapped = this.abortError(err, work);
+        // Nothing sent yet: answer with a plain error status instead of a stream.
+        if (!channel.started) throw mapped;
+        const { status, body } = errorAnswer(mapped, c.var.requestId, this.parts.errorMapping);
+        channel.send({ event: "error", data: { ...body, status } });
+      } finally {
+        channel.close();
+        work.release();
+      }
+    })();
+    await Promise.race([channel.firstEvent, done]);
+    return channel.response();
+  }
+}

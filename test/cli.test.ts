@@ -1,0 +1,265 @@
+/**
+ * The command line as a user meets it, through the real CLI (`node --import tsx cli/main.ts`):
+ * every command and subcommand answers --help with its usage (exit 0), --version prints
+ * package.json's version, and each common mistake prints one line saying what is wrong and what to
+ * do (exit 2, no stack trace). An internal error is one line too; --verbose adds its stack.
+ */
+import {
+  copyFileSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
+import type { AddressInfo } from "node:net";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
+import { syntheticModel } from "./helpers/models.js";
+
+const root = join(import.meta.dirname, "..");
+const STACK_LINE = /^\s+at .+/m;
+
+/** Every command and subcommand a user can ask for help. */
+const HELP_CASES: string[][] = [
+  ["synth-model"],
+  ["verify"],
+  ["bench"],
+  ["bench", "graft"],
+  ["bench", "library"],
+  ["bench", "http"],
+  ["bench", "router"],
+  ["bench", "edge"],
+  ["bench", "fast-path"],
+  ["serve"],
+  ["serve", "gpu"],
+  ["serve", "edge"],
+  ["start"],
+  ["sandbox"],
+  ["eval"],
+  ["eval", "router"],
+  ["flywheel"],
+];
+
+let dir: string;
+let notGguf: string;
+let truncatedModel: string;
+let emptyPathDir: string;
+let busy: Server;
+let busyPort: number;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "kvgraft-cli-"));
+  notGguf = join(dir, "notes.txt");
+  writeFileSync(notGguf, "not a model\n");
+  // A GGUF whose header is intact but whose tensor data is cut off: the engine fails to load it.
+  truncatedModel = join(dir, "truncated.gguf");
+  copyFileSync(syntheticModel("tiny-llama"), truncatedModel);
+  truncateSync(truncatedModel, Math.floor(statSync(truncatedModel).size * 0.6));
+  emptyPathDir = mkdtempSync(join(tmpdir(), "kvgraft-cli-path-"));
+  busy = createServer();
+  await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+  busyPort = (busy.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  await new Promise<void>((resolve) => busy.close(() => resolve()));
+  rmSync(dir, { recursive: true, force: true });
+  rmSync(emptyPathDir, { recursive: true, force: true });
+});
+
+describe("kvgraft --help and --version", () => {
+  it("top-level help lists every command and subcommand", () => {
+    const r = runCli(["--help"]);
+    expect(r.status).toBe(0);
+    // Groups (bench, serve, eval) are listed by their subcommands.
+    const listed = HELP_CASES.filter(
+      (words) => !HELP_CASES.some((c) => c.length > words.length && c[0] === words[0]),
+    );
+    for (const words of listed) expect(r.stdout).toContain(`  ${words.join(" ")} `);
+    expect(r.stdout).toContain("--version");
+  });
+
+  it.for(HELP_CASES)("kvgraft %s --help exits 0 with its usage", (words) => {
+    const r = runCli([...words, "--help"]);
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: "" });
+    expect(r.stdout).toMatch(new RegExp(`^usage: kvgraft ${words.join(" ")}`));
+  });
+
+  it("--version prints package.json's version", () => {
+    const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
+    const r = runCli(["--version"]);
+    expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 0, stdout: `${version}\n` });
+  });
+});
+
+interface Mistake {
+  name: string;
+  args: () => string[];
+  env?: () => Record<string, string>;
+  /** The one line on stderr (after `kvgraft <command>: `). */
+  line: () => RegExp;
+  /** Commands that start work first (a model load) log progress lines besides the error line. */
+  progressFirst?: boolean;
+}
+
+const MISTAKES: Mistake[] = [
+  {
+    name: "verify --model with a missing file",
+    args: () => ["verify", "--model", "missing.gguf"],
+    line: () => /^kvgraft verify: --model missing\.gguf does not exist; give the path of a GGUF model file$/,
+  },
+  {
+    name: "verify --model with a file that is not GGUF",
+    args: () => ["verify", "--model", notGguf],
+    line: () => /^kvgraft verify: --model .*notes\.txt is not a GGUF model file .*; give a \.gguf model/,
+  },
+  {
+    name: "bench graft --model with a missing file",
+    args: () => ["bench", "graft", "--model", "missing.gguf"],
+    line: () => /^kvgraft bench graft: --model missing\.gguf does not exist/,
+  },
+  {
+    name: "synth-model --out in a folder that does not exist",
+    args: () => ["synth-model", "--preset", "tiny-llama", "--out", "/nonexistent/x.gguf"],
+    line: () =>
+      /^kvgraft synth-model: --out \/nonexistent\/x\.gguf: the folder \/nonexistent does not exist; create it/,
+  },
+  {
+    name: "an unknown flag",
+    args: () => ["bench", "edge", "--bogus"],
+    line: () => /^kvgraft bench edge: Unknown option '--bogus' \(see kvgraft bench edge --help\)$/,
+  },
+  {
+    name: "an unknown command",
+    args: () => ["nonsense"],
+    line: () => /^kvgraft: unknown command 'nonsense' \(see kvgraft --help\)$/,
+  },
+  {
+    name: "flywheel without a GPU node",
+    args: () => ["flywheel", "--once"],
+    env: () => ({ KVGRAFT_GPU_URL: "", KVGRAFT_GPU_SECRET: "" }),
+    line: () => /^kvgraft flywheel: no GPU node given: pass --gpu-url URL/,
+  },
+  {
+    name: "flywheel without its secret",
+    args: () => ["flywheel", "--once", "--gpu-url", "http://127.0.0.1:9"],
+    env: () => ({ KVGRAFT_GPU_SECRET: "" }),
+    line: () =>
+      /^kvgraft flywheel: KVGRAFT_GPU_SECRET is not set: set it to the secret the GPU node runs with/,
+  },
+  {
+    name: "npm start with a MODEL_PATH that does not exist",
+    args: () => ["start", "--data-dir", join(dir, "start")],
+    env: () => ({ MODEL_PATH: "/nonexistent/model.gguf" }),
+    line: () => /^kvgraft start: MODEL_PATH \/nonexistent\/model\.gguf does not exist/,
+  },
+  {
+    name: "npm start with a MODEL_PATH that is not a model",
+    args: () => ["start", "--data-dir", join(dir, "start")],
+    env: () => ({ MODEL_PATH: notGguf }),
+    line: () => /^kvgraft start: MODEL_PATH .*notes\.txt is not a GGUF model file/,
+  },
+  {
+    name: "npm start with the GPU port in use",
+    args: () => ["start", "--data-dir", join(dir, "start")],
+    env: () => ({ MODEL_PATH: "", GPU_PORT: String(busyPort), EDGE_PORT: "0" }),
+    line: () =>
+      new RegExp(
+        `^kvgraft start: 127\\.0\\.0\\.1:${busyPort} is already in use by pid ${process.pid} \\(.+\\); stop that process, or set GPU_PORT to another port$`,
+      ),
+  },
+  {
+    name: "npm start with the edge port in use",
+    args: () => ["start", "--data-dir", join(dir, "start")],
+    env: () => ({ MODEL_PATH: "", GPU_PORT: "0", EDGE_PORT: String(busyPort) }),
+    line: () =>
+      new RegExp(
+        `^kvgraft start: 127\\.0\\.0\\.1:${busyPort} is already in use by pid ${process.pid} .*set PORT \\(or EDGE_PORT\\)`,
+      ),
+  },
+  {
+    name: "serve gpu on a port in use",
+    args: () => [
+      "serve",
+      "gpu",
+      "--model",
+      syntheticModel("tiny-llama"),
+      "--port",
+      String(busyPort),
+      "--data-dir",
+      join(dir, "gpu"),
+      "--no-sandbox",
+    ],
+    env: () => ({ KVGRAFT_GPU_SECRET: "cli-test-secret-0123456789" }),
+    line: () =>
+      new RegExp(`^kvgraft serve gpu: 127\\.0\\.0\\.1:${busyPort} is already in use by pid ${process.pid} `),
+    progressFirst: true,
+  },
+  {
+    name: "serve edge on a port in use",
+    args: () => ["serve", "edge", "--port", String(busyPort), "--db", `file:${join(dir, "edge.db")}`],
+    env: () => ({ KVGRAFT_GPU_URL: "", KVGRAFT_ADMIN_KEY: "" }),
+    line: () =>
+      new RegExp(
+        `^kvgraft serve edge: 127\\.0\\.0\\.1:${busyPort} is already in use by pid ${process.pid} .*; stop that process`,
+      ),
+  },
+  {
+    name: "python3 missing (eval router runs programs in the sandbox)",
+    args: () => [
+      "eval",
+      "router",
+      "--library",
+      join(root, "test", "fixtures", "router-library.jsonl"),
+      "--queries",
+      join(root, "test", "fixtures", "router-queries.jsonl"),
+    ],
+    env: () => ({ PATH: emptyPathDir }),
+    line: () =>
+      /^kvgraft eval router: the sandbox needs Python 3: 'python3' was not found on PATH; install python3/,
+  },
+];
+
+describe("a user's mistake is one line, exit code 2, no stack trace", () => {
+  it.for(MISTAKES)("$name", (mistake) => {
+    const r = runCli(mistake.args(), mistake.env?.() ?? {});
+    const lines = r.stderr.trimEnd().split("\n");
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).not.toMatch(STACK_LINE);
+    if (mistake.progressFirst) {
+      // The engine logs asynchronously, so its lines may come after ours: find ours.
+      const own = lines.filter((line) => line.startsWith("kvgraft"));
+      expect(own).toHaveLength(1);
+      expect(own[0]).toMatch(mistake.line());
+    } else {
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(mistake.line());
+    }
+  });
+});
+
+describe("an internal error", () => {
+  it("is one line that points to --verbose (exit 1)", () => {
+    const r = runCli(["verify", "--model", truncatedModel, "--trials", "1", "--tokens", "8"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).not.toMatch(STACK_LINE);
+    // The engine's own log lines come first or after (it logs asynchronously); ours is one line.
+    expect(r.stderr.split("\n").filter((line) => line.startsWith("kvgraft"))).toEqual([
+      expect.stringMatching(
+        /^kvgraft verify: internal error: .+ \(run it again with --verbose for the stack trace\)$/,
+      ),
+    ]);
+  });
+
+  it("keeps its stack trace behind --verbose", () => {
+    const r = runCli(["verify", "--model", truncatedModel, "--trials", "1", "--tokens", "8", "--verbose"]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^kvgraft verify: internal error: /m);
+    expect(r.stderr).toMatch(STACK_LINE);
+  });
+});
