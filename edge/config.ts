@@ -74,7 +74,8 @@ const envSchema = z
       ctx.addIssue({
         code: "custom",
         path: [env.KVGRAFT_ACCESS_CLIENT_ID ? "KVGRAFT_ACCESS_CLIENT_SECRET" : "KVGRAFT_ACCESS_CLIENT_ID"],
-        message: "KVGRAFT_ACCESS_CLIENT_ID and KVGRAFT_ACCESS_CLIENT_SECRET go together (a Cloudflare Access service token)",
+        message:
+          "KVGRAFT_ACCESS_CLIENT_ID and KVGRAFT_ACCESS_CLIENT_SECRET go together (a Cloudflare Access service token)",
       });
   });
 
