@@ -17,6 +17,7 @@ import { createLogger } from "../shared/http/logger.js";
 import { requestId } from "../shared/http/request-id.js";
 import { requestLog } from "../shared/http/request-log.js";
 import { requireKey } from "./auth.js";
+import { databaseUnavailable } from "./db/availability.js";
 import { type AppDeps, type AppEnv, type Deps, systemClock } from "./http.js";
 import { adminRoutes } from "./routes/admin.routes.js";
 import { clusterRoutes } from "./routes/cluster.routes.js";
@@ -88,7 +89,9 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
     );
     return c.json(errorBody(error, c.get("requestId")), 405);
   });
-  app.onError(onError({ logger: deps.logger, authenticate: 'Bearer realm="kvgraft"' }));
+  app.onError(
+    onError({ logger: deps.logger, authenticate: 'Bearer realm="kvgraft"', translate: databaseUnavailable }),
+  );
   return app;
 }
 

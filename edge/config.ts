@@ -22,6 +22,13 @@ const envSchema = z
     KVGRAFT_GPU_PUBLIC_URL: z.url().optional(),
     /** Shared secret for signed edge-to-GPU requests and upload grants. */
     KVGRAFT_GPU_SECRET: z.string().min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters").optional(),
+    /**
+     * A Cloudflare Access service token (both or neither): sent as CF-Access-Client-Id and
+     * CF-Access-Client-Secret on every call to a GPU node, which Access in front of the node's
+     * tunnel requires. Secrets in production (`wrangler secret put`).
+     */
+    KVGRAFT_ACCESS_CLIENT_ID: optionalString,
+    KVGRAFT_ACCESS_CLIENT_SECRET: optionalString,
     /** An admin key to install at start (`kvg_<8>_<32+>`); without it one is generated once. */
     KVGRAFT_ADMIN_KEY: optionalString,
     /** Timeout of one GPU call (graft, generate, deposit, sandbox run). */
@@ -63,6 +70,13 @@ const envSchema = z
         path: ["KVGRAFT_GPU_SECRET"],
         message: "KVGRAFT_GPU_SECRET is required when KVGRAFT_GPU_URL is set",
       });
+    if (!env.KVGRAFT_ACCESS_CLIENT_ID !== !env.KVGRAFT_ACCESS_CLIENT_SECRET)
+      ctx.addIssue({
+        code: "custom",
+        path: [env.KVGRAFT_ACCESS_CLIENT_ID ? "KVGRAFT_ACCESS_CLIENT_SECRET" : "KVGRAFT_ACCESS_CLIENT_ID"],
+        message:
+          "KVGRAFT_ACCESS_CLIENT_ID and KVGRAFT_ACCESS_CLIENT_SECRET go together (a Cloudflare Access service token)",
+      });
   });
 
 /** The edge's validated configuration. */
@@ -76,6 +90,8 @@ export interface EdgeConfig {
     nodeId: string;
     timeoutMs: number;
     healthTimeoutMs: number;
+    /** Headers sent on every call to a GPU node: the Access service token, or none. */
+    headers: Record<string, string>;
   };
   adminKey?: string;
   rateLimit: { limit: number; periodS: number };
@@ -119,6 +135,13 @@ export function readEdgeConfig(env: Record<string, unknown>, context: EdgeContex
       nodeId: e.KVGRAFT_GPU_NODE_ID,
       timeoutMs: e.KVGRAFT_GPU_TIMEOUT_MS,
       healthTimeoutMs: e.KVGRAFT_GPU_HEALTH_TIMEOUT_MS,
+      headers:
+        e.KVGRAFT_ACCESS_CLIENT_ID && e.KVGRAFT_ACCESS_CLIENT_SECRET
+          ? {
+              "CF-Access-Client-Id": e.KVGRAFT_ACCESS_CLIENT_ID,
+              "CF-Access-Client-Secret": e.KVGRAFT_ACCESS_CLIENT_SECRET,
+            }
+          : {},
     },
     ...(e.KVGRAFT_ADMIN_KEY ? { adminKey: e.KVGRAFT_ADMIN_KEY } : {}),
     rateLimit: { limit: e.KVGRAFT_RATE_LIMIT, periodS: e.KVGRAFT_RATE_PERIOD_S },

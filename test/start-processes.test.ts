@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -17,6 +17,12 @@ const READY_TIMEOUT_MS = 240_000;
 const GONE_TIMEOUT_MS = 30_000;
 
 let dataDir: string;
+/**
+ * What names this file's processes: the data directory's unique name. Not its absolute path:
+ * `start` gets it relative to the checkout, which need not contain the absolute path (a checkout
+ * under /tmp gives ../kvgraft-processes-...).
+ */
+let marker: string;
 const started: ChildProcess[] = [];
 
 /** Pids of live processes whose command line contains `marker` (zombies count as gone). */
@@ -92,11 +98,12 @@ function startInOwnGroup(json: boolean): Promise<{ start: ChildProcess; stdout: 
 
 beforeAll(() => {
   dataDir = mkdtempSync(join(tmpdir(), "kvgraft-processes-"));
+  marker = basename(dataDir);
 });
 
 afterAll(() => {
   // A failed test may have left processes: end exactly those this file started.
-  for (const pid of processesNaming(dataDir)) process.kill(pid, "SIGKILL");
+  for (const pid of processesNaming(marker)) process.kill(pid, "SIGKILL");
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -106,11 +113,11 @@ describe("kvgraft start leaves no process behind", () => {
     async () => {
       const { start } = await startInOwnGroup(true);
       // start and its GPU node (serve gpu --data-dir <dataDir>/gpu) both run now.
-      expect(processesNaming(dataDir).length).toBe(2);
+      expect(processesNaming(marker).length).toBe(2);
       const exited = new Promise<number | null>((r) => start.once("exit", (code) => r(code)));
       process.kill(-(start.pid as number), "SIGHUP");
       expect(await exited).toBe(0);
-      expect(await waitUntilGone(dataDir)).toEqual([]);
+      expect(await waitUntilGone(marker)).toEqual([]);
     },
     READY_TIMEOUT_MS + GONE_TIMEOUT_MS,
   );
@@ -125,9 +132,9 @@ describe("kvgraft start leaves no process behind", () => {
       expect(stdout.filter((line) => line.trimStart().startsWith("curl ")).length).toBe(3);
       for (const line of stdout.filter((l) => l.trimStart().startsWith("curl ")))
         expect(line).toContain(`-H "Authorization: Bearer $(cat '${keyFile}')"`);
-      expect(processesNaming(dataDir).length).toBe(2);
+      expect(processesNaming(marker).length).toBe(2);
       process.kill(start.pid as number, "SIGKILL");
-      expect(await waitUntilGone(dataDir)).toEqual([]);
+      expect(await waitUntilGone(marker)).toEqual([]);
     },
     READY_TIMEOUT_MS + GONE_TIMEOUT_MS,
   );

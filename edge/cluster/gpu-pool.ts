@@ -35,6 +35,8 @@ export interface GpuPoolOptions extends PoolSettings {
   db: Database;
   /** Shared secret of signed requests and heartbeats; null: no node can be used. */
   secret: string | null;
+  /** Sent on every call to a node (the Cloudflare Access service token in front of the nodes). */
+  headers?: Record<string, string>;
   /** The statically configured node (KVGRAFT_GPU_URL), if any. */
   staticNode: { id: string; url: string } | null;
   timeoutMs: number;

@@ -58,13 +58,18 @@ export interface EdgeGpuClientOptions {
   healthTimeoutMs?: number;
   /** Injectable for runtimes that need their own fetch. */
   fetch?: typeof fetch;
+  /** Sent on every call (the Cloudflare Access service token in front of the node). */
+  headers?: Record<string, string>;
 }
 
 /** The GPU client the edge uses: signed, time-bounded, every failure a DomainError. */
 export function createEdgeGpuClient(options: EdgeGpuClientOptions): GpuClient {
   const { baseUrl, secret } = options;
   if (baseUrl === null || secret === null) return notConfigured;
-  const fetchOpt = options.fetch ? { fetch: options.fetch } : {};
+  const fetchOpt = {
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.headers ? { headers: options.headers } : {}),
+  };
   const node = createGpuClient({ baseUrl, secret, timeoutMs: options.timeoutMs, ...fetchOpt });
   const probe = createGpuClient({
     baseUrl,

@@ -41,6 +41,8 @@ export interface NodeDirectoryOptions {
   db: Database;
   /** Shared secret of signed requests; null: no node can be used. */
   secret: string | null;
+  /** Sent on every call (the Cloudflare Access service token in front of the nodes). */
+  headers?: Record<string, string>;
   staticNode: { id: string; url: string } | null;
   timeoutMs: number;
   healthTimeoutMs: number;
@@ -147,7 +149,10 @@ export function createNodeDirectory(options: NodeDirectoryOptions): NodeDirector
   let staticBeat: Heartbeat | null = null;
   let staticError: string | null = null;
   let staticDownAt: number | undefined;
-  const fetchOpt = options.fetch ? { fetch: options.fetch } : {};
+  const fetchOpt = {
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.headers ? { headers: options.headers } : {}),
+  };
 
   const urlOf = (id: string): string | undefined =>
     rows.find((r) => r.id === id)?.url ??

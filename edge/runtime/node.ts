@@ -86,6 +86,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
       createGpuPool({
         db: database.db,
         secret: config.gpu.secret,
+        headers: config.gpu.headers,
         staticNode: config.gpu.url ? { id: config.gpu.nodeId, url: config.gpu.url } : null,
         timeoutMs: config.gpu.timeoutMs,
         healthTimeoutMs: config.gpu.healthTimeoutMs,

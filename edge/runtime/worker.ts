@@ -40,6 +40,7 @@ function build(env: Record<string, unknown>): Built {
     secret: config.gpu.secret,
     timeoutMs: config.gpu.timeoutMs,
     healthTimeoutMs: config.gpu.healthTimeoutMs,
+    headers: config.gpu.headers,
   });
   const logger = createLogger({ level: config.logLevel });
   const app = createApp({ db, gpu, rateLimiter, config, logger, runtime: "workers" });
@@ -69,7 +70,11 @@ export default {
       // The configuration is what failed, so its log level is not known: errors are always written.
       createLogger().error("edge configuration", { error: err });
       const message = err instanceof ConfigError ? err.message : "The edge failed to start.";
-      return Response.json({ error: { code: "edge_misconfigured", message } }, { status: 500 });
+      const requestId = crypto.randomUUID();
+      return Response.json(
+        { error: { code: "edge_misconfigured", message }, requestId },
+        { status: 500, headers: { "x-request-id": requestId } },
+      );
     }
     if (new URL(request.url).pathname.startsWith("/admin")) await built.adminReady;
     return built.app.fetch(request, env, ctx);
