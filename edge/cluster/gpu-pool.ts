@@ -20,7 +20,12 @@ import { type Attempt, createFailover, type Routed } from "./failover.js";
 import { classifyFailure, noReplica } from "./failures.js";
 import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
 import { startPoolTimers } from "./heartbeat-sweep.js";
-import { createNodeDirectory, type NodeDirectory, type PoolNode } from "./node-directory.js";
+import {
+  createNodeDirectory,
+  type NodeConnection,
+  type NodeDirectory,
+  type PoolNode,
+} from "./node-directory.js";
 import { createMetricsBook, type MetricsBook, type NodeMetrics } from "./node-metrics.js";
 import { desiredNodes, type RouteTier, routeCandidates } from "./placement.js";
 import { depositCandidates, graftCandidates, leastBusy } from "./pool-routing.js";
@@ -31,17 +36,7 @@ export type { Routed } from "./failover.js";
 export type { PoolNode } from "./node-directory.js";
 export type { NodeMetrics } from "./node-metrics.js";
 
-export interface GpuPoolOptions extends PoolSettings {
-  db: Database;
-  /** Shared secret of signed requests and heartbeats; null: no node can be used. */
-  secret: string | null;
-  /** Sent on every call to a node (the Cloudflare Access service token in front of the nodes). */
-  headers?: Record<string, string>;
-  /** The statically configured node (KVGRAFT_GPU_URL), if any. */
-  staticNode: { id: string; url: string } | null;
-  timeoutMs: number;
-  healthTimeoutMs: number;
-  fetch?: typeof fetch;
+export interface GpuPoolOptions extends PoolSettings, NodeConnection {
   log?: (message: string, fields?: Record<string, unknown>) => void;
   now?: () => number;
 }

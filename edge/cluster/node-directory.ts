@@ -37,18 +37,23 @@ export function reportedHealth(beat: Heartbeat): Record<string, unknown> {
   };
 }
 
-export interface NodeDirectoryOptions {
+/** How the edge reaches its GPU nodes (the pool's options and the directory's). */
+export interface NodeConnection {
   db: Database;
-  /** Shared secret of signed requests; null: no node can be used. */
+  /** Shared secret of signed requests and heartbeats; null: no node can be used. */
   secret: string | null;
-  /** Sent on every call (the Cloudflare Access service token in front of the nodes). */
+  /** Sent on every call to a node (the Cloudflare Access service token in front of the nodes). */
   headers?: Record<string, string>;
+  /** The statically configured node (KVGRAFT_GPU_URL), if any. */
   staticNode: { id: string; url: string } | null;
   timeoutMs: number;
   healthTimeoutMs: number;
+  fetch?: typeof fetch;
+}
+
+export interface NodeDirectoryOptions extends NodeConnection {
   heartbeatMs: number;
   downAfter: number;
-  fetch?: typeof fetch;
   now: () => number;
 }
 
