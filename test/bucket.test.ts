@@ -87,11 +87,14 @@ async function blockFile(size: number, label: string): Promise<{ path: string; m
 
 /** A disk cache over a fresh store on the test bucket. */
 async function freshCache(
-  target: BlockBucket | null = bucket,
-  budget = Number.POSITIVE_INFINITY,
+  target: BlockBucket = bucket,
+  diskBudgetBytes?: number,
 ): Promise<{ store: BlockStore; cache: DiskCache }> {
   const { store } = await BlockStore.open(freshDir("node"));
-  return { store, cache: new DiskCache(store, target, budget, (id) => store.delete(id)) };
+  return {
+    store,
+    cache: new DiskCache(store, { bucket: target, diskBudgetBytes }, (id) => store.delete(id)),
+  };
 }
 
 async function expectDomainError(promise: Promise<unknown>, status: number, code: string): Promise<void> {

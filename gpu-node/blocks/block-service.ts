@@ -47,10 +47,7 @@ export interface BlockServiceOptions {
   warmBudgetBytes?: number;
   /** Requests that may wait for a slot before a 429. */
   maxWaiting?: number;
-  /**
-   * The durable tier. With it, a deposit is uploaded before it is answered, a graft of a block
-   * not on this node fetches it, and local disk is a cache within `diskBudgetBytes`.
-   */
+  /** The durable tier; with it, local disk is a cache of the bucket (disk-cache.ts). */
   bucket?: BlockBucket;
   /** Bytes of block files kept locally when there is a bucket; default no limit. */
   diskBudgetBytes?: number;
@@ -84,8 +81,7 @@ export class BlockService implements Blocks {
     options: Pick<BlockServiceOptions, "bucket" | "diskBudgetBytes">,
   ) {
     this.restorer = new Restorer({ engine, store, warm, pool, memory });
-    const budget = options.diskBudgetBytes ?? Number.POSITIVE_INFINITY;
-    this.disk = new DiskCache(store, options.bucket ?? null, budget, (sha) => this.delete(sha));
+    this.disk = new DiskCache(store, options, (sha) => this.delete(sha));
     this.importer = new BlockImporter(engine, store, pool, (sha) => this.probes.markChecked(sha));
   }
 
@@ -107,6 +103,10 @@ export class BlockService implements Blocks {
     );
     const pool = new SlotPool(options.engine.slots, options.maxWaiting ?? options.engine.slots.length * 4);
     return new BlockService(options.engine, store, warm, pool, recovery, memory, options);
+  }
+
+  get durable(): boolean {
+    return this.disk.bucket !== null;
   }
 
   list(): BlockManifest[] {

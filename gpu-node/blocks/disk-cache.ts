@@ -28,13 +28,19 @@ export class DiskCache {
   private readonly reading = new Map<string, number>();
   readonly stats: BucketStats = { uploads: 0, fetches: 0, evictions: 0 };
 
+  readonly bucket: BlockBucket | null;
+  /** Bytes of block files kept locally when there is a bucket. */
+  private readonly diskBudgetBytes: number;
+
   constructor(
     private readonly store: BlockStore,
-    readonly bucket: BlockBucket | null,
-    private readonly diskBudgetBytes: number,
+    options: { bucket?: BlockBucket | undefined; diskBudgetBytes?: number | undefined },
     /** Deletes a block from this node (every tier), for eviction. */
     private readonly deleteBlock: (sha: string) => Promise<void>,
-  ) {}
+  ) {
+    this.bucket = options.bucket ?? null;
+    this.diskBudgetBytes = options.diskBudgetBytes ?? Number.POSITIVE_INFINITY;
+  }
 
   /**
    * With a bucket, uploads a committed block (state, then manifest) before the deposit is
