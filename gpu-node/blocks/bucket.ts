@@ -13,6 +13,9 @@ import { AwsClient } from "aws4fetch";
 import { conflict, unavailable } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
 
+/** Bytes gathered from the network before one write to the temp file. */
+const WRITE_BATCH_BYTES = 8 * 2 ** 20;
+
 /** Where the bucket is and how to sign for it. */
 export interface BucketConfig {
   /** Path-style bucket URL: the S3 endpoint followed by the bucket name. */
@@ -141,6 +144,16 @@ export class BlockBucket {
     };
     const file = await open(destPath, "w", 0o644);
     const reader = res.body.getReader();
+    // Network reads are small (64 KiB); writing them in batches keeps the disk off the critical path.
+    let pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    const flush = async () => {
+      if (pendingBytes === 0) return;
+      const batch = pending;
+      pending = [];
+      pendingBytes = 0;
+      await file.writev(batch);
+    };
     try {
       for (;;) {
         let next: Awaited<ReturnType<typeof reader.read>>;
@@ -161,11 +174,14 @@ export class BlockBucket {
           offset += take;
           if (inChunk === chunkBytes) endChunk();
         }
-        await file.write(buf);
+        pending.push(buf);
+        pendingBytes += buf.length;
+        if (pendingBytes >= WRITE_BATCH_BYTES) await flush();
       }
       if (size !== manifest.sizeBytes) throw corrupt(`truncated at ${size} of ${manifest.sizeBytes} bytes`);
       if (inChunk > 0) endChunk();
       if (whole.digest("hex") !== sha) throw corrupt("the file's SHA-256 differs");
+      await flush();
       await file.sync();
     } catch (err) {
       await reader.cancel().catch(() => undefined);
