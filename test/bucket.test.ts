@@ -23,6 +23,7 @@ import { BlockStore } from "../gpu-node/blocks/block-store.js";
 import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
 import { DiskCache } from "../gpu-node/blocks/disk-cache.js";
 import { hashFileWithChunks } from "../gpu-node/blocks/file-hash.js";
+import { bucketConfig, readGpuEnv } from "../gpu-node/config.js";
 import { DomainError } from "../shared/errors.js";
 import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
@@ -269,5 +270,46 @@ describe("block bucket", () => {
     await cache.local(a);
     expect(store.has(a)).toBe(true);
     expect(cache.stats.fetches).toBe(4);
+  });
+});
+
+describe("bucket configuration", () => {
+  it("reads the bucket from the environment, region auto by default; none without a URL", () => {
+    const env = readGpuEnv({
+      KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/kvgraft-blocks",
+      KVGRAFT_BUCKET_ACCESS_KEY_ID: "id",
+      KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "secret",
+      KVGRAFT_DISK_BUDGET_BYTES: "1000",
+    });
+    expect(bucketConfig(env)).toEqual({
+      url: "https://acct.r2.cloudflarestorage.com/kvgraft-blocks",
+      accessKeyId: "id",
+      secretAccessKey: "secret",
+      region: "auto",
+    });
+    expect(env.KVGRAFT_DISK_BUDGET_BYTES).toBe(1000);
+    expect(bucketConfig(readGpuEnv({}))).toBeUndefined();
+  });
+
+  it.each([
+    [{ KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/b" }, "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"],
+    [
+      {
+        KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/",
+        KVGRAFT_BUCKET_ACCESS_KEY_ID: "i",
+        KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "s",
+      },
+      "bucket name",
+    ],
+    [
+      {
+        KVGRAFT_BUCKET_URL: "ftp://host/b",
+        KVGRAFT_BUCKET_ACCESS_KEY_ID: "i",
+        KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "s",
+      },
+      "KVGRAFT_BUCKET_URL",
+    ],
+  ])("refuses %j, naming what is wrong", (env, named) => {
+    expect(() => readGpuEnv(env)).toThrow(named);
   });
 });
