@@ -5,6 +5,7 @@
 import { delimiter } from "node:path";
 import { z } from "zod";
 import { logLevelSetting, parseEnv } from "../shared/http/config.js";
+import type { BucketConfig } from "./blocks/bucket.js";
 
 const envSchema = z.object({
   /** `lastBuild` loads the CUDA build installed on the GPU machine; `cpu` (default) the CPU build. */
@@ -27,13 +28,53 @@ const envSchema = z.object({
   KVGRAFT_PUBLIC_URL: z.url().optional(),
   /** Least severe log level written: debug, info (default), warn, error, silent. */
   KVGRAFT_LOG_LEVEL: logLevelSetting,
+  /**
+   * The durable block bucket, path-style: an S3-compatible endpoint and the bucket name, e.g.
+   * https://<account>.r2.cloudflarestorage.com/kvgraft-blocks. Unset: blocks live on local disk only.
+   */
+  KVGRAFT_BUCKET_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** Access key id of the bucket's API token (R2: an R2 API token's access key id). */
+  KVGRAFT_BUCKET_ACCESS_KEY_ID: z.string().min(1).optional(),
+  KVGRAFT_BUCKET_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** SigV4 region of the bucket; R2 takes `auto` (the default). */
+  KVGRAFT_BUCKET_REGION: z.string().min(1).default("auto"),
+  /**
+   * With a bucket: bytes of block files kept on local disk; past it, the least recently used
+   * blocks that are safe in the bucket are deleted locally. Unset: no limit.
+   */
+  KVGRAFT_DISK_BUDGET_BYTES: z.coerce.number().int().positive().optional(),
+});
+
+const envSchemaChecked = envSchema.superRefine((env, ctx) => {
+  if (!env.KVGRAFT_BUCKET_URL) return;
+  for (const key of ["KVGRAFT_BUCKET_ACCESS_KEY_ID", "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"] as const)
+    if (!env[key])
+      ctx.addIssue({ code: "custom", path: [key], message: "is required with KVGRAFT_BUCKET_URL" });
+  if (new URL(env.KVGRAFT_BUCKET_URL).pathname.replace(/\/+$/, "") === "")
+    ctx.addIssue({
+      code: "custom",
+      path: ["KVGRAFT_BUCKET_URL"],
+      message: "must end with the bucket name (path-style: <endpoint>/<bucket>)",
+    });
 });
 
 export type GpuEnv = z.infer<typeof envSchema>;
 
 /** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
 export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
-  return parseEnv(envSchema, env);
+  return parseEnv(envSchemaChecked, env);
+}
+
+/** The block bucket the environment names, or undefined when none is configured. */
+export function bucketConfig(env: GpuEnv): BucketConfig | undefined {
+  if (!env.KVGRAFT_BUCKET_URL || !env.KVGRAFT_BUCKET_ACCESS_KEY_ID || !env.KVGRAFT_BUCKET_SECRET_ACCESS_KEY)
+    return undefined;
+  return {
+    url: env.KVGRAFT_BUCKET_URL,
+    accessKeyId: env.KVGRAFT_BUCKET_ACCESS_KEY_ID,
+    secretAccessKey: env.KVGRAFT_BUCKET_SECRET_ACCESS_KEY,
+    region: env.KVGRAFT_BUCKET_REGION,
+  };
 }
 
 /** Directories of the executable search path (`PATH`), in order, read when called. */

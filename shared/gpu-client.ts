@@ -18,6 +18,8 @@ import {
   blockListSchema,
   blockManifestSchema,
   DEADLINE_HEADER,
+  type DepositResult,
+  depositResultSchema,
   type GenerateRequest,
   type GenerationResult,
   type GraftRequest,
@@ -140,8 +142,8 @@ export function createGpuClient(options: GpuClientOptions) {
       if (!res.ok) throw await errorFrom(res);
       return res.text();
     },
-    deposit: (text: string, opts?: CallOptions): Promise<BlockManifest> =>
-      call("POST", gpuPaths.blocks, blockManifestSchema, { text }, opts),
+    deposit: (text: string, opts?: CallOptions): Promise<DepositResult> =>
+      call("POST", gpuPaths.blocks, depositResultSchema, { text }, opts),
     listBlocks: async (): Promise<BlockManifest[]> =>
       (await call("GET", gpuPaths.blocks, blockListSchema)).blocks,
     getBlock: (id: string): Promise<BlockManifest> => call("GET", gpuPaths.block(id), blockManifestSchema),

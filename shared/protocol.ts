@@ -73,6 +73,14 @@ export const blockManifestSchema = z.object({
 });
 export type BlockManifest = z.infer<typeof blockManifestSchema>;
 
+/**
+ * A GPU node's answer to a deposit: the manifest, and `durable: true` when the node keeps
+ * blocks in a bucket and this one was uploaded (state, then manifest) before the answer; a node
+ * whose upload fails answers 503 `bucket_unavailable` instead. False: the node has no bucket.
+ */
+export const depositResultSchema = blockManifestSchema.extend({ durable: z.boolean().default(false) });
+export type DepositResult = z.infer<typeof depositResultSchema>;
+
 export const tierSchema = z.enum(["hot", "warm", "cold"]);
 export type Tier = z.infer<typeof tierSchema>;
 

@@ -23,8 +23,10 @@ import { sha256Hex } from "../shared/hash.js";
 import { createLogger, silentLogger } from "../shared/http/logger.js";
 import {
   type BlockManifest,
+  blockManifestSchema,
   CHUNK_SHA256_HEADER,
   DEADLINE_HEADER,
+  type DepositResult,
   errorBodySchema,
   gpuPaths,
   healthSchema,
@@ -138,7 +140,7 @@ let dataDir: string;
 let gpu: GpuApp;
 let server: { url: string; close: () => Promise<void> };
 let client: GpuNodeClient;
-let block: BlockManifest;
+let block: DepositResult;
 const BLOCK_TEXT = "Problem: add 17 and 25. Worked solution: 17 + 25 = 42. Answer: 42. ".repeat(3);
 
 function appOptions(extra: Partial<GpuAppOptions> = {}): GpuAppOptions {
@@ -364,8 +366,10 @@ describe("bad input", () => {
 describe("blocks over HTTP", () => {
   it("lists, gets, verifies and prefetches a deposited block", async () => {
     expect(block.tokenCount).toBeGreaterThan(10);
+    // A node without a bucket: the deposit is on its disk only.
+    expect(block.durable).toBe(false);
     expect((await client.listBlocks()).map((m) => m.sha256)).toContain(block.sha256);
-    expect(await client.getBlock(block.sha256)).toEqual(block);
+    expect({ ...(await client.getBlock(block.sha256)), durable: false }).toEqual(block);
     const check = await client.verifyBlock(block.sha256);
     expect(check.ok).toBe(true);
     expect(check.probeSha256).toBe(block.probe.sha256);
@@ -493,7 +497,10 @@ describe("deadlines, cancellation and backpressure", () => {
 
 describe("imports", () => {
   it("imports a block in chunks, checking every chunk and the whole file, and leaves nothing on failure", async () => {
-    const imported = await client.deposit("a block built on another node, then shipped here");
+    // The manifest alone (the deposit's answer also says whether the block is durable).
+    const imported = blockManifestSchema.parse(
+      await client.deposit("a block built on another node, then shipped here"),
+    );
     const bytes = new Uint8Array(readFileSync(join(dataDir, "blocks", `${imported.sha256}.state`)));
     const reference = await client.graft({ blockId: imported.sha256, query: " And then?", maxTokens: 6 });
     await client.deleteBlock(imported.sha256);

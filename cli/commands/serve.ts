@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { bucketConfig } from "../../gpu-node/config.js";
 import {
   gpuNodeConfigSchema,
   type ResolvedGpuNodeConfig,
@@ -72,6 +73,8 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     ...optional("nodeId", str("node-id") ?? env.KVGRAFT_NODE_ID),
     ...optional("publicUrl", str("public-url") ?? env.KVGRAFT_PUBLIC_URL),
     ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
+    ...(bucketConfig(env) ? { bucket: bucketConfig(env) } : {}),
+    ...(env.KVGRAFT_DISK_BUDGET_BYTES ? { diskBudgetBytes: env.KVGRAFT_DISK_BUDGET_BYTES } : {}),
     ...(env.KVGRAFT_ACCESS_AUD || env.KVGRAFT_ACCESS_TEAM_DOMAIN
       ? { access: { audience: env.KVGRAFT_ACCESS_AUD, teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN } }
       : {}),

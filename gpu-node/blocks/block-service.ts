@@ -24,6 +24,8 @@ import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
 import { nativeStateApi } from "../engine/state-memory.js";
 import { BlockImporter } from "./block-import.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
+import type { BlockBucket } from "./bucket.js";
+import { DiskCache } from "./disk-cache.js";
 import { decode, generationResult, truncate } from "./generation.js";
 import { MemoryPath, type SavedState } from "./memory-path.js";
 import type { ProbeGate } from "./probe-check.js";
@@ -45,6 +47,10 @@ export interface BlockServiceOptions {
   warmBudgetBytes?: number;
   /** Requests that may wait for a slot before a 429. */
   maxWaiting?: number;
+  /** The durable tier; with it, local disk is a cache of the bucket (disk-cache.ts). */
+  bucket?: BlockBucket;
+  /** Bytes of block files kept locally when there is a bucket; default no limit. */
+  diskBudgetBytes?: number;
 }
 
 /** First token id that is neither a special nor a byte token in the generated vocabularies. */
@@ -61,6 +67,8 @@ export class BlockService implements Blocks {
   private readonly depositsInFlight = new Map<string, Promise<BlockManifest>>();
   private readonly restorer: Restorer;
   private readonly importer: BlockImporter;
+  /** Local disk as a cache of the bucket (when there is one). */
+  readonly disk: DiskCache;
 
   private constructor(
     readonly engine: Engine,
@@ -70,8 +78,10 @@ export class BlockService implements Blocks {
     readonly recovery: StoreRecovery,
     /** The in-memory state path of our engine build; null on the npm prebuilt binaries. */
     readonly memory: MemoryPath | null,
+    options: Pick<BlockServiceOptions, "bucket" | "diskBudgetBytes">,
   ) {
     this.restorer = new Restorer({ engine, store, warm, pool, memory });
+    this.disk = new DiskCache(store, options, (sha) => this.delete(sha));
     this.importer = new BlockImporter(engine, store, pool, (sha) => this.probes.markChecked(sha));
   }
 
@@ -92,7 +102,11 @@ export class BlockService implements Blocks {
       memory ? 0 : warmBudget,
     );
     const pool = new SlotPool(options.engine.slots, options.maxWaiting ?? options.engine.slots.length * 4);
-    return new BlockService(options.engine, store, warm, pool, recovery, memory);
+    return new BlockService(options.engine, store, warm, pool, recovery, memory, options);
+  }
+
+  get durable(): boolean {
+    return this.disk.bucket !== null;
   }
 
   list(): BlockManifest[] {
@@ -119,8 +133,10 @@ export class BlockService implements Blocks {
     const pending = this.depositsInFlight.get(key);
     if (pending) return pending;
     // One deposit at a time: it holds two slots, and two deposits each holding one would deadlock.
-    const work = this.depositChain.then(() => this.depositNow(text, tokens));
-    this.depositChain = work.catch(() => undefined);
+    const made = this.depositChain.then(() => this.depositNow(text, tokens));
+    this.depositChain = made.catch(() => undefined);
+    // The upload runs outside the chain: it holds no slot.
+    const work = made.then((manifest) => this.disk.makeDurable(manifest));
     this.depositsInFlight.set(key, work);
     return work.finally(() => this.depositsInFlight.delete(key));
   }
@@ -208,7 +224,16 @@ export class BlockService implements Blocks {
     options: GenerationOptions & { acceptEngineMismatch?: true; verifyProbe?: boolean },
   ): Promise<GenerationResult> {
     const started = performance.now();
-    const manifest = this.store.get(blockId);
+    return this.disk.withLocal(blockId, (manifest) => this.graftLocal(manifest, query, options, started));
+  }
+
+  private async graftLocal(
+    manifest: BlockManifest,
+    query: string,
+    options: GenerationOptions & { acceptEngineMismatch?: true; verifyProbe?: boolean },
+    started: number,
+  ): Promise<GenerationResult> {
+    const blockId = manifest.sha256;
     assertSameOrigin(
       this.engine,
       { modelSha256: manifest.model.sha256, engineId: manifest.engine.id },
@@ -260,8 +285,12 @@ export class BlockService implements Blocks {
   }
 
   /** Moves a block up a tier ahead of a request. */
-  async prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier> {
-    const manifest = this.store.get(blockId);
+  prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier> {
+    return this.disk.withLocal(blockId, (manifest) => this.prefetchLocal(manifest, tier));
+  }
+
+  private async prefetchLocal(manifest: BlockManifest, tier: "hot" | "warm"): Promise<Tier> {
+    const blockId = manifest.sha256;
     if (tier === "warm" || !this.engine.canTruncate) {
       if (this.memory) {
         const fetched = await this.memory.prefetch(manifest, this.store.statePath(blockId));

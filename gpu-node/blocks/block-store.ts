@@ -157,19 +157,44 @@ export class BlockStore {
       await rm(tempStatePath, { force: true });
       return existing;
     }
-    await fsyncPath(tempStatePath);
     const { size } = await stat(tempStatePath);
-    await rename(tempStatePath, this.statePath(sha));
-    await fsyncPath(this.blocksDir);
     const full = blockManifestSchema.parse({
       ...manifest,
       sha256: sha,
       sizeBytes: size,
       chunks: { bytes: HASH_CHUNK_BYTES, sha256: chunks },
     });
-    await writeFileAtomic(this.blocksDir, this.tmpDir, `${sha}.json`, `${JSON.stringify(full, null, 2)}\n`);
-    this.manifests.set(sha, full);
+    await this.place(tempStatePath, full);
     return full;
+  }
+
+  /**
+   * Adds a block whose state file the caller has already checked against `manifest` (a fetch
+   * from the bucket checks every chunk as it arrives), under the manifest's own hash.
+   */
+  async adopt(tempStatePath: string, manifest: BlockManifest): Promise<BlockManifest> {
+    const existing = this.manifests.get(manifest.sha256);
+    if (existing) {
+      await rm(tempStatePath, { force: true });
+      return existing;
+    }
+    await this.place(tempStatePath, manifest);
+    return manifest;
+  }
+
+  /** Moves the state file into place, then writes the manifest (the block exists from then on). */
+  private async place(tempStatePath: string, manifest: BlockManifest): Promise<void> {
+    const sha = manifest.sha256;
+    await fsyncPath(tempStatePath);
+    await rename(tempStatePath, this.statePath(sha));
+    await fsyncPath(this.blocksDir);
+    await writeFileAtomic(
+      this.blocksDir,
+      this.tmpDir,
+      `${sha}.json`,
+      `${JSON.stringify(manifest, null, 2)}\n`,
+    );
+    this.manifests.set(sha, manifest);
   }
 
   /**

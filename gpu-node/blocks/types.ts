@@ -46,6 +46,8 @@ export interface BlockCheck {
 
 /** What the GPU node does with blocks; implemented by BlockService. */
 export interface Blocks {
+  /** Whether blocks are kept in a bucket: every deposit answered was uploaded first. */
+  readonly durable: boolean;
   deposit(text: string): Promise<BlockManifest>;
   graft(
     blockId: string,

@@ -12,6 +12,7 @@ import { z } from "zod";
 import { type Heartbeat, type HeartbeatLoop, nodeIdSchema, startHeartbeat } from "../../shared/heartbeat.js";
 import { createLogger, LOG_LEVELS, type Logger } from "../../shared/http/logger.js";
 import { BlockService } from "../blocks/block-service.js";
+import { BlockBucket } from "../blocks/bucket.js";
 import { Engine } from "../engine/engine.js";
 import { SandboxPool } from "../sandbox/pool.js";
 import { createGpuApp, type GpuApp } from "./app.js";
@@ -50,6 +51,17 @@ export const gpuNodeConfigSchema = z
     heartbeatMs: z.number().int().min(50).max(600_000).default(2_000),
     /** Lines below this level are not logged (`KVGRAFT_LOG_LEVEL`). */
     logLevel: z.enum(LOG_LEVELS).default("info"),
+    /** The durable block bucket (`KVGRAFT_BUCKET_*`); none: blocks live on local disk only. */
+    bucket: z
+      .object({
+        url: z.url({ protocol: /^https?$/ }),
+        accessKeyId: z.string().min(1),
+        secretAccessKey: z.string().min(1),
+        region: z.string().min(1).default("auto"),
+      })
+      .optional(),
+    /** With a bucket: bytes of block files kept locally (`KVGRAFT_DISK_BUDGET_BYTES`); default no limit. */
+    diskBudgetBytes: z.number().int().positive().optional(),
   })
   .strict();
 export type GpuNodeConfig = z.input<typeof gpuNodeConfigSchema>;
@@ -86,7 +98,12 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
   });
   let blocks: BlockService | undefined;
   try {
-    blocks = await BlockService.open({ engine, dataDir: config.dataDir });
+    blocks = await BlockService.open({
+      engine,
+      dataDir: config.dataDir,
+      ...(config.bucket ? { bucket: new BlockBucket(config.bucket) } : {}),
+      ...(config.diskBudgetBytes ? { diskBudgetBytes: config.diskBudgetBytes } : {}),
+    });
     const openedBlocks = blocks;
     let sandboxUnavailable = "disabled (--no-sandbox)";
     const sandbox = config.sandbox

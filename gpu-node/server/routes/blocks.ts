@@ -6,6 +6,7 @@ import type { Hono } from "hono";
 import { unavailable } from "../../../shared/errors.js";
 import {
   BLOCK_MANIFEST_HEADER,
+  type DepositResult,
   depositRequestSchema,
   encodeManifestHeader,
   prefetchRequestSchema,
@@ -16,7 +17,8 @@ export function blockRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
   const { blocks, work } = ctx;
   app.post("/v1/blocks", async (c) => {
     const { text } = await jsonBody(c, depositRequestSchema);
-    return c.json(await work.queued(c, () => blocks.deposit(text)), 201);
+    const manifest = await work.queued(c, () => blocks.deposit(text));
+    return c.json({ ...manifest, durable: blocks.durable } satisfies DepositResult, 201);
   });
   app.get("/v1/blocks", (c) => c.json({ blocks: blocks.list() }));
   app.get("/v1/blocks/:id", (c) => c.json(blocks.get(blockIdParam(c))));

@@ -1,0 +1,133 @@
+/**
+ * Local disk as a cache of the block bucket: a deposit is uploaded (state, then manifest) before
+ * it is answered; a block not on disk is fetched from the bucket, once however many requests
+ * wait for it; past the disk budget the least recently used blocks that are safe in the bucket
+ * are deleted locally. Without a bucket every block stays and a missing one is a 404.
+ */
+import { rm } from "node:fs/promises";
+import { notFound } from "../../shared/errors.js";
+import type { BlockManifest } from "../../shared/protocol.js";
+import type { BlockStore } from "./block-store.js";
+import type { BlockBucket } from "./bucket.js";
+
+/** Counters of the bucket tier. */
+export interface BucketStats {
+  uploads: number;
+  fetches: number;
+  evictions: number;
+}
+
+export class DiskCache {
+  /** Fetches from the bucket in flight, so that concurrent grafts of one block fetch it once. */
+  private readonly fetches = new Map<string, Promise<BlockManifest>>();
+  /** Blocks known to be in the bucket (uploaded or fetched by this process). */
+  private readonly durable = new Set<string>();
+  /** Last use of each local block, for the disk budget's LRU order. */
+  private readonly lastUsed = new Map<string, number>();
+  /** Grafts and prefetches reading each block's file now: never evicted under them. */
+  private readonly reading = new Map<string, number>();
+  readonly stats: BucketStats = { uploads: 0, fetches: 0, evictions: 0 };
+
+  readonly bucket: BlockBucket | null;
+  /** Bytes of block files kept locally when there is a bucket. */
+  private readonly diskBudgetBytes: number;
+
+  constructor(
+    private readonly store: BlockStore,
+    options: { bucket?: BlockBucket | undefined; diskBudgetBytes?: number | undefined },
+    /** Deletes a block from this node (every tier), for eviction. */
+    private readonly deleteBlock: (sha: string) => Promise<void>,
+  ) {
+    this.bucket = options.bucket ?? null;
+    this.diskBudgetBytes = options.diskBudgetBytes ?? Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * With a bucket, uploads a committed block (state, then manifest) before the deposit is
+   * answered; a failed upload fails the deposit with 503 `bucket_unavailable` (the local copy
+   * stays, and a later deposit of the same text uploads it).
+   */
+  async makeDurable(manifest: BlockManifest): Promise<BlockManifest> {
+    this.touch(manifest.sha256);
+    if (!this.bucket) return manifest;
+    await this.bucket.upload(manifest, this.store.statePath(manifest.sha256));
+    this.durable.add(manifest.sha256);
+    this.stats.uploads++;
+    await this.evictOverBudget(manifest.sha256);
+    return manifest;
+  }
+
+  /**
+   * The manifest of a block on local disk, fetching the block from the bucket first when it is
+   * not here (one fetch per block however many callers wait for it). 404 `block_not_found`
+   * when neither has it; 409 `bucket_block_corrupt` when the bucket's copy fails its hashes.
+   */
+  async local(blockId: string): Promise<BlockManifest> {
+    if (this.store.has(blockId) || !this.bucket) {
+      const manifest = this.store.get(blockId);
+      this.touch(blockId);
+      return manifest;
+    }
+    let fetching = this.fetches.get(blockId);
+    if (!fetching) {
+      fetching = this.fetchFromBucket(this.bucket, blockId).finally(() => this.fetches.delete(blockId));
+      this.fetches.set(blockId, fetching);
+    }
+    return fetching;
+  }
+
+  private async fetchFromBucket(bucket: BlockBucket, blockId: string): Promise<BlockManifest> {
+    const manifest = await bucket.manifest(blockId);
+    if (!manifest) throw notFound("block_not_found", `no block ${blockId} on this node or in the bucket`);
+    const temp = this.store.tempPath("fetch");
+    try {
+      await bucket.download(manifest, temp);
+      const adopted = await this.store.adopt(temp, manifest);
+      this.durable.add(blockId);
+      this.stats.fetches++;
+      this.touch(blockId);
+      await this.evictOverBudget(blockId);
+      return adopted;
+    } finally {
+      await rm(temp, { force: true });
+    }
+  }
+
+  private touch(blockId: string): void {
+    this.lastUsed.set(blockId, performance.now());
+  }
+
+  /** Runs `use` with the block on local disk and protected from eviction meanwhile. */
+  async withLocal<T>(blockId: string, use: (manifest: BlockManifest) => Promise<T>): Promise<T> {
+    this.reading.set(blockId, (this.reading.get(blockId) ?? 0) + 1);
+    try {
+      return await use(await this.local(blockId));
+    } finally {
+      const left = (this.reading.get(blockId) ?? 1) - 1;
+      if (left > 0) this.reading.set(blockId, left);
+      else this.reading.delete(blockId);
+    }
+  }
+
+  /**
+   * Deletes least recently used local blocks until the block files fit the disk budget; only
+   * blocks that are in the bucket, not `keep`, and not being read. A block whose presence in
+   * the bucket cannot be confirmed now is kept.
+   */
+  private async evictOverBudget(keep: string): Promise<void> {
+    if (!this.bucket || this.store.diskUsage() <= this.diskBudgetBytes) return;
+    const byAge = this.store
+      .list()
+      .filter((m) => m.sha256 !== keep && !this.reading.has(m.sha256))
+      .sort((a, b) => (this.lastUsed.get(a.sha256) ?? 0) - (this.lastUsed.get(b.sha256) ?? 0));
+    for (const m of byAge) {
+      if (this.store.diskUsage() <= this.diskBudgetBytes) return;
+      const inBucket = this.durable.has(m.sha256) || (await this.bucket.has(m.sha256).catch(() => false));
+      if (!inBucket || !this.store.has(m.sha256) || this.reading.has(m.sha256)) continue;
+      this.durable.add(m.sha256);
+      await this.deleteBlock(m.sha256);
+      this.lastUsed.delete(m.sha256);
+      this.stats.evictions++;
+    }
+  }
+}

@@ -1,0 +1,315 @@
+/**
+ * The bucket tier against a real S3-compatible server (s3rver on loopback) with real files:
+ * upload and fetch byte-exact, chunk hashes checked as bytes arrive (altered or truncated
+ * objects refused), manifest last (a killed upload leaves no block), the bucket unreachable,
+ * one fetch for concurrent requests, and the disk budget's LRU that evicts only durable blocks.
+ */
+import { spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BlockStore } from "../gpu-node/blocks/block-store.js";
+import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
+import { DiskCache } from "../gpu-node/blocks/disk-cache.js";
+import { hashFileWithChunks } from "../gpu-node/blocks/file-hash.js";
+import { bucketConfig, readGpuEnv } from "../gpu-node/config.js";
+import { DomainError } from "../shared/errors.js";
+import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
+import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
+
+const ROOT = join(import.meta.dirname, "..");
+const CHUNK = 64 * 1024;
+const sha = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
+
+const roots: string[] = [];
+let s3: TestBucketServer;
+let bucket: BlockBucket;
+beforeAll(async () => {
+  s3 = await startS3Server();
+  bucket = new BlockBucket(s3.config);
+});
+afterAll(async () => {
+  await s3?.stop();
+  for (const r of roots) rmSync(r, { recursive: true, force: true });
+});
+
+function freshDir(label: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `kvgraft-bucket-${label}-`));
+  roots.push(dir);
+  return dir;
+}
+
+/** A block state file of `size` random bytes and its manifest, with 64 KiB chunk hashes. */
+async function blockFile(size: number, label: string): Promise<{ path: string; manifest: BlockManifest }> {
+  const path = join(freshDir("src"), "state");
+  writeFileSync(path, randomBytes(size));
+  const hashed = await hashFileWithChunks(path, CHUNK);
+  const manifest = blockManifestSchema.parse({
+    formatVersion: BLOCK_FORMAT_VERSION,
+    sha256: hashed.sha256,
+    sizeBytes: size,
+    tokenCount: 300,
+    tokensSha256: sha(`tokens ${label}`),
+    textSha256: sha(`text ${label}`),
+    model: { sha256: sha("model"), sizeBytes: 1234, architecture: "llama", name: "tiny" },
+    engine: {
+      nodeLlamaCpp: "3.21.1",
+      llamaCppRelease: "b0000",
+      backend: "cpu",
+      gpuName: null,
+      computeCapability: null,
+      context: {
+        kvKeyType: "F16",
+        kvValueType: "F16",
+        flashAttention: true,
+        swaFullCache: true,
+        batchSize: 512,
+        sequences: 2,
+      },
+      id: sha("engine"),
+    },
+    probe: { token: 300, sha256: sha(`probe ${label}`) },
+    chunks: { bytes: CHUNK, sha256: hashed.chunks },
+    createdAt: new Date().toISOString(),
+  });
+  return { path, manifest };
+}
+
+/** A disk cache over a fresh store on the test bucket. */
+async function freshCache(
+  target: BlockBucket = bucket,
+  diskBudgetBytes?: number,
+): Promise<{ store: BlockStore; cache: DiskCache }> {
+  const { store } = await BlockStore.open(freshDir("node"));
+  return {
+    store,
+    cache: new DiskCache(store, { bucket: target, diskBudgetBytes }, (id) => store.delete(id)),
+  };
+}
+
+async function expectDomainError(promise: Promise<unknown>, status: number, code: string): Promise<void> {
+  const err = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(DomainError);
+  expect({ status: (err as DomainError).status, code: (err as DomainError).code }).toEqual({ status, code });
+}
+
+/** Overwrites an object of the bucket directly (a damaged or tampered copy). */
+async function putRaw(key: string, body: Uint8Array): Promise<void> {
+  const res = await s3.raw.fetch(`${s3.config.url}/${key}`, { method: "PUT", body });
+  expect(res.status).toBe(200);
+}
+
+/** A loopback port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("block bucket", () => {
+  it("uploads a block (state, then manifest) and fetches it byte-exact into another node's store", async () => {
+    const { path, manifest } = await blockFile(5 * CHUNK + 123, "round-trip");
+    expect(await bucket.has(manifest.sha256)).toBe(false);
+    await bucket.upload(manifest, path);
+    expect(await bucket.has(manifest.sha256)).toBe(true);
+    expect(await bucket.manifest(manifest.sha256)).toEqual(manifest);
+
+    const { store, cache } = await freshCache();
+    const fetched = await cache.local(manifest.sha256);
+    expect(fetched).toEqual(manifest);
+    expect(store.has(manifest.sha256)).toBe(true);
+    expect(readFileSync(await store.checkedStatePath(manifest.sha256))).toEqual(readFileSync(path));
+    expect(cache.stats.fetches).toBe(1);
+    // On disk now: the next use reads it locally.
+    await cache.local(manifest.sha256);
+    expect(cache.stats.fetches).toBe(1);
+    expect(readdirSync(store.tmpDir)).toEqual([]);
+  });
+
+  it("answers 404 block_not_found for a block neither the node nor the bucket has", async () => {
+    const { cache } = await freshCache();
+    await expectDomainError(cache.local(sha("nowhere")), 404, "block_not_found");
+  });
+
+  it("fetches a block once for concurrent requests, on each of two nodes at once", async () => {
+    const { path, manifest } = await blockFile(8 * CHUNK, "concurrent");
+    await bucket.upload(manifest, path);
+    const a = await freshCache();
+    const b = await freshCache();
+    const results = await Promise.all([
+      a.cache.local(manifest.sha256),
+      a.cache.local(manifest.sha256),
+      b.cache.local(manifest.sha256),
+      b.cache.local(manifest.sha256),
+    ]);
+    for (const m of results) expect(m.sha256).toBe(manifest.sha256);
+    expect([a.cache.stats.fetches, b.cache.stats.fetches]).toEqual([1, 1]);
+    for (const { store } of [a, b])
+      expect(sha(readFileSync(await store.checkedStatePath(manifest.sha256)))).toBe(manifest.sha256);
+  });
+
+  it.each([
+    [
+      "altered",
+      (bytes: Buffer) => {
+        const altered = Buffer.from(bytes);
+        altered.writeUInt8(altered.readUInt8(3 * CHUNK + 7) ^ 1, 3 * CHUNK + 7);
+        return altered;
+      },
+    ],
+    ["truncated", (bytes: Buffer) => bytes.subarray(0, bytes.length - 1000)],
+    ["extended", (bytes: Buffer) => Buffer.concat([bytes, Buffer.from("tail")])],
+  ])("refuses a %s state object with 409 bucket_block_corrupt and keeps nothing", async (label, damage) => {
+    const { path, manifest } = await blockFile(5 * CHUNK + 99, `damaged-${label}`);
+    await bucket.upload(manifest, path);
+    await putRaw(blockKeys(manifest.sha256).state, damage(readFileSync(path)));
+    const { store, cache } = await freshCache();
+    await expectDomainError(cache.local(manifest.sha256), 409, "bucket_block_corrupt");
+    expect(store.has(manifest.sha256)).toBe(false);
+    expect(readdirSync(store.blocksDir)).toEqual([]);
+    expect(readdirSync(store.tmpDir)).toEqual([]);
+  });
+
+  it("refuses a manifest that does not name its own key", async () => {
+    const { path, manifest } = await blockFile(CHUNK, "lying-manifest");
+    const other = await blockFile(CHUNK, "other");
+    await bucket.upload(manifest, path);
+    await putRaw(blockKeys(manifest.sha256).manifest, Buffer.from(JSON.stringify(other.manifest)));
+    const { cache } = await freshCache();
+    await expectDomainError(cache.local(manifest.sha256), 409, "bucket_block_corrupt");
+  });
+
+  it("with the bucket unreachable: cached blocks still serve, uploads and fetches fail with 503 bucket_unavailable", async () => {
+    const { path, manifest } = await blockFile(2 * CHUNK, "unreachable");
+    const down = new BlockBucket({
+      ...s3.config,
+      url: `http://127.0.0.1:${await closedPort()}/kvgraft-blocks`,
+    });
+    const { store, cache } = await freshCache(down);
+    const temp = store.tempPath("test");
+    writeFileSync(temp, readFileSync(path));
+    await store.adopt(temp, manifest);
+    expect((await cache.local(manifest.sha256)).sha256).toBe(manifest.sha256);
+    await expectDomainError(cache.makeDurable(manifest), 503, "bucket_unavailable");
+    expect(cache.stats.uploads).toBe(0);
+    await expectDomainError(cache.local(sha("elsewhere")), 503, "bucket_unavailable");
+  });
+
+  it("leaves no visible block when the uploading process is killed mid-upload (manifest last)", async () => {
+    const { manifest } = await blockFile(CHUNK, "killed");
+    // A large sparse state file: the upload is still streaming when the process is killed.
+    const statePath = join(freshDir("big"), "state");
+    writeFileSync(statePath, "");
+    truncateSync(statePath, 512 * 2 ** 20);
+    const big = { ...manifest, sizeBytes: 512 * 2 ** 20 };
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        join(ROOT, "test/helpers/upload-child.ts"),
+        JSON.stringify({ bucket: s3.config, manifest: big, statePath }),
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+    );
+    let out = "";
+    await new Promise<void>((resolve) =>
+      child.stdout.on("data", (d: Buffer) => {
+        out += d.toString();
+        if (out.includes("uploading")) resolve();
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    expect(out).not.toContain("uploaded");
+    expect(await bucket.has(big.sha256)).toBe(false);
+    expect(await bucket.manifest(big.sha256)).toBeNull();
+    const { cache } = await freshCache();
+    await expectDomainError(cache.local(big.sha256), 404, "block_not_found");
+  });
+
+  it("keeps local disk within its budget by evicting the least recently used durable blocks only", async () => {
+    const size = 2 * CHUNK;
+    const blocks = await Promise.all(["lru-a", "lru-b", "lru-c"].map((l) => blockFile(size, l)));
+    const local = await blockFile(size, "lru-local-only");
+    const { store, cache } = await freshCache(bucket, 2 * size);
+    // A block that is only on this node (not in the bucket) is never evicted.
+    const temp = store.tempPath("test");
+    writeFileSync(temp, readFileSync(local.path));
+    await store.adopt(temp, local.manifest);
+    for (const b of blocks) await bucket.upload(b.manifest, b.path);
+    const [a, b, c] = blocks.map((x) => x.manifest.sha256) as [string, string, string];
+    await cache.local(a);
+    await cache.local(b);
+    expect(cache.stats.evictions).toBe(1);
+    expect(store.has(a)).toBe(false);
+    expect(store.has(local.manifest.sha256)).toBe(true);
+    await cache.local(c);
+    expect(store.has(b)).toBe(false);
+    expect(store.has(c)).toBe(true);
+    expect(store.has(local.manifest.sha256)).toBe(true);
+    expect(existsSync(store.statePath(a))).toBe(false);
+    // An evicted block comes back from the bucket on its next use.
+    await cache.local(a);
+    expect(store.has(a)).toBe(true);
+    expect(cache.stats.fetches).toBe(4);
+  });
+});
+
+describe("bucket configuration", () => {
+  it("reads the bucket from the environment, region auto by default; none without a URL", () => {
+    const env = readGpuEnv({
+      KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/kvgraft-blocks",
+      KVGRAFT_BUCKET_ACCESS_KEY_ID: "id",
+      KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "secret",
+      KVGRAFT_DISK_BUDGET_BYTES: "1000",
+    });
+    expect(bucketConfig(env)).toEqual({
+      url: "https://acct.r2.cloudflarestorage.com/kvgraft-blocks",
+      accessKeyId: "id",
+      secretAccessKey: "secret",
+      region: "auto",
+    });
+    expect(env.KVGRAFT_DISK_BUDGET_BYTES).toBe(1000);
+    expect(bucketConfig(readGpuEnv({}))).toBeUndefined();
+  });
+
+  it.each([
+    [{ KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/b" }, "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"],
+    [
+      {
+        KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/",
+        KVGRAFT_BUCKET_ACCESS_KEY_ID: "i",
+        KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "s",
+      },
+      "bucket name",
+    ],
+    [
+      {
+        KVGRAFT_BUCKET_URL: "ftp://host/b",
+        KVGRAFT_BUCKET_ACCESS_KEY_ID: "i",
+        KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "s",
+      },
+      "KVGRAFT_BUCKET_URL",
+    ],
+  ])("refuses %j, naming what is wrong", (env, named) => {
+    expect(() => readGpuEnv(env)).toThrow(named);
+  });
+});
