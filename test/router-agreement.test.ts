@@ -7,8 +7,6 @@
  * several problems, so the block choice is compared too.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,7 +16,7 @@ import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { sha256Hex } from "../shared/hash.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
-import { gpuPaths } from "../shared/protocol.js";
+import { type LoopbackGpu, startLoopbackGpu } from "./helpers/loopback-gpu.js";
 
 const SECRET = "router-agreement-secret-0123456789ab";
 
@@ -33,7 +31,7 @@ const queries = [
   ...jsonl<{ query: string }>("router-dev-rewordings.jsonl"),
 ];
 
-let gpu: Server;
+let gpu: LoopbackGpu;
 let dir: string;
 let edge: EdgeServer;
 let adminKey: string;
@@ -78,54 +76,12 @@ async function store(problem: string, answer: string, block: string | null) {
 }
 
 beforeAll(async () => {
-  gpu = createServer((req, res) => {
-    let body = "";
-    req.on("data", (c) => {
-      body += c;
-    });
-    req.on("end", () => {
-      const send = (status: number, value: unknown) =>
-        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
-      if (req.url === gpuPaths.graft) {
-        const { blockId } = JSON.parse(body);
-        return send(200, {
-          text: "grafted\n42",
-          tokens: [7, 8],
-          outputSha256: "e".repeat(64),
-          blockSha256: blockId,
-          tier: "hot",
-          tokensIn: 5,
-          tokensOut: 2,
-          timings: { restoreMs: 0.1, queryMs: 1, decodeMs: 1, totalMs: 2.1 },
-          finishReason: "maxTokens",
-        });
-      }
-      if (req.url === gpuPaths.solve)
-        return send(200, {
-          answer: null,
-          confidence: 0,
-          unsure: true,
-          programsAgree: false,
-          votes: [],
-          samples: [],
-          tokensIn: 5,
-          tokensOut: 2,
-          gpuMs: 1,
-          sandboxMs: 0,
-          totalMs: 1,
-          energy: null,
-          outputSha256: "e".repeat(64),
-          isolation: "none",
-        });
-      send(404, { error: { code: "not_found", message: "not here" } });
-    });
-  });
-  await new Promise<void>((r) => gpu.listen(0, "127.0.0.1", r));
+  gpu = await startLoopbackGpu({ sandbox: false });
   dir = mkdtempSync(join(tmpdir(), "kvgraft-router-agreement-"));
   edge = await startEdgeServer({
     env: {
       LIBSQL_URL: `file:${join(dir, "edge.db")}`,
-      KVGRAFT_GPU_URL: `http://127.0.0.1:${(gpu.address() as AddressInfo).port}`,
+      KVGRAFT_GPU_URL: gpu.url,
       KVGRAFT_GPU_SECRET: SECRET,
       KVGRAFT_RATE_LIMIT: "100000",
     },
@@ -155,8 +111,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await edge?.close();
-  gpu?.closeAllConnections();
-  await new Promise((r) => gpu?.close(r));
+  await gpu?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

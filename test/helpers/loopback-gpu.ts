@@ -1,7 +1,8 @@
 /**
- * A loopback GPU node for edge tests that need no model: `/v1/sandbox/run` is the real sandbox,
- * a deposit (`POST /v1/blocks`) answers a manifest for the text (what a node without a model can
- * truthfully hash), and `/v1/graft` a fixed generation. It records the work paths it served.
+ * A loopback GPU node for edge tests that need no model: `/v1/sandbox/run` is the real sandbox
+ * (or, without one, a 503 `sandbox_unavailable`), a deposit (`POST /v1/blocks`) answers a manifest
+ * for the text (what a node without a model can truthfully hash), `/v1/graft` a fixed generation
+ * and `/v1/solve` an unsure sampled solve. It records the work paths it served.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -50,9 +51,9 @@ export interface LoopbackGpu {
   close(): Promise<void>;
 }
 
-/** Starts the loopback node on 127.0.0.1 with a real sandbox. */
-export async function startLoopbackGpu(): Promise<LoopbackGpu> {
-  const runner = await localProgramRunner();
+/** Starts the loopback node on 127.0.0.1, with a real sandbox unless `sandbox` is false. */
+export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Promise<LoopbackGpu> {
+  const runner = options.sandbox === false ? null : await localProgramRunner();
   const requests: string[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
@@ -64,6 +65,8 @@ export async function startLoopbackGpu(): Promise<LoopbackGpu> {
       const send = (status: number, value: unknown) =>
         res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
       if (req.url === gpuPaths.sandboxRun) {
+        if (!runner)
+          return send(503, { error: { code: "sandbox_unavailable", message: "no sandbox on this node" } });
         const { program, params, expect } = JSON.parse(body);
         return send(200, await runner.runProgram({ program, params, expect }));
       }
@@ -83,6 +86,23 @@ export async function startLoopbackGpu(): Promise<LoopbackGpu> {
           finishReason: "maxTokens",
         });
       }
+      if (req.url === gpuPaths.solve)
+        return send(200, {
+          answer: null,
+          confidence: 0,
+          unsure: true,
+          programsAgree: false,
+          votes: [],
+          samples: [],
+          tokensIn: 5,
+          tokensOut: 2,
+          gpuMs: 1,
+          sandboxMs: 0,
+          totalMs: 1,
+          energy: null,
+          outputSha256: "e".repeat(64),
+          isolation: "none",
+        });
       send(404, { error: { code: "not_found", message: "not here" } });
     });
   });
