@@ -63,7 +63,10 @@ export interface GraftBenchRow {
   warmLoadMs: number;
   /** State bytes over warmLoadMs: the restore bandwidth. */
   loadGBps: number;
-  /** Parts of the hot step: the tail erase, and the token decoded without sampling (hotMs samples it). */
+  /**
+   * Parts of the hot step: the tail erase, and the token evaluated without asking for its logits (no
+   * output layer, no sampling; hotMs asks for the sampled next token).
+   */
   hotEraseMs: number;
   hotDecodeMs: number;
   coldMs: number;
@@ -250,7 +253,7 @@ export async function benchGraft(
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
             await oneToken(a);
             if (timed) times.hot.push(performance.now() - t);
-            // The hot step's parts: the erase alone, then the token decoded without sampling.
+            // The hot step's parts: the erase alone, then the token evaluated without logits.
             t = performance.now();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
             if (timed) times.hotErase.push(performance.now() - t);

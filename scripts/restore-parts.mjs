@@ -3,7 +3,7 @@
 //      loads from the tier (warm) with the token timed apart;
 //   B: the device copy of a hot block into the other slot: the native call alone, with the locks,
 //      and the token after it against a token on that slot without a copy;
-//   C: the hot step: the erase, the decode without sampling, the decode with sampling.
+//   C: the hot step: the erase, the token evaluated without logits, the token with the next one sampled.
 // Run from the project root after `npm run build`, with the engine build installed (KV_LLAMA=lastBuild):
 //   node scripts/restore-parts.mjs MODEL.gguf TOKENS SWA_FULL_CACHE(true|false)
 // The figures in docs/benchmarks.md: gemma3-12b.gguf 11994 false on the H200, 2026-11-30.
