@@ -125,6 +125,9 @@ export class Engine {
         swaFullCache: resolved.swaFullCache,
         experimentalKvCacheKeyType: ggmlKv,
         experimentalKvCacheValueType: ggmlKv,
+        // llama.cpp's own decode timings (two clock reads per decode), so that a hot graft's token
+        // can be split into llama.cpp's time and ours (takeEvalTimings on the engine build).
+        performanceTracking: true,
       });
       // No interval checkpoints: node-llama-cpp would save a sliding-window sequence's state to RAM
       // every 8,192 tokens (under the context lock, ~190 ms for gemma3-12b at 11,994 tokens on the
