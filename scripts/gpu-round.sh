@@ -8,8 +8,8 @@
 #   bash scripts/gpu-round.sh energy      # 12b preset: recompute vs hot vs warm energy at 11,994 tokens
 #   bash scripts/gpu-round.sh load        # 12b preset: kvgraft bench edge --path graft at 8, 16, 32 req/s
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
-#   bash scripts/gpu-round.sh engine      # 12b preset: bench graft, f16 and q8_0 KV, 5,977 and 11,994 tokens,
-#                                         # memory path (our engine build) beside the file path
+#   bash scripts/gpu-round.sh engine [KV] # 12b preset: bench graft, f16 and q8_0 KV (or KV alone), 5,977 and
+#                                         # 11,994 tokens, memory path (our engine build) beside the file path
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
@@ -43,8 +43,8 @@ swa_graft() { # gemma3-12b, SWA full cache off: bench graft with f16 and q8_0 KV
   done
 }
 case "${1:-}" in
-  engine)
-    for kv in f16 q8_0; do
+  engine) # optional second argument: one KV type (f16 or q8_0) instead of both
+    for kv in ${2:-f16 q8_0}; do
       $cli bench graft --model "$(model 12b)" --lengths 5977,11994 --kv "$kv" --runs 3 --json \
         2>"$out/graft-12b-$kv-h200.log" | tee "$out/graft-12b-$kv-h200.txt"
       tail -n 1 "$out/graft-12b-$kv-h200.txt" > "$out/graft-12b-$kv-h200.json"
