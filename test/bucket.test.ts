@@ -211,38 +211,129 @@ describe("block bucket", () => {
     await expectDomainError(cache.local(sha("elsewhere")), 503, "bucket_unavailable");
   });
 
-  it("leaves no visible block when the uploading process is killed mid-upload (manifest last)", async () => {
-    const { manifest } = await blockFile(CHUNK, "killed");
-    // A large sparse state file: the upload is still streaming when the process is killed.
-    const statePath = join(freshDir("big"), "state");
-    writeFileSync(statePath, "");
-    truncateSync(statePath, 512 * 2 ** 20);
-    const big = { ...manifest, sizeBytes: 512 * 2 ** 20 };
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(ROOT, "test/helpers/upload-child.ts"),
-        JSON.stringify({ bucket: s3.config, manifest: big, statePath }),
-      ],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+  it.each([
+    ["a single PUT", {}],
+    ["a multipart upload", { multipartThresholdBytes: 16 * 2 ** 20, partBytes: 5 * 2 ** 20 }],
+  ])(
+    "leaves no visible block when the uploading process is killed mid-upload (%s, manifest last)",
+    async (label, limits) => {
+      const { manifest } = await blockFile(CHUNK, `killed ${label}`);
+      // A large sparse state file: the upload is still streaming when the process is killed.
+      const statePath = join(freshDir("big"), "state");
+      writeFileSync(statePath, "");
+      truncateSync(statePath, 512 * 2 ** 20);
+      const big = { ...manifest, sizeBytes: 512 * 2 ** 20 };
+      const child = spawn(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          join(ROOT, "test/helpers/upload-child.ts"),
+          JSON.stringify({ bucket: { ...s3.config, ...limits }, manifest: big, statePath }),
+        ],
+        { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+      );
+      let out = "";
+      await new Promise<void>((resolve) =>
+        child.stdout.on("data", (d: Buffer) => {
+          out += d.toString();
+          if (out.includes("uploading")) resolve();
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      child.kill("SIGKILL");
+      await new Promise((r) => child.once("exit", r));
+      expect(out).not.toContain("uploaded");
+      expect(await bucket.has(big.sha256)).toBe(false);
+      expect(await bucket.manifest(big.sha256)).toBeNull();
+      const stateObject = await s3.raw.fetch(`${s3.config.url}/${blockKeys(big.sha256).state}`, {
+        method: "HEAD",
+      });
+      // A killed single PUT may leave an orphan state object; a killed multipart upload never completes.
+      if (label === "a multipart upload") expect(stateObject.status).toBe(404);
+      const { cache } = await freshCache();
+      await expectDomainError(cache.local(big.sha256), 404, "block_not_found");
+    },
+  );
+
+  it.each([1, 3, 8])(
+    "fetches with %i ranged GETs at once, byte-exact, every byte also into the target",
+    async (parallel) => {
+      const { path, manifest } = await blockFile(7 * CHUNK + 5, `parallel-${parallel}`);
+      await bucket.upload(manifest, path);
+      const ranged = new BlockBucket({ ...s3.config, fetchParallel: parallel });
+      const dest = join(freshDir("dest"), "state");
+      const target = Buffer.alloc(manifest.sizeBytes);
+      await ranged.download(manifest, dest, { write: (offset, bytes) => target.set(bytes, offset) });
+      expect(readFileSync(dest).equals(readFileSync(path))).toBe(true);
+      expect(target.equals(readFileSync(path))).toBe(true);
+    },
+  );
+
+  it("refuses chunk hashes that match altered bytes: the whole file's SHA-256 names the block", async () => {
+    const { path, manifest } = await blockFile(3 * CHUNK, "rehashed");
+    await bucket.upload(manifest, path);
+    const altered = Buffer.from(readFileSync(path));
+    altered.writeUInt8(altered.readUInt8(CHUNK + 1) ^ 1, CHUNK + 1);
+    const alteredPath = join(freshDir("altered"), "state");
+    writeFileSync(alteredPath, altered);
+    const rehashed = await hashFileWithChunks(alteredPath, CHUNK);
+    await putRaw(blockKeys(manifest.sha256).state, altered);
+    await putRaw(
+      blockKeys(manifest.sha256).manifest,
+      Buffer.from(JSON.stringify({ ...manifest, chunks: { bytes: CHUNK, sha256: rehashed.chunks } })),
     );
-    let out = "";
-    await new Promise<void>((resolve) =>
-      child.stdout.on("data", (d: Buffer) => {
-        out += d.toString();
-        if (out.includes("uploading")) resolve();
-      }),
+    const { store, cache } = await freshCache();
+    const err = await cache.local(manifest.sha256).then(
+      () => null,
+      (e: unknown) => e,
     );
-    await new Promise((r) => setTimeout(r, 300));
-    child.kill("SIGKILL");
-    await new Promise((r) => child.once("exit", r));
-    expect(out).not.toContain("uploaded");
-    expect(await bucket.has(big.sha256)).toBe(false);
-    expect(await bucket.manifest(big.sha256)).toBeNull();
-    const { cache } = await freshCache();
-    await expectDomainError(cache.local(big.sha256), 404, "block_not_found");
+    expect((err as DomainError).code).toBe("bucket_block_corrupt");
+    expect((err as DomainError).message).toContain("SHA-256 differs");
+    expect(readdirSync(store.blocksDir)).toEqual([]);
+    expect(readdirSync(store.tmpDir)).toEqual([]);
+  });
+
+  it("uploads a state above the multipart threshold in parts and fetches it byte-exact", async () => {
+    const size = 12 * 2 ** 20 + 123;
+    const { path, manifest } = await blockFile(size, "multipart");
+    const parts = new BlockBucket({
+      ...s3.config,
+      multipartThresholdBytes: 8 * 2 ** 20,
+      partBytes: 5 * 2 ** 20,
+    });
+    await parts.upload(manifest, path);
+    const object = await s3.raw.fetch(`${s3.config.url}/${blockKeys(manifest.sha256).state}`);
+    expect(Buffer.from(await object.arrayBuffer()).equals(readFileSync(path))).toBe(true);
+    const { store, cache } = await freshCache();
+    await cache.local(manifest.sha256);
+    expect(readFileSync(store.statePath(manifest.sha256)).equals(readFileSync(path))).toBe(true);
+  });
+
+  it("a multipart upload that fails in a part leaves no object and no block (503, aborted)", async () => {
+    const size = 12 * 2 ** 20;
+    const { path, manifest } = await blockFile(size, "multipart-fails");
+    // The file ends 1 MiB before the size the manifest says: the last part cannot be sent whole.
+    truncateSync(path, size - 2 ** 20);
+    const parts = new BlockBucket({
+      ...s3.config,
+      multipartThresholdBytes: 8 * 2 ** 20,
+      partBytes: 5 * 2 ** 20,
+    });
+    const err = await parts.upload(manifest, path).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect({ status: (err as DomainError).status, code: (err as DomainError).code }).toEqual({
+      status: 503,
+      code: "bucket_unavailable",
+    });
+    expect((err as DomainError).message).toContain("partNumber=3");
+    const object = await s3.raw.fetch(`${s3.config.url}/${blockKeys(manifest.sha256).state}`, {
+      method: "HEAD",
+    });
+    expect(object.status).toBe(404);
+    expect(await bucket.has(manifest.sha256)).toBe(false);
   });
 
   it("keeps local disk within its budget by evicting the least recently used durable blocks only", async () => {
@@ -291,7 +382,24 @@ describe("bucket configuration", () => {
     expect(bucketConfig(readGpuEnv({}))).toBeUndefined();
   });
 
+  it("reads the fetch parallelism and the multipart limits", () => {
+    const env = readGpuEnv({
+      KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/kvgraft-blocks",
+      KVGRAFT_BUCKET_ACCESS_KEY_ID: "id",
+      KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "secret",
+      KVGRAFT_BUCKET_FETCH_PARALLEL: "6",
+      KVGRAFT_BUCKET_MULTIPART_THRESHOLD_BYTES: "1000000000",
+      KVGRAFT_BUCKET_PART_BYTES: "8388608",
+    });
+    expect(bucketConfig(env)).toMatchObject({
+      fetchParallel: 6,
+      multipartThresholdBytes: 1e9,
+      partBytes: 8 * 2 ** 20,
+    });
+  });
+
   it.each([
+    [{ KVGRAFT_BUCKET_PART_BYTES: "1048576" }, "5 MiB"],
     [{ KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/b" }, "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"],
     [
       {

@@ -81,7 +81,7 @@ export class BlockService implements Blocks {
     options: Pick<BlockServiceOptions, "bucket" | "diskBudgetBytes">,
   ) {
     this.restorer = new Restorer({ engine, store, warm, pool, memory });
-    this.disk = new DiskCache(store, options, (sha) => this.delete(sha));
+    this.disk = new DiskCache(store, { ...options, warm: memory }, (sha) => this.delete(sha));
     this.importer = new BlockImporter(engine, store, pool, (sha) => this.probes.markChecked(sha));
   }
 
