@@ -24,6 +24,7 @@ import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
 import { DiskCache } from "../gpu-node/blocks/disk-cache.js";
 import { hashFileWithChunks } from "../gpu-node/blocks/file-hash.js";
 import { bucketConfig, readGpuEnv } from "../gpu-node/config.js";
+import { presignPut, uploadKeys } from "../shared/bucket-keys.js";
 import { DomainError } from "../shared/errors.js";
 import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
@@ -334,6 +335,17 @@ describe("block bucket", () => {
     });
     expect(object.status).toBe(404);
     expect(await bucket.has(manifest.sha256)).toBe(false);
+  });
+
+  it("a presigned PUT URL writes its one object until it expires", async () => {
+    const key = uploadKeys("0123456789abcdef0123456789abcdef", sha("presigned")).state;
+    const url = await presignPut(s3.config, key, 1);
+    expect(url).toContain("X-Amz-Signature=");
+    expect((await fetch(url, { method: "PUT", body: "bytes" })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2100));
+    expect((await fetch(url, { method: "PUT", body: "later" })).status).toBe(403);
+    const stored = await s3.raw.fetch(`${s3.config.url}/${key}`);
+    expect(await stored.text()).toBe("bytes");
   });
 
   it("keeps local disk within its budget by evicting the least recently used durable blocks only", async () => {

@@ -6,6 +6,7 @@
  * Requests are signed with aws4fetch (SigV4 over fetch), which runs on Node and in Workers.
  */
 import { AwsClient } from "aws4fetch";
+import { type BucketAccess, blockKeys } from "../../shared/bucket-keys.js";
 import { conflict, unavailable } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
 import { corruptBlock, DEFAULT_FETCH_PARALLEL, type FetchTarget, fetchRanges } from "./bucket-fetch.js";
@@ -17,25 +18,16 @@ import {
   uploadObject,
 } from "./bucket-upload.js";
 
-/** Where the bucket is and how to sign for it. */
-export interface BucketConfig {
-  /** Path-style bucket URL: the S3 endpoint followed by the bucket name. */
-  url: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-  /** SigV4 region; R2 takes `auto`. */
-  region: string;
+export { blockKeys };
+
+/** Where the bucket is, how to sign for it, and how to move blocks. */
+export interface BucketConfig extends BucketAccess {
   /** Ranged GETs in flight when a block is fetched (default 4). */
   fetchParallel?: number | undefined;
   /** States larger than this go up as multipart uploads (default 4 GiB, under R2's ~5 GiB PUT limit). */
   multipartThresholdBytes?: number | undefined;
   /** Part size of multipart uploads (default 64 MiB; S3 requires at least 5 MiB). */
   partBytes?: number | undefined;
-}
-
-/** Object keys of a block. */
-export function blockKeys(sha: string): { state: string; manifest: string } {
-  return { state: `blocks/${sha}.state`, manifest: `blocks/${sha}.json` };
 }
 
 const bucketDown = (what: string, cause: unknown) =>
@@ -113,8 +105,13 @@ export class BlockBucket {
   }
 
   /** The block's manifest from the bucket; null when the bucket has no such block. */
-  async manifest(sha: string): Promise<BlockManifest | null> {
-    const res = await this.request("GET", blockKeys(sha).manifest);
+  manifest(sha: string): Promise<BlockManifest | null> {
+    return this.manifestAt(blockKeys(sha).manifest, sha);
+  }
+
+  /** The manifest stored as `key`, which must name block `sha`; null when there is no such object. */
+  async manifestAt(key: string, sha: string): Promise<BlockManifest | null> {
+    const res = await this.request("GET", key);
     if (res.status === 404) {
       await res.body?.cancel();
       return null;
@@ -132,8 +129,12 @@ export class BlockBucket {
    * when given. Throws 409 `bucket_block_corrupt` for altered, truncated or extended bytes and
    * 503 `bucket_unavailable` for network or server faults; the caller deletes `destPath`.
    */
-  async download(manifest: BlockManifest, destPath: string, target?: FetchTarget): Promise<void> {
-    const key = blockKeys(manifest.sha256).state;
+  async download(
+    manifest: BlockManifest,
+    destPath: string,
+    target?: FetchTarget,
+    key = blockKeys(manifest.sha256).state,
+  ): Promise<void> {
     await fetchRanges(
       (start, end, signal) =>
         this.request("GET", key, { headers: { range: `bytes=${start}-${end}` }, signal }),
@@ -145,5 +146,14 @@ export class BlockBucket {
         faults: { down: bucketDown, corrupt: corruptBlock(manifest.sha256) },
       },
     );
+  }
+
+  /** Deletes objects; one already gone is fine. */
+  async delete(keys: string[]): Promise<void> {
+    for (const key of keys) {
+      const res = await this.request("DELETE", key);
+      await res.body?.cancel();
+      if (!res.ok && res.status !== 404) throw bucketDown(`DELETE ${key}`, `status ${res.status}`);
+    }
   }
 }
