@@ -153,7 +153,10 @@ export const generationResultSchema = z.object({
 });
 export type GenerationResult = z.infer<typeof generationResultSchema>;
 
-export const prefetchRequestSchema = z.object({ tier: z.enum(["hot", "warm"]).default("hot") }).strict();
+/** `cold`: only onto the node's disk (from the bucket when it is not there): the pool's placement hint. */
+export const prefetchRequestSchema = z
+  .object({ tier: z.enum(["hot", "warm", "cold"]).default("hot") })
+  .strict();
 
 export const verifyBlockResultSchema = z.object({
   blockSha256: sha256Schema,

@@ -54,8 +54,6 @@ export interface BlockServiceOptions {
   diskBudgetBytes?: number;
 }
 
-export { probeTokenFor };
-
 export class BlockService implements Blocks {
   private depositChain: Promise<unknown> = Promise.resolve();
   private readonly depositsInFlight = new Map<string, Promise<BlockManifest>>();
@@ -278,9 +276,11 @@ export class BlockService implements Blocks {
     }
   }
 
-  /** Moves a block up a tier ahead of a request. */
-  prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier> {
-    return this.disk.withLocal(blockId, (manifest) => this.prefetchLocal(manifest, tier));
+  /** Moves a block up a tier ahead of a request; "cold" only puts it on disk (from the bucket if need be). */
+  prefetch(blockId: string, tier: "hot" | "warm" | "cold"): Promise<Tier> {
+    return this.disk.withLocal(blockId, async (m) =>
+      tier === "cold" ? "cold" : this.prefetchLocal(m, tier),
+    );
   }
 
   private async prefetchLocal(manifest: BlockManifest, tier: "hot" | "warm"): Promise<Tier> {

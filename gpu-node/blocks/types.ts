@@ -61,7 +61,8 @@ export interface Blocks {
     },
   ): Promise<GenerationResult>;
   generate(prompt: string, options: GenerationOptions): Promise<GenerationResult>;
-  prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier>;
+  /** Moves a block up a tier ahead of a request; "cold" only puts it on disk (from the bucket if need be). */
+  prefetch(blockId: string, tier: "hot" | "warm" | "cold"): Promise<Tier>;
   verify(blockId: string): Promise<BlockCheck>;
   list(): BlockManifest[];
   get(blockId: string): BlockManifest;
