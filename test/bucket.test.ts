@@ -15,7 +15,7 @@ import {
   truncateSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -210,6 +210,40 @@ describe("block bucket", () => {
     await expectDomainError(cache.makeDurable(manifest), 503, "bucket_unavailable");
     expect(cache.stats.uploads).toBe(0);
     await expectDomainError(cache.local(sha("elsewhere")), 503, "bucket_unavailable");
+  });
+
+  it("a connection cut in the middle of a ranged fetch fails it with 503 and keeps nothing", async () => {
+    const { path, manifest } = await blockFile(8 * CHUNK, "cut-mid-fetch");
+    await bucket.upload(manifest, path);
+    // A loopback proxy in front of s3rver that cuts every connection once 300 KB came back.
+    const target = new URL(s3.config.url);
+    const sockets = new Set<Socket>();
+    let served = 0;
+    const proxy = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      sockets.add(client).add(upstream);
+      client.pipe(upstream);
+      upstream.on("data", (d: Buffer) => {
+        served += d.length;
+        if (served > 300_000) for (const s of sockets) s.destroy();
+        else client.write(d);
+      });
+      for (const s of [client, upstream]) s.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const { port } = proxy.address() as { port: number };
+    try {
+      const cut = new BlockBucket({ ...s3.config, url: `http://127.0.0.1:${port}${target.pathname}` });
+      const { store, cache } = await freshCache(cut);
+      await expectDomainError(cache.local(manifest.sha256), 503, "bucket_unavailable");
+      expect(served).toBeGreaterThan(300_000);
+      expect(store.has(manifest.sha256)).toBe(false);
+      expect(readdirSync(store.blocksDir)).toEqual([]);
+      expect(readdirSync(store.tmpDir)).toEqual([]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it.each([
