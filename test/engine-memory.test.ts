@@ -8,7 +8,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getLlama, type Token } from "node-llama-cpp";
+import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { sha256File } from "../gpu-node/blocks/block-store.js";
@@ -21,19 +21,8 @@ import {
   saveSequenceToMemory,
 } from "../gpu-node/engine/state-memory.js";
 import { DomainError } from "../shared/errors.js";
+import { engineBuildPresent } from "./helpers/engine-build.js";
 import { syntheticModel } from "./helpers/models.js";
-
-/** Whether node-llama-cpp has a local build with our addon additions. */
-async function engineBuildPresent(): Promise<boolean> {
-  try {
-    const llama = await getLlama("lastBuild", { progressLogs: false });
-    const present = nativeStateApi(llama) !== null;
-    await llama.dispose();
-    return present;
-  } catch {
-    return false;
-  }
-}
 
 const present = await engineBuildPresent();
 if (!present)

@@ -88,3 +88,12 @@ export function klDivergence(p: Float32Array, q: Float32Array): number {
   }
   return Math.max(0, kl);
 }
+
+/** First token id that is neither a special nor a byte token in the generated vocabularies. */
+const FIRST_ORDINARY_TOKEN = 259;
+
+/** The probe token of a block: derived from its tokens, so it is the same wherever it is made. */
+export function probeTokenFor(tokensSha256: string, vocabSize: number): Token {
+  const first = Math.min(FIRST_ORDINARY_TOKEN, vocabSize - 1);
+  return (first + (Number.parseInt(tokensSha256.slice(0, 8), 16) % (vocabSize - first))) as Token;
+}
