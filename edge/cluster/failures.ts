@@ -23,8 +23,10 @@ export function classifyFailure(err: unknown): FailureKind {
   if (err instanceof DomainError) return err.status >= 500 ? "suspect" : "verdict";
   const name = err instanceof Error ? err.name : "";
   if (name === "TimeoutError" || name === "AbortError") return "suspect";
-  // fetch rejects with a TypeError when the node cannot be reached (refused, reset, DNS).
+  // fetch rejects when the node cannot be reached (refused, reset, DNS): with a TypeError in Node,
+  // with a plain Error saying so in workerd (the Worker entry).
   if (err instanceof TypeError) return "gone";
+  if (err instanceof Error && err.message.startsWith("Network connection lost")) return "gone";
   return "suspect";
 }
 

@@ -12,14 +12,14 @@
 import { DomainError } from "../../shared/errors.js";
 import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
 import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
-import type { PoolSettings } from "../config.js";
+import { type EdgeConfig, type PoolSettings, readPoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
 import { type GpuNode, markNodeDown } from "../db/nodes.js";
 import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
 import { type Attempt, createFailover, type Routed } from "./failover.js";
 import { classifyFailure, noReplica } from "./failures.js";
 import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
-import { startPoolTimers } from "./heartbeat-sweep.js";
+import { startPoolTimers, sweepMissedHeartbeats } from "./heartbeat-sweep.js";
 import {
   createNodeDirectory,
   type NodeConnection,
@@ -29,7 +29,7 @@ import {
 import { createMetricsBook, type MetricsBook, type NodeMetrics } from "./node-metrics.js";
 import { desiredNodes, type RouteTier, routeCandidates } from "./placement.js";
 import { depositCandidates, graftCandidates, leastBusy } from "./pool-routing.js";
-import { Rebalancer } from "./rebalance.js";
+import { type RebalanceReport, Rebalancer } from "./rebalance.js";
 
 export type { PoolSettings } from "../config.js";
 export type { Routed } from "./failover.js";
@@ -39,6 +39,12 @@ export type { NodeMetrics } from "./node-metrics.js";
 export interface GpuPoolOptions extends PoolSettings, NodeConnection {
   log?: (message: string, fields?: Record<string, unknown>) => void;
   now?: () => number;
+  /**
+   * Where requests for a rebalance go. Default: the rebalancer's own timer (Node). The Worker
+   * collects them and runs one after the response (`ctx.waitUntil`), since a timer set in one
+   * request may not outlive it there.
+   */
+  requestRebalance?: (reason: string, delayMs?: number) => void;
 }
 
 export interface GpuPool extends GpuClient {
@@ -66,6 +72,11 @@ export interface GpuPool extends GpuClient {
   placement(blockId: string): Promise<BlockPlacement>;
   /** Starts the missed-heartbeat sweep and the periodic rebalance (Node entry). */
   startBackground(): void;
+  /**
+   * One round of that background work, for runtimes without timers (the Worker's Cron trigger):
+   * the missed-heartbeat sweep, then a full rebalance.
+   */
+  upkeep(): Promise<RebalanceReport>;
   close(): Promise<void>;
 }
 
@@ -96,6 +107,29 @@ interface PoolContext {
   log: (message: string, fields?: Record<string, unknown>) => void;
   /** Rotates the least-busy order among equals. */
   nextOffset(): number;
+  requestRebalance(reason: string, delayMs?: number): void;
+}
+
+/**
+ * The pool both entries run (edge/runtime/node.ts and worker.ts): the configured node, if any, plus
+ * the registry's, with the cluster settings read from `env`.
+ */
+export function createConfiguredPool(
+  db: Database,
+  config: EdgeConfig,
+  env: Record<string, unknown>,
+  extra: Pick<GpuPoolOptions, "log" | "requestRebalance">,
+): GpuPool {
+  return createGpuPool({
+    db,
+    secret: config.gpu.secret,
+    headers: config.gpu.headers,
+    staticNode: config.gpu.url ? { id: config.gpu.nodeId, url: config.gpu.url } : null,
+    timeoutMs: config.gpu.timeoutMs,
+    healthTimeoutMs: config.gpu.healthTimeoutMs,
+    ...readPoolSettings(env),
+    ...extra,
+  });
 }
 
 /** Creates the pool; nothing is contacted until the first call. */
@@ -121,7 +155,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     else if (classifyFailure(err) === "gone") void markNodeDown(db, id).catch(() => undefined);
     log("gpu node failed", { nodeId: id, error: err instanceof Error ? err.message : String(err) });
     // Later than other triggers: the failed call's retry goes first, and a blip may heal.
-    rebalancer.kick("node failed", 1_000);
+    requestRebalance("node failed", 1_000);
   }
 
   const cluster = {
@@ -133,6 +167,9 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     nodeFailed,
   };
   const rebalancer = new Rebalancer(cluster, { log });
+  const requestRebalance =
+    options.requestRebalance ?? ((reason, delayMs) => rebalancer.kick(reason, delayMs));
+  const sweepDeps = { db, directory, settings, now, log, kick: requestRebalance };
   let offset = 0;
   const ctx: PoolContext = {
     db,
@@ -143,6 +180,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     rebalancer,
     log,
     nextOffset: () => offset++,
+    requestRebalance,
     failover: createFailover({
       timeoutMs: options.timeoutMs,
       timing: settings,
@@ -166,7 +204,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       directory.heartbeatReceived(row, change === "down");
       if (change !== "same") {
         log("gpu node membership", { nodeId: row.id, change });
-        rebalancer.kick(`node ${change}`);
+        requestRebalance(`node ${change}`);
       }
     },
     depositPlaced: (text) => depositPlaced(ctx, text),
@@ -191,7 +229,11 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     replicate: (blockId, originNodeId) => replicate(ctx, blockId, originNodeId),
     placement: (blockId) => placement(ctx, blockId),
     startBackground() {
-      stopTimers ??= startPoolTimers({ db, directory, settings, now, log, kick: (r) => rebalancer.kick(r) });
+      stopTimers ??= startPoolTimers(sweepDeps);
+    },
+    async upkeep() {
+      await sweepMissedHeartbeats(sweepDeps);
+      return rebalancer.run("periodic");
     },
     async close() {
       stopTimers?.();
@@ -219,7 +261,7 @@ async function graftRouted(
     async (nodeId) => {
       // The node does not hold it after all: forget the record; the rebalancer recopies it.
       await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);
-      ctx.rebalancer.kick("replica missing");
+      ctx.requestRebalance("replica missing");
     },
   );
   const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
@@ -328,7 +370,7 @@ async function replicate(ctx: PoolContext, blockId: string, originNodeId: string
       blockId,
       error: err instanceof Error ? err.message : String(err),
     });
-    ctx.rebalancer.kick("replication incomplete");
+    ctx.requestRebalance("replication incomplete");
   }
   return placement(ctx, blockId);
 }
