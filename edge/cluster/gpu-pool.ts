@@ -1,9 +1,10 @@
 /**
  * Several GPU nodes behind the one `GpuClient` interface the edge already uses (edge/cluster/gpu.ts).
  * The pieces, one job each: the node directory (registry cache, the configured node, clients,
- * suspects: node-directory.ts), where a call goes (pool-routing.ts), failure classification
- * (failures.ts), one call with failover (failover.ts), per-node counters (node-metrics.ts),
- * replication and rebalancing (rebalance.ts), the heartbeat sweep and timers (heartbeat-sweep.ts).
+ * suspects: node-directory.ts), the request path (where a call goes, failover and failure
+ * classification: pool-calls.ts), per-node counters (node-metrics.ts), replication and
+ * rebalancing (rebalance.ts), the heartbeat sweep and timers (heartbeat-sweep.ts); this file wires
+ * them and holds the block-wide operations (find, delete, placement, replication).
  *
  * A node that fails mid-request (unreachable, timed out, draining, queue full, lost the block) is
  * skipped and the call retried once on another node within the request's deadline; an unreachable
@@ -16,25 +17,29 @@ import { type EdgeConfig, type PoolSettings, readPoolSettings } from "../config.
 import type { Database } from "../db/database.js";
 import { type GpuNode, markNodeDown } from "../db/nodes.js";
 import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
-import { type Attempt, createFailover, type Routed } from "./failover.js";
-import { classifyFailure, noReplica } from "./failures.js";
 import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
 import { startPoolTimers, sweepMissedHeartbeats } from "./heartbeat-sweep.js";
-import {
-  createNodeDirectory,
-  type NodeConnection,
-  type NodeDirectory,
-  type PoolNode,
-} from "./node-directory.js";
-import { createMetricsBook, type MetricsBook, type NodeMetrics } from "./node-metrics.js";
+import { createNodeDirectory, type NodeConnection, type PoolNode } from "./node-directory.js";
+import { createMetricsBook, type NodeMetrics } from "./node-metrics.js";
 import { desiredNodes, type RouteTier, routeCandidates } from "./placement.js";
-import { depositCandidates, graftCandidates, leastBusy } from "./pool-routing.js";
+import {
+  type CallContext,
+  classifyFailure,
+  createFailover,
+  depositPlaced,
+  graftCandidates,
+  graftRouted,
+  leastBusy,
+  noReplica,
+  onLeastBusy,
+  type Routed,
+} from "./pool-calls.js";
 import { type RebalanceReport, Rebalancer } from "./rebalance.js";
 
 export type { PoolSettings } from "../config.js";
-export type { Routed } from "./failover.js";
 export type { PoolNode } from "./node-directory.js";
 export type { NodeMetrics } from "./node-metrics.js";
+export type { Routed } from "./pool-calls.js";
 
 export interface GpuPoolOptions extends PoolSettings, NodeConnection {
   log?: (message: string, fields?: Record<string, unknown>) => void;
@@ -95,19 +100,11 @@ export function isGpuPool(gpu: GpuClient): gpu is GpuPool {
   return (gpu as Partial<GpuPool>).kind === "pool";
 }
 
-/** What the pool's calls share. */
-interface PoolContext {
-  db: Database;
-  settings: PoolSettings;
+/** What the pool's calls and its upkeep share. */
+interface PoolContext extends CallContext {
   timeoutMs: number;
-  directory: NodeDirectory;
-  metrics: MetricsBook;
-  failover: ReturnType<typeof createFailover>;
   rebalancer: Rebalancer;
   log: (message: string, fields?: Record<string, unknown>) => void;
-  /** Rotates the least-busy order among equals. */
-  nextOffset(): number;
-  requestRebalance(reason: string, delayMs?: number): void;
 }
 
 /**
@@ -240,43 +237,6 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       await rebalancer.idle();
     },
   };
-}
-
-/** Runs the call on the least busy live node, failing over once. */
-async function onLeastBusy<T>(ctx: PoolContext, fn: Attempt<T>, external?: AbortSignal): Promise<T> {
-  const order = leastBusy(await ctx.directory.nodes(), ctx.nextOffset());
-  if (order.length === 0) throw noReplica(ctx.settings);
-  return (await ctx.failover(order, fn, undefined, external)).result;
-}
-
-async function graftRouted(
-  ctx: PoolContext,
-  req: { blockId: string; query: string; maxTokens: number },
-): Promise<Routed<GenerationResult>> {
-  const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
-  if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
-  const out = await ctx.failover(
-    candidates.map((c) => c.id),
-    (c, opts) => c.graft(req, opts),
-    async (nodeId) => {
-      // The node does not hold it after all: forget the record; the rebalancer recopies it.
-      await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);
-      ctx.requestRebalance("replica missing");
-    },
-  );
-  const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
-  if (tier) ctx.metrics.of(out.nodeId).grafts[tier]++;
-  return { ...out, tier };
-}
-
-async function depositPlaced(
-  ctx: PoolContext,
-  text: string,
-): Promise<{ manifest: BlockManifest; nodeId: string }> {
-  const order = await depositCandidates(text, await ctx.directory.nodes());
-  if (order.length === 0) throw noReplica(ctx.settings);
-  const out = await ctx.failover(order, (c, opts) => c.deposit(text, opts));
-  return { manifest: out.result, nodeId: out.nodeId };
 }
 
 /**
