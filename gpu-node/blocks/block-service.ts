@@ -19,6 +19,7 @@ import {
   type Tier,
 } from "../../shared/protocol.js";
 import type { Engine } from "../engine/engine.js";
+import { exactEvaluation } from "../engine/exact-batching.js";
 import { evaluateProbe, probeTokenFor } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
 import { nativeStateApi } from "../engine/state-memory.js";
@@ -154,7 +155,7 @@ export class BlockService implements Blocks {
     try {
       const seqA = a.slot.sequence;
       await seqA.clearHistory();
-      await seqA.evaluateWithoutGeneratingNewTokens(tokens);
+      await seqA.evaluateWithoutGeneratingNewTokens(tokens, exactEvaluation); // alone in its batch
       if (this.memory) {
         // Saved into pinned memory and hashed there; the file is written from those bytes.
         saved = await this.memory.save(seqA);
