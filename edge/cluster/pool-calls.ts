@@ -33,7 +33,8 @@ export interface CallContext {
 }
 
 /**
- * `verdict` (about the request: no retry), `lost_block` (the node lacks the block), `retry`
+ * `verdict` (about the request: no retry), `lost_block` (the node lacks the block, or its copy
+ * failed a check), `retry`
  * (another node may do it: queue full, no sandbox), `suspect` (the node is slow, draining or
  * broken: skip it until its next heartbeat), `gone` (unreachable: mark it down).
  */
@@ -43,6 +44,9 @@ export type FailureKind = "gone" | "suspect" | "retry" | "lost_block" | "verdict
 export function classifyFailure(err: unknown): FailureKind {
   if (err instanceof GpuError) {
     if (err.status === 404 && err.code === "block_not_found") return "lost_block";
+    // That node's copy failed its hash or probe check and the node quarantined it: another
+    // holder's copy may be sound, so it is that replica that is lost, not (yet) the block.
+    if (err.code === "block_corrupt" || err.code === "block_probe_mismatch") return "lost_block";
     if (err.status === 429 || err.code === "queue_full" || err.code === "sandbox_unavailable") return "retry";
     if (err.status >= 500) return "suspect";
     return "verdict";
@@ -222,7 +226,8 @@ export async function graftRouted(
     candidates.map((c) => c.id),
     (c, opts) => c.graft(req, opts),
     async (nodeId) => {
-      // The node does not hold it after all: forget the record; the rebalancer recopies it.
+      // The node does not hold it after all (or held a copy that failed its check): forget the
+      // record, try the other holder; the rebalancer recopies it.
       await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);
       ctx.requestRebalance("replica missing");
     },
