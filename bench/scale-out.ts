@@ -74,7 +74,8 @@ export interface ScaleOutResult {
     durationS: number;
     heartbeatMs: number;
   };
-  probe: { concurrency: number; durationS: number; okPerS: number } | null;
+  /** The closed-loop probe of one node (auto rates): its rate, and its failures by error code. */
+  probe: { concurrency: number; durationS: number; okPerS: number; failures: Record<string, number> } | null;
   p99BoundMs: number;
   topologies: { nodes: number; runs: ScaleOutRun[]; capacityRps: number }[];
   /** Capacity of all nodes over the capacity of one, under the same p99 bound. */
@@ -316,6 +317,7 @@ async function closedLoopProbe(
   const end = performance.now() + durationS * 1000;
   let next = 0;
   let ok = 0;
+  const failures: Record<string, number> = {};
   const worker = async () => {
     while (performance.now() < end) {
       const body = bodies[next++ % bodies.length] as string;
@@ -324,12 +326,19 @@ async function closedLoopProbe(
         headers: { authorization: `Bearer ${cluster.key}`, "content-type": "application/json" },
         body,
         signal: AbortSignal.timeout(timeoutMs),
-      }).catch(() => null);
-      if (res) await res.arrayBuffer();
-      if (res?.ok) ok++;
+      }).catch((err: Error) => err.name);
+      if (typeof res === "string") failures[res] = (failures[res] ?? 0) + 1;
+      else if (res.ok) {
+        await res.arrayBuffer();
+        ok++;
+      } else {
+        const answer = (await res.json().catch(() => null)) as { error?: { code?: string } } | null;
+        const code = answer?.error?.code ?? `http_${res.status}`;
+        failures[code] = (failures[code] ?? 0) + 1;
+      }
     }
   };
   const t0 = performance.now();
   await Promise.all(Array.from({ length: concurrency }, worker));
-  return { concurrency, durationS, okPerS: round1(ok / ((performance.now() - t0) / 1000)) };
+  return { concurrency, durationS, okPerS: round1(ok / ((performance.now() - t0) / 1000)), failures };
 }

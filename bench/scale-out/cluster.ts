@@ -6,7 +6,7 @@
  * API, except the nodes' own tier counters (their signed /metrics).
  */
 import { randomBytes } from "node:crypto";
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { createGpuClient } from "../../shared/gpu-client.js";
 import { kvgraftSameEntryArgs, readyUrl, type Supervised, supervise } from "../../tools/process/supervise.js";
@@ -74,6 +74,10 @@ const READY_TIMEOUT_MS = 600_000;
 
 /** Starts the edge and every node, and waits until all nodes are registered and live. */
 export async function startCluster(o: ClusterOptions): Promise<Cluster> {
+  // The edge prints a new admin key only for a new database: a directory of an earlier run would
+  // also mix its blocks into this one's.
+  if (existsSync(join(o.dataDir, "edge.db")))
+    throw new Error(`${o.dataDir} holds an earlier scale-out run (edge.db): give a fresh --data-dir`);
   mkdirSync(o.dataDir, { recursive: true });
   const args = o.kvgraftArgs ?? kvgraftSameEntryArgs;
   const secret = randomBytes(24).toString("hex");

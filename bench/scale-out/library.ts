@@ -1,6 +1,7 @@
 /**
  * The library of a scale-out run: B verified, non-parametric solutions of distinct wording, each
- * padded to about T tokens of block, deposited through the edge (each block lands on R = 2 nodes),
+ * padded to about T tokens of block (the first to a quarter of T: its token count sizes the others
+ * for the model's tokenizer), deposited through the edge (each block lands on R = 2 nodes),
  * and the graft queries that reach them (the same wording with new numbers: the router's template
  * match, grafted on a node that holds the block). Every block's first graft output hash is kept,
  * so a later check can tell a block that still grafts byte-exactly from one that was lost.
@@ -73,7 +74,9 @@ export async function depositLibrary(
     const w = wording(i);
     const problem = w.problem(17, 23);
     const fixed = FRAME_CHARS + problem.length + PROGRAM.length + 3;
-    const solution = w.solution(o.blockTokens * charsPerToken - fixed);
+    // The first block, a quarter of the target, measures the tokenizer (at one character a token
+    // at worst, it still fits a slot that holds the target).
+    const solution = w.solution((i === 0 ? o.blockTokens / 4 : o.blockTokens) * charsPerToken - fixed);
     const dep = await cluster.admin("POST", "/admin/solutions", {
       problem,
       solution,
