@@ -72,7 +72,7 @@ describe("kvgraft bench scale-out", () => {
     expect(f.failed).toBe(f.load.offered - f.load.ok);
     expect(f.window.fromS).toBe(f.events.killedAtS);
 
-    for (const check of [result.library.afterDeposit, result.library.afterFailover])
+    for (const check of [result.library.afterDeposit, result.library.atEnd])
       expect(check).toEqual({ blocks: 3, grafted: 3, lost: [], underReplicated: [] });
     expect(result.edgeExitCode).toBe(0);
   }, 240_000);

@@ -113,8 +113,8 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
         ? `failover @ ${f.rate}/s: ${f.failed} failed of ${f.load.offered}; window p99 ${f.window.latencyMs?.p99 ?? "-"} ms ` +
           `(before the kill ${f.beforeKill?.p99 ?? "-"} ms); restarted node took traffic ${f.timeToTrafficS ?? "never"} s after its restart\n`
         : "") +
-      `library: ${result.library.afterFailover.grafted}/${result.library.afterFailover.blocks} blocks graft with their first output hash\n`,
+      `library: ${result.library.atEnd.grafted}/${result.library.atEnd.blocks} blocks graft with their first output hash\n`,
   );
   if (flags.json) printJson(result);
-  return result.library.afterFailover.lost.length === 0 && result.edgeExitCode === 0 ? 0 : 1;
+  return result.library.atEnd.lost.length === 0 && result.edgeExitCode === 0 ? 0 : 1;
 }
