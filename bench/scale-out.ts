@@ -14,7 +14,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, platform, release, tmpdir } from "node:os";
 import { join } from "node:path";
 import { type LoadReport, percentiles, runLoad, tinyModel } from "./load-bench.js";
-import { type Cluster, startCluster, type TierHits } from "./scale-out/cluster.js";
+import { type Cluster, ScaleOutSetupError, startCluster, type TierHits } from "./scale-out/cluster.js";
+
+export { ScaleOutSetupError };
+
 import { type FailoverReport, runFailover } from "./scale-out/failover.js";
 import { checkLibrary, depositLibrary, type LibraryCheck, workloadBodies } from "./scale-out/library.js";
 
@@ -131,7 +134,7 @@ async function measure(
   const hotSlots = Math.min(...(await cluster.nodes()).map((n) => n.capacity.slots ?? 0));
   const blocks = o.blocks ?? 3 * hotSlots;
   if (blocks <= hotSlots)
-    throw new Error(
+    throw new ScaleOutSetupError(
       `--blocks ${blocks} fits one node's hot tier (${hotSlots} slots): use more than ${hotSlots}`,
     );
   log(`hot tier: ${hotSlots} slots per node; depositing ${blocks} blocks of ~${o.blockTokens} tokens`);

@@ -69,6 +69,9 @@ export interface Cluster {
 // biome-ignore lint/suspicious/noExplicitAny: admin answers are read field by field where used
 export type Json = any;
 
+/** A mistake in what the run was asked to do (the CLI reports it as a usage error). */
+export class ScaleOutSetupError extends Error {}
+
 const STOP_GRACE_MS = 60_000;
 const READY_TIMEOUT_MS = 600_000;
 
@@ -77,7 +80,9 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
   // The edge prints a new admin key only for a new database: a directory of an earlier run would
   // also mix its blocks into this one's.
   if (existsSync(join(o.dataDir, "edge.db")))
-    throw new Error(`${o.dataDir} holds an earlier scale-out run (edge.db): give a fresh --data-dir`);
+    throw new ScaleOutSetupError(
+      `${o.dataDir} holds an earlier scale-out run (edge.db): give a fresh --data-dir`,
+    );
   mkdirSync(o.dataDir, { recursive: true });
   const args = o.kvgraftArgs ?? kvgraftSameEntryArgs;
   const secret = randomBytes(24).toString("hex");

@@ -70,8 +70,8 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
   const downS = intFlag(flags.down, "down", 5, 0);
   if (killAtS >= failoverS) throw new UsageError("--kill-at must come before the end of --failover-duration");
   const modelPath = flags.model ?? readCliGpuEnv().MODEL_PATH;
-  const { benchScaleOut } = await import("../../bench/scale-out.js");
-  const result = await benchScaleOut({
+  const { benchScaleOut, ScaleOutSetupError } = await import("../../bench/scale-out.js");
+  const run = benchScaleOut({
     ...(modelPath ? { modelPath: requireGgufFile(modelPath, flags.model ? "--model" : "MODEL_PATH") } : {}),
     ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
     nodes,
@@ -94,6 +94,9 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
     failover: flags["no-failover"] ? null : { rate: failoverRate, durationS: failoverS, killAtS, downS },
     env: inheritedEnv(),
     log: (line) => process.stderr.write(`[${Math.round(performance.now() / 100) / 10} s] ${line}\n`),
+  });
+  const result = await run.catch((err: unknown) => {
+    throw err instanceof ScaleOutSetupError ? new UsageError(err.message) : err;
   });
   const rows = result.topologies.flatMap((t) =>
     t.runs.map(
