@@ -172,8 +172,9 @@ async function measure(
   const [first] = ids as [string, ...string[]];
   const restart = async (up: string[]) => {
     await Promise.all(ids.map((id) => cluster.stopNode(id)));
+    const since = Date.now();
     await Promise.all(up.map((id) => cluster.startNode(id)));
-    await cluster.waitLive(up);
+    await cluster.waitLive(up, since);
   };
   await restart([first]);
   let probe: ScaleOutResult["probe"] = null;

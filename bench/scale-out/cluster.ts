@@ -56,8 +56,11 @@ export interface Cluster {
   stopNode(id: string): Promise<void>;
   /** SIGKILL and wait for the exit. */
   killNode(id: string): Promise<void>;
-  /** Waits until the edge sees exactly these nodes live. */
-  waitLive(ids: string[], timeoutMs?: number): Promise<void>;
+  /**
+   * Waits until the edge sees exactly these nodes live, each on a heartbeat sent after `sinceMs`
+   * (wall clock) when given: a node restarted since is then known at its new URL.
+   */
+  waitLive(ids: string[], sinceMs?: number): Promise<void>;
   /** Each running node's tier counters, asked directly (signed). */
   tierHits(): Promise<Record<string, TierHits>>;
   /** Signed clients of the running nodes. */
@@ -169,16 +172,20 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     if (r.status !== 200) throw new Error(`GET /admin/nodes: HTTP ${r.status}`);
     return r.body.nodes as NodeView[];
   };
-  const waitLive = async (ids: string[], timeoutMs = 120_000) => {
+  const waitLive = async (ids: string[], sinceMs = 0) => {
     const want = [...ids].sort().join(",");
-    const end = Date.now() + timeoutMs;
+    const end = Date.now() + 120_000;
     for (;;) {
-      const live = (await nodes())
+      const views = await nodes();
+      const live = views
         .filter((n) => n.live)
         .map((n) => n.id)
         .sort()
         .join(",");
-      if (live === want) return;
+      const fresh = views.every(
+        (n) => !ids.includes(n.id) || (n.lastHeartbeatAt !== null && Date.parse(n.lastHeartbeatAt) > sinceMs),
+      );
+      if (live === want && fresh) return;
       if (Date.now() > end) throw new Error(`live nodes are [${live}], expected [${want}]`);
       await new Promise((r) => setTimeout(r, 100));
     }
