@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { kvgraftSourceArgs, supervise } from "../cli/process/supervise.js";
+import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { type GpuPool, isGpuPool } from "../edge/cluster/gpu-pool.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { kvgraftSourceArgs, supervise } from "../cli/process/supervise.js";
+import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { registerProblem } from "../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { blockKeys, uploadKeys } from "../shared/bucket-keys.js";

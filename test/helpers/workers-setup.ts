@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { kvgraftSourceArgs, readyUrl, supervise } from "../../cli/process/supervise.js";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
 import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
 import { WORKERS_GPU_SECRET } from "../workers/bindings.js";
 import { type LibsqlHttpServer, startLibsqlHttp } from "./libsql-http.js";
