@@ -4,7 +4,7 @@
  * share one llama.cpp batch and the hash differs: tiny-llama, CPU), and a deposit made while
  * another slot generates still verifies.
  */
-import type { BatchItem, Token } from "node-llama-cpp";
+import type { BatchItem, EvaluationPriority, Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { EXACT_PRIORITY, exactFirstStrategy } from "../gpu-node/engine/exact-batching.js";
@@ -42,7 +42,7 @@ describe("exact evaluations and batching", () => {
   });
 
   it("puts an exact evaluation alone in its batch and shares the batch among the others", () => {
-    const item = (n: number, priority: 1 | 5): BatchItem => ({
+    const item = (n: number, priority: EvaluationPriority): BatchItem => ({
       tokens: tokensOf(n, n),
       logits: [],
       evaluationPriority: priority,
