@@ -45,12 +45,9 @@ export const PHRASES: [RegExp, string][] = [
   // Squared and cubed lengths measure an area and a volume.
   [
     /\bsquare (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?|miles?)\b)/g,
-    " area square ",
+    " area ",
   ],
-  [
-    /\bcubic (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?)\b)/g,
-    " volume cubic ",
-  ],
+  [/\bcubic (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?)\b)/g, " volume "],
   [/\blongest side\b/g, " hypotenuse "],
   [/\b(?:years?|annual(?:ly)?|yearly|per annum|a year)\b/g, " year "],
   [/\b(?:months?|monthly)\b/g, " month "],
@@ -71,6 +68,10 @@ export const PHRASES: [RegExp, string][] = [
   [/\bgo(?:es)? up\b|\bwent up\b/g, " increase "],
   [/\bside by side\b|\bnext to each other\b|\btogether\b/g, " together "],
   [/(?<=\d)!|\bfactorial\b/g, " factorial "],
+  [/\bstill water\b/g, " stillwater "],
+  // `how far apart`, `how far is it`; not `how far up the wall` (a height) or `so far`.
+  [/\bhow far\b(?! up| down)/g, " how distance "],
+  [/\bfar apart\b/g, " distance "],
 ];
 
 /** Words that name the same concept (word forms meet through `stem`). */
@@ -148,6 +149,15 @@ const SYNONYMS: Record<string, string> = {
   multiple: "times",
   twice: "times",
   double: "times",
+  gradient: "slope",
+  saved: "save",
+  saving: "save",
+  cubed: "cube",
+  squared: "square",
+  decreased: "decrease",
+  drop: "decrease",
+  fell: "decrease",
+  fall: "decrease",
 };
 
 /** Concepts that name what a question asks for (compared in the question sentence). */
@@ -155,7 +165,8 @@ export const ASKED = new Set(
   (
     "sum product quotient ratio difference perimeter area circumference volume surface average median " +
     "mode gcd lcm remainder probability percent smallest largest smaller larger even odd prime root " +
-    "digit factorial divisor hypotenuse zero"
+    "digit factorial divisor hypotenuse zero angle distance midpoint slope radius diameter cube square " +
+    "interest tax tip profit loss discount save handshake diagonal"
   ).split(" "),
 );
 
@@ -175,6 +186,10 @@ export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
   { members: ["withoutreplacement", "withreplacement"], strict: false },
   { members: ["arrange", "choose"], strict: false },
   { members: ["toward", "samedirection"], strict: false },
+  // A relation's direction (`8 years older than` vs `younger than`) and a parity (`even integers`).
+  { members: ["older", "younger"], strict: false },
+  { members: ["faster", "slower"], strict: false },
+  { members: ["even", "odd"], strict: true },
 ];
 
 /** Stem -> concept: the thesaurus, and every concept's own stem (`minutes` -> `minute`). */
@@ -184,6 +199,12 @@ export const CONCEPT_OF_STEM = new Map<string, string>([
   ),
   ...Object.entries(SYNONYMS).map(([word, c]) => [stem(word), c] as [string, string]),
 ]);
+
+/** A word's concept: its stem, or the concept the thesaurus maps that stem to. */
+export function canonicalConcept(word: string): string {
+  const stemmed = stem(word);
+  return CONCEPT_OF_STEM.get(stemmed) ?? stemmed;
+}
 
 /** Letters that are units, not variables, when they stand alone. */
 export const UNIT_LETTERS = new Set(["m", "s", "l", "h", "g", "k"]);
