@@ -60,7 +60,7 @@ export function analyzeProblem(normalizedText: string): ProblemStructure {
   const questionConcepts = conceptsOf(question);
   return {
     concepts: conceptsOf(text),
-    ...questionRoles(question, questionConcepts, conceptOfWord),
+    ...questionRoles(text, question, questionConcepts, conceptOfWord),
     asked: new Set([...questionConcepts].filter((c) => ASKED.has(c))),
     askedVariables: new Set(
       (question.match(/(?<![a-z])[b-hj-z](?![a-z(])/g) ?? []).filter((v) => !UNIT_LETTERS.has(v)),
@@ -76,7 +76,8 @@ const QUESTION_START =
 
 function conceptsOf(text: string): Set<string> {
   const concepts = new Set<string>();
-  for (const word of text.match(/[a-z]+/g) ?? []) {
+  // An ordinal's suffix (`15th`) is no word.
+  for (const word of text.match(/(?<!\d)[a-z]+/g) ?? []) {
     const concept = conceptOfWord(word);
     if (concept !== null) concepts.add(concept);
   }

@@ -42,12 +42,16 @@ export const PHRASES: [RegExp, string][] = [
   [/(?<=(?:\d|\bin|\bper) ?)(?:h|hrs?)\b|\bhours?\b|\bhourly\b/g, " hour "],
   [/(?<=(?:\d|\bin|\bper) ?)(?:min|mins)\b|\bminutes?\b/g, " minute "],
   [/(?<=(?:\d|\bin|\bper) ?)(?:s|secs?)\b|\bseconds?\b/g, " second "],
-  // Squared and cubed lengths measure an area and a volume.
+  // Squared and cubed lengths measure an area and a volume; as units they are not the asked-for
+  // `square` or `cube` of a number (`the sum of the squares`).
   [
     /\bsquare (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?|miles?)\b)/g,
-    " area ",
+    " area areaunit ",
   ],
-  [/\bcubic (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?)\b)/g, " volume "],
+  [
+    /\bcubic (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?)\b)/g,
+    " volume volumeunit ",
+  ],
   [/\blongest side\b/g, " hypotenuse "],
   [/\b(?:years?|annual(?:ly)?|yearly|per annum|a year)\b/g, " year "],
   [/\b(?:months?|monthly)\b/g, " month "],
@@ -190,6 +194,7 @@ export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
   { members: ["older", "younger"], strict: false },
   { members: ["faster", "slower"], strict: false },
   { members: ["even", "odd"], strict: true },
+  { members: ["discount", "markup"], strict: false },
 ];
 
 /** Stem -> concept: the thesaurus, and every concept's own stem (`minutes` -> `minute`). */
