@@ -8,7 +8,7 @@
  * (a negation, another member of a group of alternatives, a swap of what is asked and what is
  * given), never on a word merely missing.
  */
-import { canonicalConcept } from "./thesaurus.js";
+import { canonicalConcept, UNIT_CONCEPTS } from "./thesaurus.js";
 
 /** The parts of a problem's question sentence these rules compare. */
 export interface QuestionRoles {
@@ -48,12 +48,13 @@ export const QUESTION_ALTERNATIVES: string[][] = [
 ].map((group) => group.map(canonicalConcept));
 
 /**
- * Negation, counted in the question sentence: an odd count asks for the complement (`not
- * divisible`, `isn't yellow`, `other than yellow`); two cancel. `no` and `nobody` are left out:
+ * Negation, counted in the question sentence (the thesaurus spells `isn't`, `cannot` with `not`):
+ * an odd count asks for the complement (`not divisible`, `isn't yellow`, `other than yellow`); two
+ * cancel. `no` and `nobody` are left out:
  * they state conditions (`no member holds more than 1 office`) that re-wordings move out of the
  * question or say as `at most`.
  */
-const NEGATION = /\b(?:not|never|none|neither|nor|cannot|except|non)\b|n't\b|\bother than\b/g;
+const NEGATION = /\b(?:not|never|none|neither|nor|except|non)\b|\bother than\b/g;
 
 /**
  * The roles of a problem: `text` the whole (lower-cased, thesaurus phrases applied), `question` its
@@ -101,9 +102,10 @@ export function questionsDiffer(a: Compared, b: Compared): boolean {
   return countsSwapped(a, b);
 }
 
-/** Whether `a`'s question asks about something `b` states but does not ask about. */
+/** Whether `a`'s question asks about something `b` states but does not ask about (a unit asks in it). */
 function asksAboutData(a: Compared, b: Compared): boolean {
-  for (const c of a.question) if (b.concepts.has(c) && !b.question.has(c)) return true;
+  for (const c of a.question)
+    if (b.concepts.has(c) && !b.question.has(c) && !UNIT_CONCEPTS.has(c)) return true;
   return false;
 }
 

@@ -72,6 +72,9 @@ export const PHRASES: [RegExp, string][] = [
   [/\bgo(?:es)? up\b|\bwent up\b/g, " increase "],
   [/\bside by side\b|\bnext to each other\b|\btogether\b/g, " together "],
   [/(?<=\d)!|\bfactorial\b/g, " factorial "],
+  [/\bcan't\b|\bcannot\b/g, " can not "],
+  [/\bwon't\b/g, " will not "],
+  [/n't\b/g, " not "],
   [/\bstill water\b/g, " stillwater "],
   // `how far apart`, `how far is it`; not `how far up the wall` (a height) or `so far`.
   [/\bhow far\b(?! up| down)/g, " how distance "],
@@ -174,18 +177,20 @@ export const ASKED = new Set(
   ).split(" "),
 );
 
+/** Units of one dimension each: time, length, speed. */
+const UNIT_GROUPS = [
+  ["second", "minute", "hour", "day", "week", "month", "year"],
+  ["millimeter", "centimeter", "meter", "kilometer", "inch", "foot", "yard", "mile"],
+  ["kmh", "mps", "mph"],
+];
+
 /**
  * Concept groups whose members change the problem when swapped (units of one dimension, the
  * comparison in a condition, drawing with or without replacement, order mattering or not, the
  * direction of motion). `strict`: absent on one side and present on the other differs too.
  */
 export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
-  { members: ["second", "minute", "hour", "day", "week", "month", "year"], strict: false },
-  {
-    members: ["millimeter", "centimeter", "meter", "kilometer", "inch", "foot", "yard", "mile"],
-    strict: false,
-  },
-  { members: ["kmh", "mps", "mph"], strict: false },
+  ...UNIT_GROUPS.map((members) => ({ members, strict: false })),
   { members: ["atleast", "atmost", "morethan", "lessthan"], strict: true },
   { members: ["withoutreplacement", "withreplacement"], strict: false },
   { members: ["arrange", "choose"], strict: false },
@@ -196,6 +201,12 @@ export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
   { members: ["even", "odd"], strict: true },
   { members: ["discount", "markup"], strict: false },
 ];
+
+/** Concepts that are units of measure: a question says them to ask in a unit, not about a thing. */
+export const UNIT_CONCEPTS = new Set([
+  ...UNIT_GROUPS.flat(),
+  ..."liter gram kilogram percent degree areaunit volumeunit".split(" "),
+]);
 
 /** Stem -> concept: the thesaurus, and every concept's own stem (`minutes` -> `minute`). */
 export const CONCEPT_OF_STEM = new Map<string, string>([
