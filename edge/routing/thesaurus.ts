@@ -172,8 +172,8 @@ export const ASKED = new Set(
   (
     "sum product quotient ratio difference perimeter area circumference volume surface average median " +
     "mode gcd lcm remainder probability percent smallest largest smaller larger even odd prime root " +
-    "digit factorial divisor hypotenuse zero angle distance midpoint slope radius diameter cube square " +
-    "interest tax tip profit loss discount save handshake diagonal"
+    "digit factorial divisor hypotenuse zero angle distance midpoint slope cube square interest profit " +
+    "loss save handshake diagonal"
   ).split(" "),
 );
 
