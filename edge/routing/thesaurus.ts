@@ -72,6 +72,10 @@ export const PHRASES: [RegExp, string][] = [
   [/\bgo(?:es)? up\b|\bwent up\b/g, " increase "],
   [/\bside by side\b|\bnext to each other\b|\btogether\b/g, " together "],
   [/(?<=\d)!|\bfactorial\b/g, " factorial "],
+  [/\bone or more\b/g, " atleast one "],
+  [/\bwhole numbers?\b/g, " integer "],
+  [/°\s?f\b|\bdegrees? f\b/g, " fahrenheit "],
+  [/°\s?c\b|\bdegrees? c\b/g, " celsius "],
   [/\bcan't\b|\bcannot\b/g, " can not "],
   [/\bwon't\b/g, " will not "],
   [/n't\b/g, " not "],
@@ -157,6 +161,11 @@ const SYNONYMS: Record<string, string> = {
   twice: "times",
   double: "times",
   gradient: "slope",
+  gratuity: "tip",
+  female: "woman",
+  male: "man",
+  women: "woman",
+  men: "man",
   saved: "save",
   saving: "save",
   cubed: "cube",
@@ -236,7 +245,7 @@ export const STOP_WORDS = new Set(
     "down about over per such where while same one ones rest remaining remain after before first then " +
     "left possible different particular specific certain given respectively follow following show " +
     "need needed take taken takes make made let suppose assume equal equals dollar dollars cent cents " +
-    "unit units alone own itself themselves another whole entire altogether total round rounded " +
+    "unit units alone own itself themselves another whole entire altogether total round rounded precisely " +
     "nearest decimal place places"
   ).split(" "),
 );
