@@ -91,13 +91,21 @@ function conceptOfWord(word: string): string | null {
   return STOP_WORDS.has(concept) ? null : concept;
 }
 
-/** Why two problems with the same numbers still ask different questions, or null. */
-export function differences(a: ProblemStructure, b: ProblemStructure): StructureDifference | null {
+/**
+ * Why two problems with the same numbers still ask different questions, or null. `roles: false`
+ * leaves out the question roles (question-roles.ts), for two library problems known to have the
+ * same verified answer: whatever each asks, the answer is the same.
+ */
+export function differences(
+  a: ProblemStructure,
+  b: ProblemStructure,
+  roles = true,
+): StructureDifference | null {
   for (const c of a.asked) if (!b.concepts.has(c)) return "question_differs";
   for (const c of b.asked) if (!a.concepts.has(c)) return "question_differs";
   if (a.askedVariables.size > 0 && b.askedVariables.size > 0 && !sameSet(a.askedVariables, b.askedVariables))
     return "question_differs";
-  if (questionsDiffer(a, b)) return "question_differs";
+  if (roles && questionsDiffer(a, b)) return "question_differs";
   for (const group of EXCLUSIVE) {
     const x = [...group.members].filter((m) => a.concepts.has(m));
     const y = [...group.members].filter((m) => b.concepts.has(m));

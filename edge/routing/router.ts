@@ -297,7 +297,12 @@ export function decideSimilar(candidates: SimilarCandidate[], tuning: RouterTuni
   return { decision: "similar", problemId: best.problemId, ...base, reason: "similar" };
 }
 
-/** Whether two library problems are one: same numbers, no difference of structure, the same verified answer. */
+/**
+ * Whether two library problems are one: same numbers, no difference of structure, the same
+ * verified answer. The question roles are not compared: with the same answer, a difference in what
+ * the two ask (`sum of the first 20 terms` and a copy with a filler word in its question) changes
+ * nothing the route serves.
+ */
 function sameProblem(a: SimilarCandidate, b: SimilarCandidate): boolean {
   return (
     a.structure !== null &&
@@ -306,7 +311,7 @@ function sameProblem(a: SimilarCandidate, b: SimilarCandidate): boolean {
     b.answer !== null &&
     answersEqual(a.answer, b.answer) &&
     sameNumbers(a.structure.numbers, b.structure.numbers) &&
-    differences(a.structure, b.structure) === null
+    differences(a.structure, b.structure, false) === null
   );
 }
 
