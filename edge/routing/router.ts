@@ -14,6 +14,9 @@
  *   decimal places` are not data), so the grafted worked solution is about this very instance;
  * - the asked-for quantity: what the question sentence asks for (sum, area, larger, gcd, ...) must
  *   be named by the other problem too, and an asked variable (`the value of y`) must be the same;
+ *   and the question's role must be the same (question-roles.ts: a negated question, another of a
+ *   group of alternatives, asked and given swapped, a number counting other things, the same data
+ *   with another question are near misses);
  * - relations and concepts that change the problem when swapped: units of one dimension (`years`
  *   vs `months`), `at least` vs `is`, `with` vs `without replacement`, arranging vs choosing,
  *   moving toward each other vs in the same direction, and the formulas (`x^2-5x+6=0` vs
