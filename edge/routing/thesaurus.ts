@@ -343,4 +343,6 @@ export const SEARCH_EXPANSIONS: Record<string, string> = {
   kmh: "km",
   mps: "meters second",
   together: "adjacent",
+  areaunit: "square",
+  volumeunit: "cubic",
 };
