@@ -46,6 +46,16 @@ export type FailoverCall = <T>(
 
 const MIN_RETRY_BUDGET_MS = 50;
 
+/**
+ * An attempt that failed after its stream had sent tokens to the caller: what the node did is
+ * recorded as usual, but the call is not retried elsewhere (the caller would get the text twice).
+ */
+export class StreamStartedError extends Error {
+  constructor(readonly failure: unknown) {
+    super("the stream failed after it began");
+  }
+}
+
 /** The failover runner of a pool. */
 export function createFailover(deps: FailoverDeps): FailoverCall {
   const { timeoutMs } = deps;
@@ -74,13 +84,16 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
         m.latencyMsSum += ms;
         // The caller gave up: not the node's fault, and nobody waits for a retry.
         if (external?.aborted) throw toDomainError(err, timeoutMs);
-        const kind = classifyFailure(err);
-        attempts.push({ nodeId, ms, error: failureText(err) });
-        lastError = err;
-        if (kind === "verdict") throw toDomainError(err, timeoutMs);
+        const started = err instanceof StreamStartedError;
+        const failure = started ? err.failure : err;
+        const kind = classifyFailure(failure);
+        attempts.push({ nodeId, ms, error: failureText(failure) });
+        lastError = failure;
+        if (kind === "verdict") throw toDomainError(failure, timeoutMs);
         if (kind === "lost_block") await onLostBlock?.(nodeId);
-        else if (kind === "gone") await deps.nodeGone(nodeId, err);
+        else if (kind === "gone") await deps.nodeGone(nodeId, failure);
         else if (kind === "suspect") deps.markSuspect(nodeId);
+        if (started) throw toDomainError(failure, timeoutMs);
         m.failovers++;
       }
     }

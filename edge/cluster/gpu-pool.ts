@@ -10,15 +10,21 @@
  * node is marked down until its next heartbeat. No live replica: 503 `no_replica`.
  */
 import { DomainError } from "../../shared/errors.js";
-import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
+import { GpuError, type GpuNodeClient, type StreamOptions } from "../../shared/gpu-client.js";
 import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
 import type { PoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
 import { type GpuNode, markNodeDown } from "../db/nodes.js";
 import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
-import { type Attempt, createFailover, type Routed } from "./failover.js";
+import { type Attempt, createFailover, type Routed, StreamStartedError } from "./failover.js";
 import { classifyFailure, noReplica } from "./failures.js";
-import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
+import {
+  type GpuClient,
+  type ModelCallOptions,
+  modelCall,
+  type SandboxRunResult,
+  toDomainError,
+} from "./gpu.js";
 import { startPoolTimers } from "./heartbeat-sweep.js";
 import {
   createNodeDirectory,
@@ -59,7 +65,10 @@ export interface GpuPool extends GpuClient {
   /** A heartbeat arrived (the registry row is already written): refresh the view. */
   heartbeatReceived(row: GpuNode, change: "joined" | "up" | "down" | "same"): void;
   depositPlaced(text: string): Promise<{ manifest: BlockManifest; nodeId: string }>;
-  graftRouted(req: { blockId: string; query: string; maxTokens: number }): Promise<Routed<GenerationResult>>;
+  graftRouted(
+    req: { blockId: string; query: string; maxTokens: number },
+    opts?: ModelCallOptions,
+  ): Promise<Routed<GenerationResult>>;
   /** After a deposit on `originNodeId`: records it and copies the block to its R nodes. */
   replicate(blockId: string, originNodeId: string): Promise<BlockPlacement>;
   /** Where a block should be and where it is. */
@@ -171,15 +180,14 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     },
     depositPlaced: (text) => depositPlaced(ctx, text),
     deposit: async (text) => (await depositPlaced(ctx, text)).manifest,
-    graftRouted: (req) => graftRouted(ctx, req),
-    graft: async (req) => (await graftRouted(ctx, req)).result,
+    graftRouted: (req, opts) => graftRouted(ctx, req, opts),
+    graft: async (req, opts) => (await graftRouted(ctx, req, opts)).result,
     generate: (req) => onLeastBusy(ctx, (c, opts) => c.generate(req, opts)),
-    solve: (req, signal) =>
+    solve: (req, opts) =>
       onLeastBusy(
         ctx,
-        (c, opts) =>
-          c.solve(req, signal ? { ...opts, signal: AbortSignal.any([opts.signal, signal]) } : opts),
-        signal,
+        streamedOnce(opts, (c, call) => (opts?.onToken ? c.solveStream(req, call) : c.solve(req, call))),
+        opts?.signal,
       ),
     runProgram: (req): Promise<SandboxRunResult> =>
       onLeastBusy(ctx, (c) => c.sandboxRun(req)).catch((err: unknown) => {
@@ -207,15 +215,46 @@ async function onLeastBusy<T>(ctx: PoolContext, fn: Attempt<T>, external?: Abort
   return (await ctx.failover(order, fn, undefined, external)).result;
 }
 
+/**
+ * One attempt of a model call with the caller's options; a streamed attempt that already sent
+ * tokens fails as StreamStartedError, so it is not retried on another node.
+ */
+function streamedOnce<T>(
+  opts: ModelCallOptions | undefined,
+  run: (client: GpuNodeClient, call: StreamOptions) => Promise<T>,
+): Attempt<T> {
+  return async (client, attempt) => {
+    let sent = false;
+    const onToken = opts?.onToken;
+    const call = modelCall(attempt, {
+      ...(opts?.signal ? { signal: opts.signal } : {}),
+      ...(onToken
+        ? {
+            onToken: (text: string) => {
+              sent = true;
+              onToken(text);
+            },
+          }
+        : {}),
+    });
+    try {
+      return await run(client, call);
+    } catch (err) {
+      throw sent ? new StreamStartedError(err) : err;
+    }
+  };
+}
+
 async function graftRouted(
   ctx: PoolContext,
   req: { blockId: string; query: string; maxTokens: number },
+  opts?: ModelCallOptions,
 ): Promise<Routed<GenerationResult>> {
   const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
   if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
   const out = await ctx.failover(
     candidates.map((c) => c.id),
-    (c, opts) => c.graft(req, opts),
+    streamedOnce(opts, (c, call) => (opts?.onToken ? c.graftStream(req, call) : c.graft(req, call))),
     async (nodeId) => {
       // The node does not hold it after all: forget the record; the rebalancer recopies it.
       await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);

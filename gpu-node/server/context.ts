@@ -50,7 +50,11 @@ export interface SandboxRunner {
 
 /** The solve pipeline as the server needs it (a Solver fits). */
 export interface SolveRunner {
-  solve(req: SolveInput, signal?: AbortSignal): ReturnType<Solver["solve"]>;
+  solve(
+    req: SolveInput,
+    signal?: AbortSignal,
+    onToken?: (token: number, text: string) => void,
+  ): ReturnType<Solver["solve"]>;
 }
 
 export interface GpuAppOptions {
