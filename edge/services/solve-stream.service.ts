@@ -73,6 +73,8 @@ export async function* solveEvents(
 
 /** How a stream's events and its late failure are written. */
 export interface StreamFormat<E> {
+  /** Written before the first event, if anything. */
+  start?: string;
   event(e: E): string;
   /** A failure after the stream began (its status and body as the error handler would answer). */
   error(status: number, body: unknown): string;
@@ -97,6 +99,9 @@ export async function eventStream<E>(
   let pending: IteratorResult<E, void> | null = first;
   let cancelled = false;
   return new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (format.start) controller.enqueue(encoder.encode(format.start));
+    },
     async pull(controller) {
       try {
         const next = pending ?? (await events.next());
