@@ -62,3 +62,23 @@ describe("edge worker in workerd", () => {
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("route_not_found");
   });
 });
+
+describe("edge worker's calls to the GPU node", () => {
+  /** The calls the outbound service recorded (vitest.workers.config.ts). */
+  async function gpuCalls(): Promise<{ method: string; path: string; headers: Record<string, string> }[]> {
+    return (await fetch("http://gpu-calls.kvgraft.test/")).json();
+  }
+
+  it("carry the Cloudflare Access service token (CF-Access-Client-Id / -Secret)", async () => {
+    await fetch("http://gpu-calls.kvgraft.test/", { method: "DELETE" });
+    // /health asks the GPU node for its own health, so it needs no database.
+    await get("/health");
+    const calls = await gpuCalls();
+    expect(calls.map((c) => `${c.method} ${c.path}`)).toContain("GET /health");
+    for (const call of calls)
+      expect(call.headers).toMatchObject({
+        "cf-access-client-id": "workers-test-access-id.access",
+        "cf-access-client-secret": "workers-test-access-secret",
+      });
+  });
+});
