@@ -10,7 +10,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { registerProblem } from "../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { blockKeys, uploadKeys } from "../shared/bucket-keys.js";
@@ -18,6 +17,7 @@ import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 import type { BlockManifest } from "../shared/protocol.js";
+import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { syntheticModel } from "./helpers/models.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
 

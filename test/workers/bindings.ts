@@ -12,6 +12,9 @@ export const WORKERS_ACCESS = {
   clientSecret: "workers-test-access-secret",
 } as const;
 
+/** Marks the tests' own calls to a GPU node, which the call recorder of the config skips. */
+export const TEST_CALL_HEADER = "x-kvgraft-test-call";
+
 /** The admin key the Worker installs (KVGRAFT_ADMIN_KEY). */
 export const WORKERS_ADMIN_KEY = "kvg_workers0_0123456789abcdefghijABCDEFGHIJ0123456789";
 

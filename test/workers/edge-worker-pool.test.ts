@@ -14,7 +14,7 @@ import { describe, expect, inject, it } from "vitest";
 import entry from "../../edge/runtime/worker.js";
 import { createGpuClient } from "../../shared/gpu-client.js";
 import { heartbeatFrom, sendHeartbeat } from "../../shared/heartbeat.js";
-import { WORKERS_ACCESS, WORKERS_ADMIN_KEY, WORKERS_GPU_SECRET } from "./bindings.js";
+import { TEST_CALL_HEADER, WORKERS_ACCESS, WORKERS_ADMIN_KEY, WORKERS_GPU_SECRET } from "./bindings.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by the assertions
 type Json = Record<string, any>;
@@ -29,8 +29,14 @@ const worker = (
 const EDGE = "https://edge.example.com";
 const nodes = inject("gpuNodes");
 const urlOf = (id: string) => nodes.find((n) => n.id === id)?.url as string;
+/** The test's own client of a node; its calls are marked so that the call recorder skips them. */
 const clientOf = (id: string) =>
-  createGpuClient({ baseUrl: urlOf(id), secret: WORKERS_GPU_SECRET, timeoutMs: 60_000 });
+  createGpuClient({
+    baseUrl: urlOf(id),
+    secret: WORKERS_GPU_SECRET,
+    timeoutMs: 60_000,
+    headers: { [TEST_CALL_HEADER]: "1" },
+  });
 const toWorker: typeof fetch = (input, init) => worker.fetch(new Request(input, init));
 
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
@@ -114,7 +120,10 @@ describe("the Worker's GPU pool (two real GPU nodes)", () => {
   });
 
   it("fails over to the other replica when the node holding the block hot is gone (one retry)", async () => {
-    const killed = await fetch(`${inject("controlUrl")}/kill/${second}`, { method: "POST" });
+    const killed = await fetch(`${inject("controlUrl")}/kill/${second}`, {
+      method: "POST",
+      headers: { [TEST_CALL_HEADER]: "1" },
+    });
     expect(killed.status).toBe(200);
     // The registry still has it up with a fresh heartbeat: the first attempt goes there and fails.
     const before = { first: await metricsOf(first), second: await metricsOf(second) };
@@ -159,8 +168,8 @@ describe("the Worker's GPU pool (two real GPU nodes)", () => {
   });
 
   it("every call the Worker made to a GPU node carried the Cloudflare Access service token", async () => {
-    // Recorded by the outbound service of vitest.workers.config.ts.
-    const calls = (await (await fetch("http://gpu-calls.kvgraft.test/")).json()) as {
+    // Recorded by the nodes' loopback proxies (test/helpers/workers-setup.ts).
+    const calls = (await (await fetch(`${inject("controlUrl")}/calls`)).json()) as {
       method: string;
       path: string;
       headers: Record<string, string>;
