@@ -5,7 +5,7 @@
  */
 import { DomainError } from "../../shared/errors.js";
 import type { GpuNodeClient } from "../../shared/gpu-client.js";
-import { classifyFailure, failureText, noReplica } from "./failures.js";
+import { classifyFailure, failureText, isShed, noReplica } from "./failures.js";
 import { toDomainError } from "./gpu.js";
 import type { MetricsBook } from "./node-metrics.js";
 import type { RouteTier } from "./placement.js";
@@ -75,6 +75,7 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
         // The caller gave up: not the node's fault, and nobody waits for a retry.
         if (external?.aborted) throw toDomainError(err, timeoutMs);
         const kind = classifyFailure(err);
+        if (isShed(err)) m.shed++;
         attempts.push({ nodeId, ms, error: failureText(err) });
         lastError = err;
         if (kind === "verdict") throw toDomainError(err, timeoutMs);

@@ -28,6 +28,11 @@ export function classifyFailure(err: unknown): FailureKind {
   return "suspect";
 }
 
+/** Whether the node refused the call for load (its queue was full): a shed request. */
+export function isShed(err: unknown): boolean {
+  return err instanceof GpuError && (err.status === 429 || err.code === "queue_full");
+}
+
 /** 503 `no_replica`: no live node can take the call; retry after the time a node needs to be marked down. */
 export function noReplica(timing: { heartbeatMs: number; downAfter: number }, blockId?: string): DomainError {
   return new DomainError(

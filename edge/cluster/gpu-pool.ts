@@ -224,6 +224,10 @@ async function graftRouted(
   );
   const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
   if (tier) ctx.metrics.of(out.nodeId).grafts[tier]++;
+  // The tier the node says it restored from, which can differ from the one the edge expected.
+  const restored = ctx.metrics.of(out.nodeId).restores[out.result.tier ?? tier ?? "cold"];
+  restored.count++;
+  restored.msSum += out.result.timings.restoreMs;
   return { ...out, tier };
 }
 

@@ -2,7 +2,8 @@
  * A loopback GPU node for edge tests that need no model: `/v1/sandbox/run` is the real sandbox
  * (or, without one, a 503 `sandbox_unavailable`), a deposit (`POST /v1/blocks`) answers a manifest
  * for the text (what a node without a model can truthfully hash), `/v1/graft` a fixed generation
- * and `/v1/solve` an unsure sampled solve. It records the work paths it served.
+ * and `/v1/solve` an unsure sampled solve; `/health` reports the deposited blocks as hot. It records the
+ * work paths it served.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -55,6 +56,7 @@ export interface LoopbackGpu {
 export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Promise<LoopbackGpu> {
   const runner = options.sandbox === false ? null : await localProgramRunner();
   const requests: string[] = [];
+  const hot: string[] = [];
   const server: Server = createServer((req, res) => {
     let body = "";
     req.on("data", (c) => {
@@ -70,8 +72,23 @@ export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Pro
         const { program, params, expect } = JSON.parse(body);
         return send(200, await runner.runProgram({ program, params, expect }));
       }
-      if (req.url === gpuPaths.blocks && req.method === "POST")
-        return send(200, await manifestFor(JSON.parse(body).text));
+      if (req.url === gpuPaths.blocks && req.method === "POST") {
+        const manifest = await manifestFor(JSON.parse(body).text);
+        if (!hot.includes(manifest.sha256)) hot.push(manifest.sha256);
+        return send(200, manifest);
+      }
+      if (req.url === gpuPaths.health) {
+        const { model, engine } = await manifestFor("");
+        return send(200, {
+          status: "ok",
+          model,
+          engine,
+          slots: { total: 2, busy: 0 },
+          tiers: { hot, warm: [], coldCount: hot.length },
+          queue: { depth: 0, capacity: 8 },
+          uptimeS: 1,
+        });
+      }
       if (req.url === gpuPaths.graft) {
         const { blockId } = JSON.parse(body);
         return send(200, {

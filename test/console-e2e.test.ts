@@ -1,0 +1,301 @@
+/**
+ * The web console end to end in a real browser: headless Chromium (Debian's `chromium` package,
+ * driven by playwright-core; no browser download) against a real edge (Node entry, libSQL file) and
+ * the loopback GPU node, all on loopback. One browser and one edge serve every case: sign in with
+ * a key, ask a library problem (library answer, 0 GPU tokens) and a new one (the model, over the
+ * keyboard), accept a flywheel item, see a node's charts drawn with data, create a key, and find
+ * that a user key sees no admin pages and is refused them (403) on the server. Each page gets an
+ * axe-core check (no serious or critical violations) and a screenshot under test-results/console/;
+ * the playground's and the nodes page's are copied to docs/img/ for the README.
+ * Skips, saying why, where no chromium executable is installed (`.ci/run` installs it).
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { addSolution, registerBlock, registerProblem } from "../edge/db/library.js";
+import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
+import { createApiKey } from "../edge/services/keys.service.js";
+import { sha256Hex } from "../shared/hash.js";
+import { silentLogger } from "../shared/http/logger.js";
+import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
+import { type LoopbackGpu, startLoopbackGpu } from "./helpers/loopback-gpu.js";
+
+const root = join(import.meta.dirname, "..");
+const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p)) ?? null;
+const NO_CHROMIUM = CHROMIUM
+  ? null
+  : "no chromium executable (/usr/bin/chromium): install Debian's chromium package to run the console's browser tests";
+const SHOTS = join(root, "test-results", "console");
+const SECRET = "console-e2e-secret-0123456789abcdef";
+const NEW_PROBLEM = "A farmer has 17 sheep and buys 26 more, then sells 9. How many sheep are left?";
+
+const starter = readFileSync(join(root, "edge", "starter-library.jsonl"), "utf8")
+  .split("\n")
+  .filter((l) => l.trim() !== "")
+  .slice(0, 3)
+  .map((l) => JSON.parse(l) as { problem: string; solution: string; program: string; answer: string });
+
+let dir: string;
+let gpu: LoopbackGpu;
+let edge: EdgeServer;
+let browser: Browser;
+let admin: { context: BrowserContext; page: Page };
+let adminKey: string;
+let userKey: string;
+const axeSource = readFileSync(join(root, "node_modules", "axe-core", "axe.min.js"), "utf8");
+/** Console messages that report a content security policy violation, from every page. */
+const cspViolations: string[] = [];
+
+/** A library entry as a deposit makes it, its block held by the loopback node (hot in its /health). */
+async function storeStarter(entry: (typeof starter)[number]) {
+  const normalizedText = normalizeProblem(entry.problem);
+  const { template, params } = problemTemplate(normalizedText);
+  const { problem } = await registerProblem(edge.db, {
+    normalizedText,
+    fingerprint: await sha256Hex(normalizedText),
+    template,
+    params,
+  });
+  await addSolution(edge.db, {
+    problemId: problem.id,
+    worked: entry.solution,
+    program: entry.program,
+    answer: entry.answer,
+    parametric: true,
+    verified: true,
+    verification: { method: "console-e2e" },
+  });
+  const res = await fetch(`${gpu.url}/v1/blocks`, {
+    method: "POST",
+    body: JSON.stringify({ text: `${entry.problem}\n${entry.solution}` }),
+  });
+  const manifest = (await res.json()) as Parameters<typeof registerBlock>[1]["manifest"] & { sha256: string };
+  await registerBlock(edge.db, {
+    sha256: manifest.sha256,
+    problemId: problem.id,
+    manifest: {
+      ...manifest,
+      modelFingerprint: { sha256: "f".repeat(64) },
+      engineFingerprint: { sha256: "f".repeat(64) },
+    },
+    state: "ready",
+    nodeId: null,
+  });
+}
+
+async function signedIn(key: string): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const page = await context.newPage();
+  page.on("console", (m) => {
+    if (/content security policy/i.test(m.text())) cspViolations.push(m.text());
+  });
+  await page.goto(`${edge.url}/console/signin`);
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(`${edge.url}/console/playground`);
+  return { context, page };
+}
+
+/** Runs axe-core on the page: no serious or critical violations (labels, contrast, names, ...). */
+async function expectAccessible(page: Page): Promise<void> {
+  // Evaluated through the DevTools protocol: the page's CSP (no inline script) does not apply.
+  await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: unknown[] }> } }).axe;
+    const result = await axe.run();
+    return (result.violations as { id: string; impact: string; nodes: { target: string[] }[] }[])
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  expect(violations, page.url()).toEqual([]);
+}
+
+async function shot(page: Page, name: string): Promise<string> {
+  const path = join(SHOTS, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
+
+beforeAll(async () => {
+  if (!CHROMIUM) return;
+  mkdirSync(SHOTS, { recursive: true });
+  dir = mkdtempSync(join(tmpdir(), "kvgraft-console-"));
+  gpu = await startLoopbackGpu({ sandbox: false });
+  edge = await startEdgeServer({
+    env: {
+      LIBSQL_URL: `file:${join(dir, "edge.db")}`,
+      KVGRAFT_GPU_URL: gpu.url,
+      KVGRAFT_GPU_SECRET: SECRET,
+      KVGRAFT_RATE_LIMIT: "100000",
+      KVGRAFT_FLYWHEEL: "on",
+    },
+    port: 0,
+    host: "127.0.0.1",
+    logger: silentLogger,
+  });
+  adminKey = edge.generatedAdminKey as string;
+  userKey = (await createApiKey(edge.db, { role: "public", label: "console user" })).key;
+  for (const entry of starter) await storeStarter(entry);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await edge?.close();
+  await gpu?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+beforeEach((ctx) => ctx.skip(NO_CHROMIUM !== null, NO_CHROMIUM ?? undefined));
+
+describe("web console in Chromium", () => {
+  it("signs in with a key posted in a form, kept in an HttpOnly SameSite=Strict cookie, never in a URL", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const res = await page.goto(`${edge.url}/console/playground`);
+    expect(page.url()).toBe(`${edge.url}/console/signin`);
+    const csp = res?.headers()["content-security-policy"] ?? "";
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("default-src 'none'");
+    await expectAccessible(page);
+    await shot(page, "signin");
+    await page.getByLabel("API key").fill("kvg_AAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("not valid");
+    await context.close();
+
+    admin = await signedIn(adminKey);
+    const [cookie] = await admin.context.cookies();
+    expect(cookie).toMatchObject({
+      name: "kvgraft_console",
+      httpOnly: true,
+      sameSite: "Strict",
+      path: "/console",
+    });
+    expect(admin.page.url()).not.toContain(adminKey);
+    // The cookie opens the console only: the API still wants the key as a bearer header.
+    const api = await admin.page.request.get(`${edge.url}/admin/keys`);
+    expect(api.status()).toBe(401);
+  });
+
+  it("asks a library problem by its example: the library answer, 0 GPU tokens", async () => {
+    const { page } = admin;
+    const [first] = starter;
+    await page.getByRole("button", { name: normalizeProblem(first?.problem ?? "") }).click();
+    await page.waitForSelector("#answer");
+    expect(await page.textContent("#source")).toBe("library");
+    expect(await page.textContent("#gpu-tokens")).toBe("0");
+    expect(await page.textContent("#answer")).toBe(first?.answer);
+    expect(await page.textContent("#verified")).toContain("yes");
+    await expectAccessible(page);
+  });
+
+  it("asks a new problem from the keyboard (Tab to Ask, Enter): the model answers and it is queued", async () => {
+    const { page } = admin;
+    await page.goto(`${edge.url}/console/playground`);
+    await page.getByLabel("Problem").fill(NEW_PROBLEM);
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("ask");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#answer");
+    expect(await page.textContent("#source")).toBe("model");
+    expect(Number(await page.textContent("#gpu-tokens"))).toBeGreaterThan(0);
+    expect(await page.textContent(".answer")).toContain("queued for a heavier solve");
+    expect(gpu.requests).toContain("/v1/solve");
+    await expectAccessible(page);
+    copyFileSync(await shot(page, "playground"), join(root, "docs", "img", "console-playground.png"));
+  });
+
+  it("browses and searches the library; a problem's page shows its program, block and hits", async () => {
+    const { page } = admin;
+    await page.goto(`${edge.url}/console/library`);
+    expect(await page.locator("tbody tr").count()).toBe(starter.length);
+    await expectAccessible(page);
+    await shot(page, "library");
+    await page.getByLabel("Search problems").fill("apples");
+    await page.getByRole("button", { name: "Search" }).click();
+    expect(await page.locator("tbody tr").count()).toBe(1);
+    await page.locator("tbody a").first().click();
+    expect(await page.textContent("#hits")).toContain("1 library");
+    expect(await page.textContent("main")).toContain("print(fmt(paid - count * price))");
+    expect(await page.textContent("main")).toContain("Held by");
+    await expectAccessible(page);
+    await shot(page, "library-problem");
+  });
+
+  it("accepts a flywheel item as admin with a reference answer", async () => {
+    const { page } = admin;
+    await page.goto(`${edge.url}/console/flywheel`);
+    const row = page.locator("tr", { hasText: NEW_PROBLEM });
+    expect(await row.locator(".status").textContent()).toBe("queued");
+    await expectAccessible(page);
+    await row.getByLabel("Reference answer").fill("34");
+    await row.getByRole("button", { name: "Accept" }).click();
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("Reference answer 34 set");
+    expect(await page.locator("tr", { hasText: NEW_PROBLEM }).locator(".reference").textContent()).toBe("34");
+    await shot(page, "flywheel");
+  });
+
+  it("draws each node's tier charts from the samples of its views", async () => {
+    const { page } = admin;
+    await page.goto(`${edge.url}/console/nodes`);
+    await new Promise((r) => setTimeout(r, 1_100));
+    await page.reload();
+    await page.waitForSelector(".charts canvas");
+    const data = JSON.parse((await page.textContent("#node-samples")) ?? "{}") as {
+      times: number[];
+      nodes: { charts: { title: string; series: { values: (number | null)[] }[] }[] }[];
+    };
+    expect(data.times.length).toBe(2);
+    const tiers = data.nodes[0]?.charts.find((c) => c.title === "Blocks by tier");
+    expect(tiers?.series[0]?.values).toEqual([starter.length, starter.length]);
+    expect(await page.locator(".charts canvas").count()).toBeGreaterThanOrEqual(3);
+    expect(await page.textContent(".health")).toContain("live");
+    await expectAccessible(page);
+    copyFileSync(await shot(page, "nodes"), join(root, "docs", "img", "console-nodes.png"));
+  });
+
+  it("creates a key and shows its plaintext once", async () => {
+    const { page } = admin;
+    await page.goto(`${edge.url}/console/keys`);
+    await page.getByLabel("Label").fill("reader");
+    await page.getByRole("button", { name: "Create" }).click();
+    expect(await page.textContent("#created-key")).toMatch(/^kvg_[0-9A-Za-z]{8}_[0-9A-Za-z]{32}$/);
+    await expectAccessible(page);
+    await shot(page, "keys");
+    await page.goto(`${edge.url}/console/keys`);
+    expect(await page.locator("#created-key").count()).toBe(0);
+  });
+
+  it("refuses a cross-site form post (CSRF) and runs no inline script", async () => {
+    const res = await admin.page.request.post(`${edge.url}/console/keys`, {
+      form: { label: "evil", role: "admin" },
+      headers: { origin: "http://evil.example" },
+    });
+    expect(res.status()).toBe(403);
+    expect(cspViolations).toEqual([]);
+  });
+
+  it("a user key: no admin links, and every admin page and action is 403 on the server", async () => {
+    const user = await signedIn(userKey);
+    const nav = (await user.page.getByRole("navigation").textContent()) ?? "";
+    expect(nav).toContain("Playground");
+    expect(nav).not.toContain("Flywheel");
+    expect(nav).not.toContain("Keys");
+    for (const path of ["/console/flywheel", "/console/nodes", "/console/keys"]) {
+      const res = await user.page.goto(`${edge.url}${path}`);
+      expect(res?.status(), path).toBe(403);
+    }
+    await expectAccessible(user.page);
+    await shot(user.page, "user-refused");
+    const post = await user.page.request.post(`${edge.url}/console/keys`, {
+      form: { label: "escalate", role: "admin" },
+      headers: { origin: edge.url },
+    });
+    expect(post.status()).toBe(403);
+    await user.context.close();
+  });
+});
