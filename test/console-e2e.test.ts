@@ -198,7 +198,7 @@ describe("web console in Chromium", () => {
     await page.getByLabel("Problem").fill(NEW_PROBLEM);
     await page.keyboard.press("Tab");
     await page.keyboard.press("Tab");
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe("ask");
+    expect(await page.evaluate("document.activeElement?.id")).toBe("ask");
     await page.keyboard.press("Enter");
     await page.waitForSelector("#answer");
     expect(await page.textContent("#source")).toBe("model");
