@@ -29,6 +29,8 @@ const NO_CHROMIUM = CHROMIUM
   : "no chromium executable (/usr/bin/chromium): install Debian's chromium package to run the console's browser tests";
 const SHOTS = join(root, "test-results", "console");
 const SECRET = "console-e2e-secret-0123456789abcdef";
+/** A rewording of the first starter problem (test/fixtures/router-dev-rewordings.jsonl): routed "similar". */
+const REWORDED = "How much change is Sam owed if he pays with a $20 bill for 12 apples priced at $0.75 each?";
 const NEW_PROBLEM = "A farmer has 17 sheep and buys 26 more, then sells 9. How many sheep are left?";
 
 const starter = readFileSync(join(root, "edge", "starter-library.jsonl"), "utf8")
@@ -243,6 +245,12 @@ describe("web console in Chromium", () => {
   it("draws each node's tier charts from the samples of its views", async () => {
     const { page } = admin;
     await page.goto(`${edge.url}/console/nodes`);
+    // A reworded library problem is grafted with its block (the loopback node restores it "hot").
+    await page.goto(`${edge.url}/console/playground`);
+    await page.getByLabel("Problem").fill(REWORDED);
+    await page.getByRole("button", { name: "Ask" }).click();
+    expect(await page.textContent("#source")).toBe("graft");
+    await page.goto(`${edge.url}/console/nodes`);
     await new Promise((r) => setTimeout(r, 1_100));
     await page.reload();
     await page.waitForSelector(".charts canvas");
@@ -250,12 +258,22 @@ describe("web console in Chromium", () => {
       times: number[];
       nodes: { charts: { title: string; series: { values: (number | null)[] }[] }[] }[];
     };
-    expect(data.times.length).toBe(2);
-    const tiers = data.nodes[0]?.charts.find((c) => c.title === "Blocks by tier");
-    expect(tiers?.series[0]?.values).toEqual([starter.length, starter.length]);
-    // Tiers and load are drawn; restore latency says it has no data (no graft in this test).
-    expect(await page.locator(".charts canvas").count()).toBe(2);
-    expect(await page.locator(".charts figure", { hasText: "No data in the last hour." }).count()).toBe(1);
+    expect(data.times.length).toBeGreaterThanOrEqual(2);
+    const charts = data.nodes[0]?.charts ?? [];
+    const tiers = charts.find((c) => c.title === "Blocks by tier");
+    expect(tiers?.series[0]?.values.every((v) => v === starter.length)).toBe(true);
+    // The loopback node reports a restore of 0.1 ms from the hot tier.
+    const restore = charts.find((c) => c.title === "Mean restore latency by tier");
+    expect(restore?.series[0]?.values.at(-1)).toBe(0.1);
+    expect(await page.locator(".charts canvas").count()).toBe(3);
+    expect(await page.textContent("main")).toContain("hot 100%, warm 0%, cold 0% of 1");
+    // The same counters in the Prometheus text of the API.
+    const metrics = await fetch(`${edge.url}/admin/nodes/metrics`, {
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
+    const text = await metrics.text();
+    expect(text).toContain('kvgraft_edge_node_restores_total{node="default",tier="hot"} 1');
+    expect(text).toContain('kvgraft_edge_node_shed_total{node="default"} 0');
     expect(await page.textContent(".health")).toContain("live");
     await expectAccessible(page);
     copyFileSync(await shot(page, "nodes"), join(root, "docs", "img", "console-nodes.png"));

@@ -17,7 +17,8 @@ export interface NodePoint {
   requests: number;
   failures: number;
   shed: number;
-  grafts: Record<RouteTier, number>;
+  /** Grafts by the tier the node restored the block from (as the node reported it). */
+  restores: Record<RouteTier, number>;
   /** Mean restore time of the grafts from each tier so far; null before the first. */
   restoreMs: Record<RouteTier, number | null>;
 }
@@ -41,7 +42,6 @@ interface MetricsShape {
   requests?: number;
   failures?: number;
   shed?: number;
-  grafts?: Record<RouteTier, number>;
   restores?: Record<RouteTier, { count: number; msSum: number }>;
 }
 
@@ -67,7 +67,11 @@ export function pointOf(node: DescribedNode): NodePoint {
     requests: m.requests ?? 0,
     failures: m.failures ?? 0,
     shed: m.shed ?? 0,
-    grafts: { hot: m.grafts?.hot ?? 0, warm: m.grafts?.warm ?? 0, cold: m.grafts?.cold ?? 0 },
+    restores: {
+      hot: m.restores?.hot.count ?? 0,
+      warm: m.restores?.warm.count ?? 0,
+      cold: m.restores?.cold.count ?? 0,
+    },
     restoreMs,
   };
 }

@@ -123,7 +123,7 @@ export function NodesPage(props: { nodes: NodeRow[]; samples: NodeSample[] }) {
                   Hit rate
                 </Term>
               </dt>
-              <dd>{hitRate(p.grafts)}</dd>
+              <dd>{hitRate(p.restores)}</dd>
               <dt>Queue</dt>
               <dd>
                 {p.queueDepth} waiting; {p.shed} shed (queue full), {p.failures} failed of {p.requests} calls
