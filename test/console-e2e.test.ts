@@ -279,7 +279,7 @@ describe("web console in Chromium", () => {
     copyFileSync(await shot(page, "nodes"), join(root, "docs", "img", "console-nodes.png"));
   });
 
-  it("creates a key and shows its plaintext once", async () => {
+  it("creates a key, shows its plaintext once, and revokes it", async () => {
     const { page } = admin;
     await page.goto(`${edge.url}/console/keys`);
     await page.getByLabel("Label").fill("reader");
@@ -289,6 +289,9 @@ describe("web console in Chromium", () => {
     await shot(page, "keys");
     await page.goto(`${edge.url}/console/keys`);
     expect(await page.locator("#created-key").count()).toBe(0);
+    await page.getByRole("button", { name: "Revoke reader" }).click();
+    await expect.poll(() => page.getByRole("status").textContent()).toBe("Revoked reader.");
+    expect(await page.locator("tr", { hasText: "reader" }).getByRole("button").count()).toBe(0);
   });
 
   it("refuses a cross-site form post (CSRF) and runs no inline script", async () => {
@@ -317,6 +320,17 @@ describe("web console in Chromium", () => {
       headers: { origin: edge.url },
     });
     expect(post.status()).toBe(403);
+    // Revoked through the API, the key's console session ends at its next page.
+    const keys = (await (
+      await fetch(`${edge.url}/admin/keys`, { headers: { authorization: `Bearer ${adminKey}` } })
+    ).json()) as { keys: { id: string; label: string }[] };
+    const id = keys.keys.find((k) => k.label === "console user")?.id;
+    await fetch(`${edge.url}/admin/keys/${id}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
+    await user.page.goto(`${edge.url}/console/playground`);
+    expect(user.page.url()).toBe(`${edge.url}/console/signin`);
     await user.context.close();
   });
 });
