@@ -1,5 +1,5 @@
 /**
- * The console's admin pages and actions: flywheel, nodes and tiers, keys. Every one of them,
+ * The console's admin pages and actions: flywheel, nodes and tiers, keys, uploads. Every one of them,
  * whatever the method, refuses a user key with 403 on the server (`consoleAdminOnly`), not only by
  * leaving its link out of the navigation.
  */
@@ -16,6 +16,7 @@ import {
 } from "../services/flywheel-admin.service.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../services/keys.service.js";
 import { describeNodes } from "../services/nodes.service.js";
+import { uploadConsoleRoutes } from "./console-upload.routes.js";
 import { createNodeSampleRing } from "./node-samples.js";
 import { FlywheelItemPage, FlywheelPage } from "./pages/flywheel.js";
 import { KeysPage } from "./pages/keys.js";
@@ -36,7 +37,16 @@ async function formFields(c: { req: { parseBody(): Promise<Record<string, unknow
 export function adminConsoleRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const samples = createNodeSampleRing();
-  for (const path of ["/flywheel", "/flywheel/*", "/nodes", "/nodes/*", "/keys", "/keys/*"])
+  for (const path of [
+    "/flywheel",
+    "/flywheel/*",
+    "/nodes",
+    "/nodes/*",
+    "/keys",
+    "/keys/*",
+    "/uploads",
+    "/uploads/*",
+  ])
     app.use(path, consoleAdminOnly);
 
   const flywheelPage = async (message?: Message) => (
@@ -103,5 +113,6 @@ export function adminConsoleRoutes(deps: Deps): Hono<AppEnv> {
       await keysPage(c.get("principal").keyId, { message: { kind: "ok", text: `Revoked ${key.label}.` } }),
     );
   });
+  app.route("/", uploadConsoleRoutes(deps));
   return app;
 }

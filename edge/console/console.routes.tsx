@@ -13,6 +13,7 @@ import { csrf } from "hono/csrf";
 import { secureHeaders } from "hono/secure-headers";
 import { z } from "zod";
 import { DomainError, tooLarge } from "../../shared/errors.js";
+import { LIMITS } from "../../shared/protocol.js";
 import { getLibraryItem, listLibrary } from "../db/library-pages.js";
 import { problemHits } from "../db/query-stats.js";
 import type { AppEnv, Deps } from "../http.js";
@@ -27,6 +28,7 @@ import { blockPlacements } from "./placements.js";
 import { CONSOLE_PATH, checkKey, consoleSession, endSession, isAdmin, startSession } from "./session.js";
 
 const EXAMPLES = 6;
+const CHUNK_PATH = /^\/console\/uploads\/imports\/[^/]+\/chunks\/\d+$/;
 
 /** The console's pages and actions, to mount at `/console`. */
 export function consoleRoutes(deps: Deps): Hono<AppEnv> {
@@ -46,19 +48,17 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
       },
     }),
   );
-  app.use(
-    "*",
-    csrf(),
+  const limit = (maxSize: number) =>
     bodyLimit({
-      maxSize: deps.config.limits.publicBodyBytes,
+      maxSize,
       onError: () => {
-        throw tooLarge(
-          "body_too_large",
-          `The form is larger than ${deps.config.limits.publicBodyBytes} bytes.`,
-        );
+        throw tooLarge("body_too_large", `The request body is larger than ${maxSize} bytes.`);
       },
-    }),
-  );
+    });
+  const formLimit = limit(deps.config.limits.publicBodyBytes);
+  // Block upload chunks (admin only, checked after the session) are the one large body.
+  const chunkLimit = limit(LIMITS.importChunkBytes);
+  app.use("*", csrf(), (c, next) => (CHUNK_PATH.test(c.req.path) ? chunkLimit(c, next) : formLimit(c, next)));
 
   app.get("/", (c) => c.redirect(`${CONSOLE_PATH}/playground`, 303));
   app.get("/signin", (c) => c.html(<SignInPage />));

@@ -14,6 +14,7 @@ const PAGES = [
   { id: "flywheel", label: "Flywheel", admin: true },
   { id: "nodes", label: "Nodes and tiers", admin: true },
   { id: "keys", label: "Keys", admin: true },
+  { id: "uploads", label: "Uploads", admin: true },
 ] as const;
 
 export type PageId = (typeof PAGES)[number]["id"] | "signin";

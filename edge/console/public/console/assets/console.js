@@ -1,5 +1,6 @@
 // The console's one script (served as a file: the content security policy runs no inline script).
-// On the nodes page it draws each node's charts with uPlot from the page's JSON block of samples.
+// On the nodes page it draws each node's charts with uPlot from the page's JSON block of samples; on
+// the uploads page it sends a block through the upload grant in chunks, with a progress bar.
 
 /** Colors with at least 3:1 contrast against the white page, one per series of a chart. */
 const COLORS = ["#0b5cad", "#b4400d", "#287233"];
@@ -48,4 +49,91 @@ function drawNodeCharts() {
   }
 }
 
-document.addEventListener("DOMContentLoaded", drawNodeCharts);
+/** Hex SHA-256 of bytes (Web Crypto). */
+async function sha256Hex(bytes) {
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** The JSON body of a response, or an error with the message the server gave. */
+async function answer(res) {
+  const text = await res.text();
+  let body = null;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // An HTML error page: its status says enough.
+  }
+  if (!res.ok) throw new Error(body?.error?.message ?? `HTTP ${res.status}`);
+  return body;
+}
+
+/** The uploads page: grant, start, chunks (each with its SHA-256), commit, register. */
+function setupUpload() {
+  const form = document.getElementById("upload-form");
+  if (!form) return;
+  const status = document.getElementById("upload-status");
+  const bar = document.getElementById("upload-progress");
+  const say = (text) => {
+    status.textContent = text;
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const problemId = form.elements.problemId.value;
+    const state = form.elements.state.files[0];
+    try {
+      const manifest = JSON.parse(await form.elements.manifest.files[0].text());
+      say("Asking for an upload grant ...");
+      const grant = await answer(
+        await fetch("/console/uploads/grant", {
+          method: "POST",
+          body: new URLSearchParams({ problemId, sha256: manifest.sha256, sizeBytes: String(state.size) }),
+        }),
+      );
+      const headers = { "x-kvgraft-upload-grant": grant.grant };
+      const started = await answer(
+        await fetch("/console/uploads/imports", {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          body: JSON.stringify({ manifest, sizeBytes: state.size, chunkBytes: grant.chunkBytes }),
+        }),
+      );
+      bar.max = started.chunkCount;
+      bar.value = 0;
+      for (let i = 0; i < started.chunkCount; i++) {
+        const chunk = await state.slice(i * started.chunkBytes, (i + 1) * started.chunkBytes).arrayBuffer();
+        await answer(
+          await fetch(`/console/uploads/imports/${started.importId}/chunks/${i}`, {
+            method: "PUT",
+            headers: {
+              ...headers,
+              "content-type": "application/octet-stream",
+              "x-kvgraft-chunk-sha256": await sha256Hex(chunk),
+            },
+            body: chunk,
+          }),
+        );
+        bar.value = i + 1;
+        say(`Sent chunk ${i + 1} of ${started.chunkCount}.`);
+      }
+      say("The GPU node is checking the file ...");
+      await answer(
+        await fetch(`/console/uploads/imports/${started.importId}/commit`, { method: "POST", headers }),
+      );
+      const registered = await answer(
+        await fetch("/console/uploads/register", {
+          method: "POST",
+          body: new URLSearchParams({ problemId, sha256: manifest.sha256 }),
+        }),
+      );
+      say(`Uploaded and registered block ${registered.block.sha256}.`);
+    } catch (err) {
+      say(`Upload failed: ${err.message}`);
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  drawNodeCharts();
+  setupUpload();
+});
