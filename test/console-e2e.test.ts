@@ -217,6 +217,12 @@ describe("web console in Chromium", () => {
     expect(gpu.requests).toContain("/v1/solve");
     await expectAccessible(page);
     await shot(page, "playground-model");
+    // Mode `verified` answers only from the library: nothing for a new problem, no GPU call.
+    await page.getByLabel("Mode").selectOption("verified");
+    await page.getByRole("button", { name: "Ask" }).click();
+    expect(await page.textContent("#source")).toBe("none");
+    expect(await page.textContent("#gpu-tokens")).toBe("0");
+    expect(await page.getByLabel("Mode").inputValue()).toBe("verified");
   });
 
   it("browses and searches the library; a problem's page shows its program, block and hits", async () => {

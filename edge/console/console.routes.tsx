@@ -91,10 +91,21 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
     const form = await c.req.parseBody();
     const problem = typeof form.problem === "string" ? form.problem : "";
     const parsed = solveRequestSchema.safeParse({ problem, ...(form.mode ? { mode: form.mode } : {}) });
-    const page = (
+    const mode = typeof form.mode === "string" ? form.mode : "auto";
+    const page = async (
       extra: { result?: Awaited<ReturnType<typeof solve>>; error?: string },
-      status: 200 | 400 | 503,
-    ) => c.html(<PlaygroundPage admin={isAdmin(c)} examples={[]} problem={problem} {...extra} />, status);
+      status: 200 | 400 | 503 = 200,
+    ) =>
+      c.html(
+        <PlaygroundPage
+          admin={isAdmin(c)}
+          examples={await examples()}
+          problem={problem}
+          mode={mode}
+          {...extra}
+        />,
+        status,
+      );
     if (!parsed.success)
       return page({ error: `The problem is not valid: ${z.prettifyError(parsed.error)}` }, 400);
     try {
@@ -103,9 +114,7 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
         requestId: c.get("requestId"),
         startedMs: c.get("startedMs"),
       });
-      return c.html(
-        <PlaygroundPage admin={isAdmin(c)} examples={await examples()} problem={problem} result={result} />,
-      );
+      return page({ result });
     } catch (err) {
       if (err instanceof DomainError && err.status >= 500) return page({ error: err.message }, 503);
       throw err;

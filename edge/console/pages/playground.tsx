@@ -36,10 +36,18 @@ const TIPS = {
   queued: "Whether the problem was queued for the flywheel (an unverified answer, with the flywheel on).",
 } as const;
 
+const MODES = [
+  ["auto", "auto: library, transfer or graft, then the model"],
+  ["library", "library: never the plain model"],
+  ["verified", "verified: only a verified library answer"],
+] as const;
+
 export interface PlaygroundProps {
   admin: boolean;
   examples: string[];
   problem?: string;
+  /** The solve mode asked with (kept selected). */
+  mode?: string;
   result?: SolveResponse;
   error?: string;
 }
@@ -55,9 +63,11 @@ export function PlaygroundPage(props: PlaygroundProps) {
         <div class="row">
           <label for="mode">Mode</label>
           <select id="mode" name="mode">
-            <option value="auto">auto: library, transfer or graft, then the model</option>
-            <option value="library">library: never the plain model</option>
-            <option value="verified">verified: only a verified library answer</option>
+            {MODES.map(([value, label]) => (
+              <option value={value} selected={value === (props.mode ?? "auto")}>
+                {label}
+              </option>
+            ))}
           </select>
           <button type="submit" id="ask">
             Ask
