@@ -72,10 +72,10 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
       } catch (err) {
         const ms = performance.now() - t0;
         m.latencyMsSum += ms;
+        if (isShed(err)) m.shed++;
         // The caller gave up: not the node's fault, and nobody waits for a retry.
         if (external?.aborted) throw toDomainError(err, timeoutMs);
         const kind = classifyFailure(err);
-        if (isShed(err)) m.shed++;
         attempts.push({ nodeId, ms, error: failureText(err) });
         lastError = err;
         if (kind === "verdict") throw toDomainError(err, timeoutMs);
