@@ -1,46 +1,95 @@
 /**
  * Bucket fetch versus local cold read, on loopback: a block of `--mb` MiB of random bytes is
- * uploaded to s3rver (a real S3-compatible server, files on this machine's disk), then timed
+ * uploaded to s3rver (a real S3-compatible server in its own process, files on this machine's
+ * disk), then timed
  * (a) read from the node's own disk with its hash check (`checkedStatePath`: per-chunk SHA-256
- * in parallel), page cache dropped first where permitted, and (b) fetched from the bucket into a
- * fresh store (streamed, each chunk hashed as it arrives, written, committed). The engine load
- * that follows either is the same and is not timed here.
+ * in parallel), page cache dropped first where permitted; (b) for each `--parallel` count, fetched
+ * from the bucket into a fresh store with that many ranged GETs at once (each range hashed as it
+ * arrives, written, whole-file hash, fsync, committed); (c) the same ranged GETs with the bodies
+ * discarded: what the server alone delivers. The engine load that follows (a) or (b) is the same
+ * and is not timed here (this machine has no engine build). Prints each run, then the medians.
  *
- * Usage: node --import tsx bench/bucket-fetch.ts [--mb 256] [--runs 3]
+ * Usage: node --import tsx bench/bucket-fetch.ts [--mb 256] [--runs 3] [--parallel 1,2,4]
  */
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import S3rver from "s3rver";
+import { AwsClient } from "aws4fetch";
 import { BlockStore } from "../gpu-node/blocks/block-store.js";
-import { BlockBucket } from "../gpu-node/blocks/bucket.js";
+import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
 import { DiskCache } from "../gpu-node/blocks/disk-cache.js";
 import { BLOCK_FORMAT_VERSION } from "../shared/protocol.js";
 import { dropPageCache } from "./page-cache.js";
 
 const { values } = parseArgs({
-  options: { mb: { type: "string", default: "256" }, runs: { type: "string", default: "3" } },
+  options: {
+    mb: { type: "string", default: "256" },
+    runs: { type: "string", default: "3" },
+    parallel: { type: "string", default: "1,2,4" },
+  },
 });
+const parallels = values.parallel.split(",").map(Number);
 const sizeBytes = Number(values.mb) * 2 ** 20;
 const runs = Number(values.runs);
 const root = mkdtempSync(join(tmpdir(), "kvgraft-bench-bucket-"));
-const s3 = new S3rver({
-  address: "127.0.0.1",
-  port: 0,
-  silent: true,
-  directory: join(root, "s3"),
-  configureBuckets: [{ name: "blocks" }],
+// The server runs in a process of its own, as a real store would: not on the client's event loop.
+const server = spawn(
+  process.execPath,
+  [
+    "--input-type=module",
+    "-e",
+    `import S3rver from "s3rver";
+     const s3 = new S3rver({ address: "127.0.0.1", port: 0, silent: true,
+       directory: ${JSON.stringify(join(root, "s3"))}, configureBuckets: [{ name: "blocks" }] });
+     const { port } = await s3.run();
+     console.log(port);`,
+  ],
+  { cwd: join(import.meta.dirname, ".."), stdio: ["ignore", "pipe", "inherit"] },
+);
+const port = await new Promise<number>((resolve, reject) => {
+  server.stdout.once("data", (d: Buffer) => resolve(Number(d.toString().trim())));
+  server.once("exit", (code) => reject(new Error(`s3rver exited with ${code}`)));
 });
-const { port } = await s3.run();
-const bucket = new BlockBucket({
+let stateSha = "";
+const config = {
   url: `http://127.0.0.1:${port}/blocks`,
   accessKeyId: "S3RVER",
   secretAccessKey: "S3RVER",
   region: "us-east-1",
-});
+};
+const bucket = new BlockBucket(config);
+const raw = new AwsClient({ ...config, service: "s3", retries: 0 });
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** The state object in 64 MiB ranges, `parallel` GETs at once, bodies read and discarded. */
+async function rawRangedGets(parallel: number): Promise<void> {
+  const range = 64 * 2 ** 20;
+  const count = Math.ceil(sizeBytes / range);
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const start = range * next++;
+      const end = Math.min(start + range, sizeBytes) - 1;
+      const res = await raw.fetch(`${config.url}/${blockKeys(stateSha).state}`, {
+        headers: { range: `bytes=${start}-${end}` },
+      });
+      if (res.status !== 206 || !res.body) throw new Error(`ranged GET: status ${res.status}`);
+      for await (const _ of res.body);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
+}
 try {
   const { store: source } = await BlockStore.open(join(root, "source"));
   const temp = source.tempPath("bench");
@@ -77,34 +126,55 @@ try {
     createdAt: new Date().toISOString(),
   });
   await bucket.upload(manifest, source.statePath(manifest.sha256));
-  const mbps = (ms: number) => ((sizeBytes / 2 ** 20 / ms) * 1000).toFixed(0);
+  stateSha = manifest.sha256;
+  const mbps = (ms: number) => Math.round((sizeBytes / 2 ** 20 / ms) * 1000);
   const dropped = await dropPageCache();
+  const timings = new Map<string, number[]>();
+  const record = (label: string, ms: number) => {
+    timings.set(label, [...(timings.get(label) ?? []), ms]);
+    return Math.round(ms);
+  };
   for (let run = 1; run <= runs; run++) {
+    const line: Record<string, number | boolean> = { run, mib: Number(values.mb), pageCacheDropped: dropped };
     await dropPageCache();
     let started = performance.now();
     await source.checkedStatePath(manifest.sha256);
-    const localMs = performance.now() - started;
-    const { store } = await BlockStore.open(join(root, `node-${run}`));
-    const cache = new DiskCache(store, { bucket }, async () => {});
-    await dropPageCache();
-    started = performance.now();
-    await cache.local(manifest.sha256);
-    const fetchMs = performance.now() - started;
+    line.localCheckedReadMs = record("local checked read", performance.now() - started);
+    for (const parallel of parallels) {
+      const ranged = new BlockBucket({ ...config, fetchParallel: parallel });
+      const { store } = await BlockStore.open(join(root, `node-${run}-${parallel}`));
+      const cache = new DiskCache(store, { bucket: ranged }, async () => {});
+      await dropPageCache();
+      started = performance.now();
+      await cache.local(manifest.sha256);
+      line[`fetchP${parallel}Ms`] = record(
+        `bucket fetch, ${parallel} ranged GETs`,
+        performance.now() - started,
+      );
+      rmSync(join(root, `node-${run}-${parallel}`), { recursive: true, force: true });
+      started = performance.now();
+      await rawRangedGets(parallel);
+      line[`rawP${parallel}Ms`] = record(
+        `raw ranged GETs, ${parallel} at once, bodies discarded`,
+        performance.now() - started,
+      );
+    }
+    console.log(JSON.stringify(line));
+  }
+  const localMedian = median(timings.get("local checked read") ?? []);
+  for (const [label, ms] of timings) {
+    const m = median(ms);
     console.log(
       JSON.stringify({
-        run,
-        mib: Number(values.mb),
-        pageCacheDropped: dropped,
-        localCheckedReadMs: Math.round(localMs),
-        localMiBps: Number(mbps(localMs)),
-        bucketFetchMs: Math.round(fetchMs),
-        fetchMiBps: Number(mbps(fetchMs)),
-        fetchVsLocal: Number((localMs / fetchMs).toFixed(2)),
+        median: label,
+        runs: ms.length,
+        ms: Math.round(m),
+        MiBps: mbps(m),
+        vsLocal: Number((localMedian / m).toFixed(2)),
       }),
     );
-    rmSync(join(root, `node-${run}`), { recursive: true, force: true });
   }
 } finally {
-  await s3.close();
+  server.kill();
   rmSync(root, { recursive: true, force: true });
 }

@@ -69,6 +69,13 @@ export interface GraftBenchRow {
    */
   hotEraseMs: number;
   hotDecodeMs: number;
+  /**
+   * llama.cpp's own time for the hot step's token (llama_perf_context on the engine build: from the
+   * decode's start to the synchronize that ends it: graph build, compute, device wait); hotMs minus
+   * this and hotEraseMs is node-llama-cpp's and our JavaScript, the binding and the sampling. Null on
+   * the npm prebuilt.
+   */
+  hotLlamaEvalMs: number | null;
   coldMs: number;
   coldHashMs: number;
   /** The post-restore probe check a verified graft adds (probe-check.ts: one decode step, digest, erase). */
@@ -88,6 +95,13 @@ export interface GraftBenchRow {
   coldFileMs: number;
   /** Device-side copy of the hot block into another slot + one token (memory path only). */
   copyMs: number | null;
+  /** The copy call alone (cell bookkeeping; llama.cpp copies the data at the next decode). */
+  copyCallMs: number | null;
+  /**
+   * The same token on the copy's target slot without a copy, right after: copyMs minus this is
+   * what duplicating the block costs (the call plus the device copy at the next decode).
+   */
+  copyTargetTokenMs: number | null;
   /** The disk's sequential O_DIRECT read bandwidth, measured on the state file in this run. */
   diskReadGBps: number | null;
   /** Cold time over (state bytes / disk bandwidth): 1.0 means only the read itself. */
@@ -201,7 +215,11 @@ export async function benchGraft(
             warmFile: [] as number[],
             coldFile: [] as number[],
             copy: [] as number[],
+            copyCall: [] as number[],
+            copyTargetToken: [] as number[],
+            hotLlama: [] as number[],
           };
+          const llamaContext = (a as unknown as { _context: { _ctx: unknown } })._context._ctx;
           const gate = new ProbeGate(engine.vocabSize, (id) => store.quarantineBlock(id));
           const hashes = new Set<string>();
           let probeEntries = engine.vocabSize;
@@ -249,10 +267,13 @@ export async function benchGraft(
               await copyFile(store.statePath(sha), join(ramDir, `${sha}.state`));
             }
             // Hot: the block is resident in slot A; erase the tail and evaluate the token again.
+            api?.takeEvalTimings(llamaContext);
             t = performance.now();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
             await oneToken(a);
             if (timed) times.hot.push(performance.now() - t);
+            const hotEval = api?.takeEvalTimings(llamaContext);
+            if (timed && hotEval && hotEval.tokenEvalMs > 0) times.hotLlama.push(hotEval.tokenEvalMs);
             // The hot step's parts: the erase alone, then the token evaluated without logits.
             t = performance.now();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
@@ -318,9 +339,17 @@ export async function benchGraft(
               await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
               t = performance.now();
               await copySequence(api, a, b);
+              const copied = performance.now();
               await oneToken(b);
-              if (timed) times.copy.push(performance.now() - t);
+              if (timed) {
+                times.copy.push(performance.now() - t);
+                times.copyCall.push(copied - t);
+              }
               await prove(b);
+              await b.eraseContextTokenRanges([{ start: length, end: b.nextTokenIndex }]);
+              t = performance.now();
+              await oneToken(b);
+              if (timed) times.copyTargetToken.push(performance.now() - t);
             } else {
               times.warmLoad = times.warmFileLoad;
               times.warm = times.warmFile;
@@ -353,6 +382,9 @@ export async function benchGraft(
             warmFileMs: median(times.warmFile),
             coldFileMs: median(times.coldFile),
             copyMs: times.copy.length ? median(times.copy) : null,
+            copyCallMs: times.copyCall.length ? median(times.copyCall) : null,
+            copyTargetTokenMs: times.copyTargetToken.length ? median(times.copyTargetToken) : null,
+            hotLlamaEvalMs: times.hotLlama.length ? median(times.hotLlama) : null,
             diskReadGBps: null,
             coldOverDiskBound: null,
             hashesEqual: hashes.size === 1,
@@ -388,6 +420,8 @@ export async function benchGraft(
           o.log(
             `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +
               `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x; load ${row.warmLoadMs.toFixed(1)} ms, ${row.loadGBps.toFixed(1)} GB/s), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
+              `hot step: erase ${row.hotEraseMs.toFixed(2)} ms, llama.cpp eval ${fixedOrDash(row.hotLlamaEvalMs, 2)} ms; ` +
+              `copy ${fixedOrDash(row.copyMs, 2)} ms (call ${fixedOrDash(row.copyCallMs, 2)} ms, token alone ${fixedOrDash(row.copyTargetTokenMs, 2)} ms), ` +
               `probe check ${row.probeCheckMs.toFixed(2)} ms, hashes of ${row.probeEntries} entries ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
           );
           memory?.remove(sha);
@@ -405,17 +439,18 @@ export async function benchGraft(
   return { rows, ...fingerprints };
 }
 
+const fixedOrDash = (n: number | null, digits: number) => (n === null ? "-" : n.toFixed(digits));
+
 /** The rows as a Markdown table. */
 export function graftBenchTable(rows: GraftBenchRow[]): string {
   const head =
     "| length | KV | path | recompute ms | hot ms | warm ms | cold ms | copy ms | warm file ms | cold file ms (hash ms) | hot x | warm x | cold x | cold / disk bound | state MB | restore GB/s | load GB/s | hot decode ms | probe check ms | probe entries | hashes equal |\n" +
     "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
-  const fixed = (n: number | null, digits: number) => (n === null ? "-" : n.toFixed(digits));
   const lines = rows.map(
     (r) =>
-      `| ${r.length} | ${r.kv} | ${r.statePath}${r.pinned ? " (pinned)" : ""} | ${r.recomputeMs.toFixed(1)} | ${r.hotMs.toFixed(2)} | ${r.warmMs.toFixed(1)} | ${r.coldMs.toFixed(1)} | ${fixed(r.copyMs, 2)} | ` +
+      `| ${r.length} | ${r.kv} | ${r.statePath}${r.pinned ? " (pinned)" : ""} | ${r.recomputeMs.toFixed(1)} | ${r.hotMs.toFixed(2)} | ${r.warmMs.toFixed(1)} | ${r.coldMs.toFixed(1)} | ${fixedOrDash(r.copyMs, 2)} | ` +
       `${r.warmFileMs.toFixed(1)} | ${r.coldFileMs.toFixed(1)} (${r.coldHashMs.toFixed(1)}) | ${r.hotSpeedup.toFixed(1)} | ${r.warmSpeedup.toFixed(2)} | ${r.coldSpeedup.toFixed(2)} | ` +
-      `${fixed(r.coldOverDiskBound, 2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.loadGBps.toFixed(1)} | ${r.hotDecodeMs.toFixed(2)} | ${r.probeCheckMs.toFixed(2)} | ${r.probeEntries} | ${r.hashesEqual ? "yes" : "NO"} |`,
+      `${fixedOrDash(r.coldOverDiskBound, 2)} | ${(r.stateBytes / 1e6).toFixed(1)} | ${r.restoreGBps.toFixed(2)} | ${r.loadGBps.toFixed(1)} | ${r.hotDecodeMs.toFixed(2)} | ${r.probeCheckMs.toFixed(2)} | ${r.probeEntries} | ${r.hashesEqual ? "yes" : "NO"} |`,
   );
   return [head, ...lines].join("\n");
 }

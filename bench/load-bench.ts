@@ -12,11 +12,11 @@
  * p50/p95/p99 latency of accepted requests, the error rate, status and error-code counts, the
  * answer sources, and whether the edge is still healthy afterwards.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
+import { kvgraftSameEntryArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 
 export type LoadPath = "fast" | "graft";
 
@@ -31,6 +31,19 @@ export interface LoadRunOptions {
   timeoutMs: number;
   /** Token budget of graft requests. */
   maxTokens: number;
+  /** Called with every request's outcome as it completes (timelines are built from these). */
+  onResult?: (result: RequestResult) => void;
+}
+
+/** One request's outcome. */
+export interface RequestResult {
+  /** When it was due, in ms after the run started. */
+  dueMs: number;
+  /** From when it was due until its answer (or its failure). */
+  latencyMs: number;
+  /** The HTTP status, or `timeout` / `network_error`. */
+  status: string;
+  ok: boolean;
 }
 
 export interface Percentiles {
@@ -172,6 +185,7 @@ export async function runLoad(o: LoadRunOptions, bodies: string[]): Promise<Load
     pending.push(
       (async () => {
         let status: string;
+        let ok = false;
         try {
           const res = await fetch(`${o.url}/v1/solve`, {
             method: "POST",
@@ -192,6 +206,7 @@ export async function runLoad(o: LoadRunOptions, bodies: string[]): Promise<Load
             body = null;
           }
           if (res.ok) {
+            ok = true;
             okLatency.push(ms);
             bump(sources, body?.source ?? "unknown");
           } else {
@@ -203,6 +218,7 @@ export async function runLoad(o: LoadRunOptions, bodies: string[]): Promise<Load
           status = (err as Error).name === "TimeoutError" ? "timeout" : "network_error";
         }
         bump(statusCounts, status);
+        o.onResult?.({ dueMs: due - t0, latencyMs: performance.now() - due, status, ok });
       })(),
     );
   };
@@ -248,62 +264,63 @@ export async function runLoad(o: LoadRunOptions, bodies: string[]): Promise<Load
   };
 }
 
+/** How long a stopped service may drain before it is killed. */
+const STOP_GRACE_MS = 60_000;
+
 /** `kvgraft start --json` in a child process; resolves with its URLs once ready. */
 export async function startKvgraft(options: {
   dataDir: string;
   /** The environment the child inherits. */
   env: Record<string, string | undefined>;
   log?: (line: string) => void;
-}): Promise<{ url: string; key: string; child: ChildProcess; stop(): Promise<number | null> }> {
-  const entry = process.argv[1];
-  if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
+}): Promise<{ url: string; key: string; stop(): Promise<number | null> }> {
   // A --data-dir that does not exist yet is made here: the log file below goes into it.
   mkdirSync(options.dataDir, { recursive: true });
-  const child = spawn(
-    process.execPath,
-    [...process.execArgv, entry, "start", "--json", "--data-dir", options.dataDir],
-    {
-      env: {
-        ...options.env,
-        EDGE_PORT: "0",
-        GPU_PORT: "0",
-        KVGRAFT_RATE_LIMIT: options.env.KVGRAFT_RATE_LIMIT ?? "1000000",
-      },
-      // The IPC channel closes when this process dies, and the child then stops (cli/main.ts).
-      stdio: ["ignore", "pipe", "pipe", "ipc"],
+  const logPath = join(options.dataDir, "start.log");
+  const logFile = createWriteStream(logPath);
+  const started = supervise({
+    name: `kvgraft start (see ${logPath})`,
+    args: kvgraftSameEntryArgs("start", "--json", "--data-dir", options.dataDir),
+    env: {
+      ...options.env,
+      EDGE_PORT: "0",
+      GPU_PORT: "0",
+      KVGRAFT_RATE_LIMIT: options.env.KVGRAFT_RATE_LIMIT ?? "1000000",
     },
-  );
-  const logFile = createWriteStream(join(options.dataDir, "start.log"));
-  child.stderr?.pipe(logFile);
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const summary = await new Promise<{ edgeUrl: string; adminKey: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("kvgraft start: not ready within 600 s")), 600_000);
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-      if (!line.startsWith("{")) return;
-      clearTimeout(timer);
-      resolve(JSON.parse(line));
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(
-        new Error(
-          `kvgraft start exited ${code} before it was ready (see ${join(options.dataDir, "start.log")})`,
-        ),
-      );
-    });
+    ready: (line) => {
+      const summary = line as { edgeUrl?: unknown; adminKey?: unknown } | null;
+      return typeof summary?.edgeUrl === "string" && typeof summary.adminKey === "string"
+        ? { url: summary.edgeUrl, key: summary.adminKey }
+        : undefined;
+    },
+    readyTimeoutMs: 600_000,
+    stderr: logFile,
+    // The IPC channel closes when this process dies, and the child then stops (cli/main.ts).
+    ipc: true,
   });
-  options.log?.(`kvgraft start is up: edge ${summary.edgeUrl}`);
+  const summary = await started.ready.catch((err: Error) => {
+    logFile.end();
+    throw err;
+  });
+  options.log?.(`kvgraft start is up: edge ${summary.url}`);
   return {
-    url: summary.edgeUrl,
-    key: summary.adminKey,
-    child,
+    ...summary,
     stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      const code = await exited;
+      const { code } = await started.stop(STOP_GRACE_MS);
       logFile.end();
       return code;
     },
   };
+}
+
+/** A tiny generated model in `dir` (written once), for stacks started without MODEL_PATH. */
+export async function tinyModel(dir: string): Promise<string> {
+  const { resolveSpec } = await import("../gpu-node/synth/presets.js");
+  const { writeSyntheticModel } = await import("../gpu-node/synth/synth-model.js");
+  mkdirSync(dir, { recursive: true });
+  const model = join(dir, "tiny-llama-seed0.gguf");
+  if (!existsSync(model)) writeSyntheticModel(model, resolveSpec("tiny-llama", {}), "0");
+  return model;
 }
 
 /**
@@ -318,66 +335,57 @@ export async function startServeStack(options: {
   env: Record<string, string | undefined>;
   log?: (line: string) => void;
 }): Promise<{ url: string; key: string; stop(): Promise<number | null> }> {
-  const entry = process.argv[1];
-  if (!entry) throw new Error("cannot find the kvgraft entry script (process.argv[1])");
-  const { randomBytes } = await import("node:crypto");
-  const { existsSync, mkdirSync } = await import("node:fs");
-  const { resolveSpec } = await import("../gpu-node/synth/presets.js");
-  const { writeSyntheticModel } = await import("../gpu-node/synth/synth-model.js");
   mkdirSync(options.dataDir, { recursive: true });
-  const model = options.env.MODEL_PATH || join(options.dataDir, "tiny-llama-seed0.gguf");
-  if (!existsSync(model)) writeSyntheticModel(model, resolveSpec("tiny-llama", {}), "0");
+  const model = options.env.MODEL_PATH || (await tinyModel(options.dataDir));
   const secret = randomBytes(24).toString("hex");
   const log = createWriteStream(join(options.dataDir, "serve.log"));
-  const run = (args: string[], env: Record<string, string>) => {
-    const child = spawn(process.execPath, [...process.execArgv, entry, ...args], {
+  const run = <T>(args: string[], env: Record<string, string>, ready: (line: unknown) => T | undefined) =>
+    supervise({
+      name: `kvgraft ${args.slice(0, 2).join(" ")} (see serve.log)`,
+      args: kvgraftSameEntryArgs(...args),
       env: { ...options.env, KVGRAFT_GPU_SECRET: secret, ...env },
+      ready,
+      readyTimeoutMs: 600_000,
+      stderr: log,
       // The IPC channel closes when this process dies, and the child then stops (cli/main.ts).
-      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      ipc: true,
     });
-    child.stderr?.pipe(log, { end: false });
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
-      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-        if (line.startsWith("{")) resolve(JSON.parse(line));
-      });
-      void exited.then((code) =>
-        reject(new Error(`kvgraft ${args.join(" ")} exited ${code} (see serve.log)`)),
-      );
-    });
-    const stop = async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      return exited;
-    };
-    return { ready, stop };
-  };
   const gpu = run(
     ["serve", "gpu", "--model", model, "--port", "0", "--data-dir", join(options.dataDir, "gpu"), "--json"],
     {},
+    readyUrl,
   );
-  const gpuUrl = String((await gpu.ready).url);
+  const gpuUrl = await gpu.ready;
   const edge = run(
     ["serve", "edge", "--port", "0", "--db", `file:${join(options.dataDir, "edge.db")}`, "--json"],
     {
       KVGRAFT_GPU_URL: gpuUrl,
       KVGRAFT_RATE_LIMIT: options.env.KVGRAFT_RATE_LIMIT ?? "1000000",
     },
+    edgeReady,
   );
   const ready = await edge.ready.catch(async (err: Error) => {
-    await gpu.stop();
+    await gpu.stop(STOP_GRACE_MS);
     throw err;
   });
-  options.log?.(`kvgraft serve gpu + serve edge are up: edge ${String(ready.url)}`);
+  options.log?.(`kvgraft serve gpu + serve edge are up: edge ${ready.url}`);
   return {
-    url: String(ready.url),
-    key: String(ready.adminKey),
+    url: ready.url,
+    key: ready.key,
     stop: async () => {
-      const e = await edge.stop();
-      const g = await gpu.stop();
+      const e = (await edge.stop(STOP_GRACE_MS)).code;
+      const g = (await gpu.stop(STOP_GRACE_MS)).code;
       log.end();
       return e === 0 && g === 0 ? 0 : (e ?? g ?? 1);
     },
   };
+}
+
+/** The ready line of `kvgraft serve edge --json` ({url, adminKey}); the key is the one generated now. */
+export function edgeReady(line: unknown): { url: string; key: string } | undefined {
+  const url = readyUrl(line);
+  const key = (line as { adminKey?: unknown }).adminKey;
+  return url && typeof key === "string" ? { url, key } : undefined;
 }
 
 export interface BenchEdgeOptions {

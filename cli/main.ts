@@ -27,6 +27,7 @@ const commands: Record<string, Command> = {
       http: "the same hot graft in-process and over the signed loopback HTTP API",
       router: "routing latency at the edge over a generated libSQL library",
       edge: "open-loop constant-rate load through the edge",
+      "scale-out": "graft load on 1 GPU node vs N behind one edge, and a node killed under load",
       "fast-path": "sequential library answers through a Node edge over loopback HTTP",
     },
   },

@@ -4,6 +4,7 @@
  * Worker `env` object, and everything else takes the parsed `EdgeConfig`.
  */
 import { z } from "zod";
+import type { BucketAccess } from "../shared/bucket-keys.js";
 import { intSetting as int, logLevelSetting, parseEnv } from "../shared/http/config.js";
 import type { LogLevel } from "../shared/http/logger.js";
 import { LIMITS } from "../shared/protocol.js";
@@ -47,6 +48,14 @@ const envSchema = z
     KVGRAFT_SOLVE_MAX_TOKENS: int(1, LIMITS.maxTokens, 256),
     /** Lifetime of an upload grant. */
     KVGRAFT_UPLOAD_GRANT_TTL_S: int(30, 86_400, 900),
+    /**
+     * The GPU nodes' block bucket (path-style URL, as on the nodes) and a token that may write to
+     * it: with them, an upload grant also carries presigned PUT URLs into the bucket's `uploads/`.
+     */
+    KVGRAFT_BUCKET_URL: z.url({ protocol: /^https?$/ }).optional(),
+    KVGRAFT_BUCKET_ACCESS_KEY_ID: optionalString,
+    KVGRAFT_BUCKET_SECRET_ACCESS_KEY: optionalString,
+    KVGRAFT_BUCKET_REGION: z.string().min(1).default("auto"),
     /** Id the configured GPU node is recorded under in the block table. */
     KVGRAFT_GPU_NODE_ID: z
       .string()
@@ -77,6 +86,14 @@ const envSchema = z
         message:
           "KVGRAFT_ACCESS_CLIENT_ID and KVGRAFT_ACCESS_CLIENT_SECRET go together (a Cloudflare Access service token)",
       });
+    if (env.KVGRAFT_BUCKET_URL)
+      for (const key of ["KVGRAFT_BUCKET_ACCESS_KEY_ID", "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"] as const)
+        if (!env[key])
+          ctx.addIssue({
+            code: "custom",
+            path: [key],
+            message: `${key} is required with KVGRAFT_BUCKET_URL`,
+          });
   });
 
 /** The edge's validated configuration. */
@@ -96,7 +113,8 @@ export interface EdgeConfig {
   adminKey?: string;
   rateLimit: { limit: number; periodS: number };
   limits: { publicBodyBytes: number; adminBodyBytes: number; solveMaxTokens: number };
-  uploads: { grantTtlS: number };
+  /** Upload grants; `bucket`: where presigned uploads go (null: uploads go to the node only). */
+  uploads: { grantTtlS: number; bucket: BucketAccess | null };
   logLevel: LogLevel;
   flywheel: {
     /** Whether unsure answers are queued and a worker (npm start) solves them again. */
@@ -150,7 +168,18 @@ export function readEdgeConfig(env: Record<string, unknown>, context: EdgeContex
       adminBodyBytes: e.KVGRAFT_ADMIN_MAX_BODY_BYTES,
       solveMaxTokens: e.KVGRAFT_SOLVE_MAX_TOKENS,
     },
-    uploads: { grantTtlS: e.KVGRAFT_UPLOAD_GRANT_TTL_S },
+    uploads: {
+      grantTtlS: e.KVGRAFT_UPLOAD_GRANT_TTL_S,
+      bucket:
+        e.KVGRAFT_BUCKET_URL && e.KVGRAFT_BUCKET_ACCESS_KEY_ID && e.KVGRAFT_BUCKET_SECRET_ACCESS_KEY
+          ? {
+              url: trim(e.KVGRAFT_BUCKET_URL),
+              accessKeyId: e.KVGRAFT_BUCKET_ACCESS_KEY_ID,
+              secretAccessKey: e.KVGRAFT_BUCKET_SECRET_ACCESS_KEY,
+              region: e.KVGRAFT_BUCKET_REGION,
+            }
+          : null,
+    },
     logLevel: e.KVGRAFT_LOG_LEVEL,
     flywheel: {
       enabled: e.KVGRAFT_FLYWHEEL === "auto" ? context.syntheticModel !== true : e.KVGRAFT_FLYWHEEL === "on",

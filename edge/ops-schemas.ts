@@ -47,6 +47,12 @@ export const rebalanceStatusSchema = z.object({
   runs: z.number().int(),
   transfersInFlight: z.number().int(),
   maxConcurrentTransfers: z.number().int(),
+  bucketFetches: z
+    .number()
+    .int()
+    .describe(
+      "Placements a node made by fetching the block from the bucket instead of a copy between nodes.",
+    ),
   transferConcurrency: z.number().int(),
   current: rebalanceReportSchema.nullable(),
   last: rebalanceReportSchema.nullable(),

@@ -353,6 +353,14 @@ export const uploadGrantSchema = z.object({
     commit: z.string(),
     register: z.string(),
   }),
+  bucket: z
+    .object({
+      uploadId: z.string(),
+      stateUrl: z.string().describe("Presigned PUT URL for the state file; good until expiresAt."),
+      manifestUrl: z.string().describe("Presigned PUT URL for the manifest (JSON), sent after the state."),
+    })
+    .optional()
+    .describe("Present when the edge has the block bucket: upload there, then ask a GPU node to verify it."),
   steps: z.array(z.string()),
 });
 

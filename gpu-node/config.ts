@@ -38,6 +38,16 @@ const envSchema = z.object({
   KVGRAFT_BUCKET_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   /** SigV4 region of the bucket; R2 takes `auto` (the default). */
   KVGRAFT_BUCKET_REGION: z.string().min(1).default("auto"),
+  /** Ranged GETs in flight when a block is fetched from the bucket (default 4). */
+  KVGRAFT_BUCKET_FETCH_PARALLEL: z.coerce.number().int().min(1).max(64).optional(),
+  /** Block states larger than this are uploaded in parts (default 4 GiB, under R2's ~5 GiB single PUT). */
+  KVGRAFT_BUCKET_MULTIPART_THRESHOLD_BYTES: z.coerce.number().int().positive().optional(),
+  /** Part size of multipart uploads (default 64 MiB); S3 and R2 require at least 5 MiB. */
+  KVGRAFT_BUCKET_PART_BYTES: z.coerce
+    .number()
+    .int()
+    .min(5 * 2 ** 20, "must be at least 5 MiB (5242880), the S3 minimum part size")
+    .optional(),
   /**
    * With a bucket: bytes of block files kept on local disk; past it, the least recently used
    * blocks that are safe in the bucket are deleted locally. Unset: no limit.
@@ -74,6 +84,9 @@ export function bucketConfig(env: GpuEnv): BucketConfig | undefined {
     accessKeyId: env.KVGRAFT_BUCKET_ACCESS_KEY_ID,
     secretAccessKey: env.KVGRAFT_BUCKET_SECRET_ACCESS_KEY,
     region: env.KVGRAFT_BUCKET_REGION,
+    fetchParallel: env.KVGRAFT_BUCKET_FETCH_PARALLEL,
+    multipartThresholdBytes: env.KVGRAFT_BUCKET_MULTIPART_THRESHOLD_BYTES,
+    partBytes: env.KVGRAFT_BUCKET_PART_BYTES,
   };
 }
 

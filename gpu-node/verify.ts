@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import type { Engine } from "./engine/engine.js";
+import { exactEvaluation } from "./engine/exact-batching.js";
 import { evaluateProbe, klDivergence } from "./engine/probe.js";
 import { loadSequenceState } from "./engine/state.js";
 import { Xoshiro128 } from "./synth/random.js";
@@ -84,11 +85,11 @@ async function shiftedProbe(
   probe: Token,
 ) {
   await slot.clearHistory();
-  await slot.evaluateWithoutGeneratingNewTokens(tokens);
+  await slot.evaluateWithoutGeneratingNewTokens(tokens, exactEvaluation);
   for (const [i, step] of steps.entries()) {
     await slot.eraseContextTokenRanges([{ start: 0, end: step }]);
     if (i === steps.length - 1) break;
-    await slot.evaluateWithoutGeneratingNewTokens([probe]);
+    await slot.evaluateWithoutGeneratingNewTokens([probe], exactEvaluation);
     await slot.eraseContextTokenRanges([{ start: slot.nextTokenIndex - 1, end: slot.nextTokenIndex }]);
   }
   return evaluateProbe(slot, probe, engine.vocabSize);
@@ -111,7 +112,7 @@ export async function verifyGraft(engine: Engine, options: VerifyOptions): Promi
       const file = join(dir, `trial-${i}.state`);
       await slotA.clearHistory();
       let t = performance.now();
-      await slotA.evaluateWithoutGeneratingNewTokens(tokens);
+      await slotA.evaluateWithoutGeneratingNewTokens(tokens, exactEvaluation);
       const prefillMs = performance.now() - t;
       const { fileSize } = await slotA.saveStateToFile(file);
       const fresh = await evaluateProbe(slotA, probe, engine.vocabSize);

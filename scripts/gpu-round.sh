@@ -8,24 +8,30 @@
 #   bash scripts/gpu-round.sh energy      # 12b preset: recompute vs hot vs warm energy at 11,994 tokens
 #   bash scripts/gpu-round.sh load        # 12b preset: kvgraft bench edge --path graft at 8, 16, 32 req/s
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
-#   bash scripts/gpu-round.sh engine      # 12b preset: bench graft, f16 and q8_0 KV, 5,977 and 11,994 tokens,
-#                                         # memory path (our engine build) beside the file path
+#   bash scripts/gpu-round.sh engine [KV] # 12b preset: bench graft, f16 and q8_0 KV (or KV alone), 5,977 and
+#                                         # 11,994 tokens, memory path (our engine build) beside the file path
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
+#   bash scripts/gpu-round.sh scale-out   # 2 GPUs, 12b preset: kvgraft bench scale-out, one serve gpu node per
+#                                         # GPU behind one serve edge: 1 node vs 2 at rates from a probe, then
+#                                         # one node SIGKILLed under load at 80% of the 2-node capacity
+#                                         # (MODEL_PRESET=tiny-llama MODELS_DIR=... KV_LLAMA=cpu NODE=node:
+#                                         # the same round on a CPU machine, to check the script)
 # KV_ENGINE_DIR=dir (the output of scripts/build-engine.sh cuda-addon: llama-addon.node and, with
 # llama-patches, libllama) replaces the CUDA build's files before the round.
 set -euo pipefail
 out=${OUT:-$PWD/out}
-mkdir -p "$out" /root/models
-export KV_LLAMA=lastBuild
+models=${MODELS_DIR:-/root/models}
+mkdir -p "$out" "$models"
+export KV_LLAMA=${KV_LLAMA:-lastBuild}
 # libuv's pool runs our engine's chunk reads and hashes (and node-llama-cpp's state work): 4
 # threads by default leave the disk idle while chunks are hashed.
 export UV_THREADPOOL_SIZE=${UV_THREADPOOL_SIZE:-16}
 node=${NODE:-/opt/kv/bin/node}
 cli="$node dist/cli/main.js"
 model() { # preset -> path (generated once per machine)
-  local path=/root/models/$1.gguf
+  local path=$models/$1.gguf
   [[ -f $path ]] || $cli synth-model --preset "$1" --seed 0 --out "$path" >&2
   echo "$path"
 }
@@ -43,14 +49,14 @@ swa_graft() { # gemma3-12b, SWA full cache off: bench graft with f16 and q8_0 KV
   done
 }
 case "${1:-}" in
-  engine)
-    for kv in f16 q8_0; do
+  engine) # optional second argument: one KV type (f16 or q8_0) instead of both
+    for kv in ${2:-f16 q8_0}; do
       $cli bench graft --model "$(model 12b)" --lengths 5977,11994 --kv "$kv" --runs 3 --json \
         2>"$out/graft-12b-$kv-h200.log" | tee "$out/graft-12b-$kv-h200.txt"
       tail -n 1 "$out/graft-12b-$kv-h200.txt" > "$out/graft-12b-$kv-h200.json"
     done ;;
   swa)
-    rm -f /root/models/12b.gguf # the disk holds one 12B model at a time
+    rm -f "$models"/12b.gguf # the disk holds one 12B model at a time
     m=$(model gemma3-12b)
     for n in 5977 11994; do
       $cli verify --model "$m" --trials 10 --tokens "$n" --swa-full-cache false --json 2>"$out/verify-gemma3-12b-$n.log" |
@@ -58,7 +64,7 @@ case "${1:-}" in
     done
     swa_graft ;;
   swa-graft)
-    rm -f /root/models/12b.gguf
+    rm -f "$models"/12b.gguf
     swa_graft ;;
   verify)
     $cli verify --model "$(model 1b)" --trials 10 --tokens 5977 --shift 16 --json 2>"$out/verify-1b.log" | tee "$out/verify-1b.txt"
@@ -82,9 +88,26 @@ case "${1:-}" in
     MODEL_PATH="$(model 12b)" $cli bench edge --stack serve --rate 8,16,32 --duration 15 --path graft \
       --json 2>"$out/load-12b.log" | tee "$out/load-12b.txt"
     tail -n 1 "$out/load-12b.txt" > "$out/load-12b.json" ;;
+  scale-out)
+    # Both nodes load one model file. 4 hot slots a node and 12 blocks of ~2,000 tokens (~0.8 GB of
+    # f16 state each on 12b): the library does not fit one node's hot tier. The blocks live in
+    # $data, not in $out. Rates come from a closed-loop probe of one node; the failover run is at 80%
+    # of the measured two-node capacity: the second node is killed at 10 s and restarted 5 s later.
+    preset=${MODEL_PRESET:-12b}
+    data=${SCALE_OUT_DIR:-/root/scale-out}
+    rm -rf "$data"
+    status=0
+    $cli bench scale-out --model "$(model "$preset")" --nodes 2 --devices 0,1 --slots 4 --context 4096 \
+      --blocks 12 --block-tokens 2000 --max-tokens 4 --duration 10 --warmup 5 --pause 2 \
+      --failover-duration 45 --kill-at 10 --down 5 --data-dir "$data" --json \
+      2>"$out/scale-out-$preset.log" | tee "$out/scale-out-$preset.txt" || status=$?
+    for f in "$data"/*.log; do [[ -f $f ]] && cp "$f" "$out/scale-out-$preset-$(basename "$f")"; done
+    tail -n 1 "$out/scale-out-$preset.txt" > "$out/scale-out-$preset-h200.json"
+    rm -rf "$data"
+    [[ $status -eq 0 ]] || { echo "gpu-round: bench scale-out exited $status" >&2; exit "$status"; } ;;
   http)
     $cli bench http --model "$(model 1b)" --runs 20 --json 2>"$out/http-1b.log" | tee "$out/http-1b.txt"
     tail -n 1 "$out/http-1b.txt" > "$out/http-1b.json" ;;
-  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | engine | library | energy | load | http" >&2; exit 2 ;;
+  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | engine | library | energy | load | http | swa | swa-graft | scale-out" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$out/gpu.txt" || true

@@ -150,7 +150,7 @@ export function createGpuClient(options: GpuClientOptions) {
     deleteBlock: (id: string): Promise<void> => call("DELETE", gpuPaths.block(id), null),
     verifyBlock: (id: string, opts?: CallOptions): Promise<VerifyResult> =>
       call("POST", gpuPaths.verifyBlock(id), verifyBlockResultSchema, {}, opts),
-    prefetch: async (id: string, tier: "hot" | "warm" = "hot", opts?: CallOptions): Promise<Tier> =>
+    prefetch: async (id: string, tier: "hot" | "warm" | "cold" = "hot", opts?: CallOptions): Promise<Tier> =>
       (await call("POST", gpuPaths.prefetch(id), prefetchResultSchema, { tier }, opts)).tier,
     graft: (req: Omit<GraftRequest, "stream">, opts?: CallOptions): Promise<GenerationResult> =>
       call("POST", gpuPaths.graft, generationResultSchema, { ...req, stream: false }, opts),

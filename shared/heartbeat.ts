@@ -140,7 +140,8 @@ export function startHeartbeat(options: HeartbeatOptions): HeartbeatLoop {
     timer = setTimeout(() => {
       void beat().finally(schedule);
     }, options.intervalMs);
-    timer.unref?.();
+    // A Node timer object (a number where the Workers types apply).
+    (timer as { unref?: () => void }).unref?.();
   };
   void beat().finally(schedule);
 

@@ -22,6 +22,8 @@ export const gpuPaths = {
   importCommit: (id: string) => `/v1/imports/${id}/commit`,
   /** DELETE aborts an import and removes what it uploaded. */
   importSession: (id: string) => `/v1/imports/${id}`,
+  /** POST: verify and store a block an admin uploaded to the bucket through presigned URLs. */
+  importFromBucket: "/v1/imports/bucket",
   sandboxRun: "/v1/sandbox/run",
   solve: "/v1/solve",
 } as const;
@@ -151,7 +153,10 @@ export const generationResultSchema = z.object({
 });
 export type GenerationResult = z.infer<typeof generationResultSchema>;
 
-export const prefetchRequestSchema = z.object({ tier: z.enum(["hot", "warm"]).default("hot") }).strict();
+/** `cold`: only onto the node's disk (from the bucket when it is not there): the pool's placement hint. */
+export const prefetchRequestSchema = z
+  .object({ tier: z.enum(["hot", "warm", "cold"]).default("hot") })
+  .strict();
 
 export const verifyBlockResultSchema = z.object({
   blockSha256: sha256Schema,
@@ -167,6 +172,15 @@ export const importStartSchema = z
     manifest: blockManifestSchema,
     sizeBytes: z.number().int().positive(),
     chunkBytes: z.number().int().positive(),
+  })
+  .strict();
+
+/** Which bucket upload to import: the upload id (the upload grant's id) and the block it must be. */
+export const bucketImportSchema = z
+  .object({
+    uploadId: z.string().regex(/^[a-f0-9]{16,64}$/),
+    sha256: sha256Schema,
+    sizeBytes: z.number().int().positive(),
   })
   .strict();
 

@@ -81,6 +81,27 @@ const cases: Record<string, { source: string; expect: string[] }> = {
   "edge/console/imports-drizzle.ts": { source: 'export { eq } from "drizzle-orm";', expect: [IMPORTS] },
   "edge/console/imports-services.ts": { source: 'export { x } from "../services/x.js";', expect: [] },
   "bench/imports-cli.ts": { source: 'export { x } from "../cli/args.js";', expect: [IMPORTS] },
+  // tools/ (process supervision) serves cli/, bench/ and the tests; production code never imports it.
+  "edge/runtime/imports-tools.ts": {
+    source: 'export { x } from "../../tools/process/supervise.js";',
+    expect: [IMPORTS],
+  },
+  "gpu-node/imports-tools.ts": {
+    source: 'export { x } from "../tools/process/supervise.js";',
+    expect: [IMPORTS],
+  },
+  "shared/imports-tools.ts": {
+    source: 'export { x } from "../tools/process/supervise.js";',
+    expect: [IMPORTS],
+  },
+  "tools/process/imports-cli.ts": { source: 'export { x } from "../../cli/args.js";', expect: [IMPORTS] },
+  "tools/process/imports-bench.ts": { source: 'export { x } from "../../bench/x.js";', expect: [IMPORTS] },
+  "tools/process/reads-env.ts": { source: "export const p = process.env.X;", expect: [ENV] },
+  "bench/imports-tools.ts": { source: 'export { x } from "../tools/process/supervise.js";', expect: [] },
+  "cli/commands/imports-tools.ts": {
+    source: 'export { x } from "../../tools/process/supervise.js";',
+    expect: [],
+  },
   "cli/config.ts": { source: "export const p = process.env.X;", expect: [] },
   "edge/too-long.ts": { source: lines(401), expect: [FILE_LINES] },
   "edge/cluster/long-function.ts": { source: longFunction(121), expect: [FUNCTION_LINES] },

@@ -15,7 +15,7 @@ import {
   truncateSync,
   writeFileSync,
 } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,6 +24,7 @@ import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
 import { DiskCache } from "../gpu-node/blocks/disk-cache.js";
 import { hashFileWithChunks } from "../gpu-node/blocks/file-hash.js";
 import { bucketConfig, readGpuEnv } from "../gpu-node/config.js";
+import { presignPut, uploadKeys } from "../shared/bucket-keys.js";
 import { DomainError } from "../shared/errors.js";
 import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
@@ -211,38 +212,174 @@ describe("block bucket", () => {
     await expectDomainError(cache.local(sha("elsewhere")), 503, "bucket_unavailable");
   });
 
-  it("leaves no visible block when the uploading process is killed mid-upload (manifest last)", async () => {
-    const { manifest } = await blockFile(CHUNK, "killed");
-    // A large sparse state file: the upload is still streaming when the process is killed.
-    const statePath = join(freshDir("big"), "state");
-    writeFileSync(statePath, "");
-    truncateSync(statePath, 512 * 2 ** 20);
-    const big = { ...manifest, sizeBytes: 512 * 2 ** 20 };
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        join(ROOT, "test/helpers/upload-child.ts"),
-        JSON.stringify({ bucket: s3.config, manifest: big, statePath }),
-      ],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+  it("a connection cut in the middle of a ranged fetch fails it with 503 and keeps nothing", async () => {
+    const { path, manifest } = await blockFile(8 * CHUNK, "cut-mid-fetch");
+    await bucket.upload(manifest, path);
+    // A loopback proxy in front of s3rver that cuts every connection once 300 KB came back.
+    const target = new URL(s3.config.url);
+    const sockets = new Set<Socket>();
+    let served = 0;
+    const proxy = createServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      sockets.add(client).add(upstream);
+      client.pipe(upstream);
+      upstream.on("data", (d: Buffer) => {
+        served += d.length;
+        if (served > 300_000) for (const s of sockets) s.destroy();
+        else client.write(d);
+      });
+      for (const s of [client, upstream]) s.on("error", () => undefined);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const { port } = proxy.address() as { port: number };
+    try {
+      const cut = new BlockBucket({ ...s3.config, url: `http://127.0.0.1:${port}${target.pathname}` });
+      const { store, cache } = await freshCache(cut);
+      await expectDomainError(cache.local(manifest.sha256), 503, "bucket_unavailable");
+      expect(served).toBeGreaterThan(300_000);
+      expect(store.has(manifest.sha256)).toBe(false);
+      expect(readdirSync(store.blocksDir)).toEqual([]);
+      expect(readdirSync(store.tmpDir)).toEqual([]);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
+  it.each([
+    ["a single PUT", {}],
+    ["a multipart upload", { multipartThresholdBytes: 16 * 2 ** 20, partBytes: 5 * 2 ** 20 }],
+  ])(
+    "leaves no visible block when the uploading process is killed mid-upload (%s, manifest last)",
+    async (label, limits) => {
+      const { manifest } = await blockFile(CHUNK, `killed ${label}`);
+      // A large sparse state file: the upload is still streaming when the process is killed.
+      const statePath = join(freshDir("big"), "state");
+      writeFileSync(statePath, "");
+      truncateSync(statePath, 512 * 2 ** 20);
+      const big = { ...manifest, sizeBytes: 512 * 2 ** 20 };
+      const child = spawn(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          join(ROOT, "test/helpers/upload-child.ts"),
+          JSON.stringify({ bucket: { ...s3.config, ...limits }, manifest: big, statePath }),
+        ],
+        { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+      );
+      let out = "";
+      await new Promise<void>((resolve) =>
+        child.stdout.on("data", (d: Buffer) => {
+          out += d.toString();
+          if (out.includes("uploading")) resolve();
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 300));
+      child.kill("SIGKILL");
+      await new Promise((r) => child.once("exit", r));
+      expect(out).not.toContain("uploaded");
+      expect(await bucket.has(big.sha256)).toBe(false);
+      expect(await bucket.manifest(big.sha256)).toBeNull();
+      const stateObject = await s3.raw.fetch(`${s3.config.url}/${blockKeys(big.sha256).state}`, {
+        method: "HEAD",
+      });
+      // A killed single PUT may leave an orphan state object; a killed multipart upload never completes.
+      if (label === "a multipart upload") expect(stateObject.status).toBe(404);
+      const { cache } = await freshCache();
+      await expectDomainError(cache.local(big.sha256), 404, "block_not_found");
+    },
+  );
+
+  it.each([1, 3, 8])(
+    "fetches with %i ranged GETs at once, byte-exact, every byte also into the target",
+    async (parallel) => {
+      const { path, manifest } = await blockFile(7 * CHUNK + 5, `parallel-${parallel}`);
+      await bucket.upload(manifest, path);
+      const ranged = new BlockBucket({ ...s3.config, fetchParallel: parallel });
+      const dest = join(freshDir("dest"), "state");
+      const target = Buffer.alloc(manifest.sizeBytes);
+      await ranged.download(manifest, dest, { write: (offset, bytes) => target.set(bytes, offset) });
+      expect(readFileSync(dest).equals(readFileSync(path))).toBe(true);
+      expect(target.equals(readFileSync(path))).toBe(true);
+    },
+  );
+
+  it("refuses chunk hashes that match altered bytes: the whole file's SHA-256 names the block", async () => {
+    const { path, manifest } = await blockFile(3 * CHUNK, "rehashed");
+    await bucket.upload(manifest, path);
+    const altered = Buffer.from(readFileSync(path));
+    altered.writeUInt8(altered.readUInt8(CHUNK + 1) ^ 1, CHUNK + 1);
+    const alteredPath = join(freshDir("altered"), "state");
+    writeFileSync(alteredPath, altered);
+    const rehashed = await hashFileWithChunks(alteredPath, CHUNK);
+    await putRaw(blockKeys(manifest.sha256).state, altered);
+    await putRaw(
+      blockKeys(manifest.sha256).manifest,
+      Buffer.from(JSON.stringify({ ...manifest, chunks: { bytes: CHUNK, sha256: rehashed.chunks } })),
     );
-    let out = "";
-    await new Promise<void>((resolve) =>
-      child.stdout.on("data", (d: Buffer) => {
-        out += d.toString();
-        if (out.includes("uploading")) resolve();
-      }),
+    const { store, cache } = await freshCache();
+    const err = await cache.local(manifest.sha256).then(
+      () => null,
+      (e: unknown) => e,
     );
-    await new Promise((r) => setTimeout(r, 300));
-    child.kill("SIGKILL");
-    await new Promise((r) => child.once("exit", r));
-    expect(out).not.toContain("uploaded");
-    expect(await bucket.has(big.sha256)).toBe(false);
-    expect(await bucket.manifest(big.sha256)).toBeNull();
-    const { cache } = await freshCache();
-    await expectDomainError(cache.local(big.sha256), 404, "block_not_found");
+    expect((err as DomainError).code).toBe("bucket_block_corrupt");
+    expect((err as DomainError).message).toContain("SHA-256 differs");
+    expect(readdirSync(store.blocksDir)).toEqual([]);
+    expect(readdirSync(store.tmpDir)).toEqual([]);
+  });
+
+  it("uploads a state above the multipart threshold in parts and fetches it byte-exact", async () => {
+    const size = 12 * 2 ** 20 + 123;
+    const { path, manifest } = await blockFile(size, "multipart");
+    const parts = new BlockBucket({
+      ...s3.config,
+      multipartThresholdBytes: 8 * 2 ** 20,
+      partBytes: 5 * 2 ** 20,
+    });
+    await parts.upload(manifest, path);
+    const object = await s3.raw.fetch(`${s3.config.url}/${blockKeys(manifest.sha256).state}`);
+    expect(Buffer.from(await object.arrayBuffer()).equals(readFileSync(path))).toBe(true);
+    const { store, cache } = await freshCache();
+    await cache.local(manifest.sha256);
+    expect(readFileSync(store.statePath(manifest.sha256)).equals(readFileSync(path))).toBe(true);
+  });
+
+  it("a multipart upload that fails in a part leaves no object and no block (503, aborted)", async () => {
+    const size = 12 * 2 ** 20;
+    const { path, manifest } = await blockFile(size, "multipart-fails");
+    // The file ends 1 MiB before the size the manifest says: the last part cannot be sent whole.
+    truncateSync(path, size - 2 ** 20);
+    const parts = new BlockBucket({
+      ...s3.config,
+      multipartThresholdBytes: 8 * 2 ** 20,
+      partBytes: 5 * 2 ** 20,
+    });
+    const err = await parts.upload(manifest, path).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect({ status: (err as DomainError).status, code: (err as DomainError).code }).toEqual({
+      status: 503,
+      code: "bucket_unavailable",
+    });
+    expect((err as DomainError).message).toContain("partNumber=3");
+    const object = await s3.raw.fetch(`${s3.config.url}/${blockKeys(manifest.sha256).state}`, {
+      method: "HEAD",
+    });
+    expect(object.status).toBe(404);
+    expect(await bucket.has(manifest.sha256)).toBe(false);
+  });
+
+  it("a presigned PUT URL writes its one object until it expires", async () => {
+    const key = uploadKeys("0123456789abcdef0123456789abcdef", sha("presigned")).state;
+    const url = await presignPut(s3.config, key, 1);
+    expect(url).toContain("X-Amz-Signature=");
+    expect((await fetch(url, { method: "PUT", body: "bytes" })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2100));
+    expect((await fetch(url, { method: "PUT", body: "later" })).status).toBe(403);
+    const stored = await s3.raw.fetch(`${s3.config.url}/${key}`);
+    expect(await stored.text()).toBe("bytes");
   });
 
   it("keeps local disk within its budget by evicting the least recently used durable blocks only", async () => {
@@ -291,7 +428,24 @@ describe("bucket configuration", () => {
     expect(bucketConfig(readGpuEnv({}))).toBeUndefined();
   });
 
+  it("reads the fetch parallelism and the multipart limits", () => {
+    const env = readGpuEnv({
+      KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/kvgraft-blocks",
+      KVGRAFT_BUCKET_ACCESS_KEY_ID: "id",
+      KVGRAFT_BUCKET_SECRET_ACCESS_KEY: "secret",
+      KVGRAFT_BUCKET_FETCH_PARALLEL: "6",
+      KVGRAFT_BUCKET_MULTIPART_THRESHOLD_BYTES: "1000000000",
+      KVGRAFT_BUCKET_PART_BYTES: "8388608",
+    });
+    expect(bucketConfig(env)).toMatchObject({
+      fetchParallel: 6,
+      multipartThresholdBytes: 1e9,
+      partBytes: 8 * 2 ** 20,
+    });
+  });
+
   it.each([
+    [{ KVGRAFT_BUCKET_PART_BYTES: "1048576" }, "5 MiB"],
     [{ KVGRAFT_BUCKET_URL: "https://acct.r2.cloudflarestorage.com/b" }, "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"],
     [
       {

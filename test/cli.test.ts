@@ -34,6 +34,7 @@ const HELP_CASES: string[][] = [
   ["bench", "http"],
   ["bench", "router"],
   ["bench", "edge"],
+  ["bench", "scale-out"],
   ["bench", "fast-path"],
   ["serve"],
   ["serve", "gpu"],
@@ -122,6 +123,11 @@ const MISTAKES: Mistake[] = [
     name: "bench graft --model with a missing file",
     args: () => ["bench", "graft", "--model", "missing.gguf"],
     line: () => /^kvgraft bench graft: --model missing\.gguf does not exist/,
+  },
+  {
+    name: "bench scale-out with fewer --devices than nodes",
+    args: () => ["bench", "scale-out", "--nodes", "2", "--devices", "0"],
+    line: () => /^kvgraft bench scale-out: --devices names 1 devices for 2 nodes/,
   },
   {
     name: "synth-model --out in a folder that does not exist",

@@ -1,7 +1,7 @@
 /**
  * What a real deployment needs from the edge: (1) the GPU node sits behind Cloudflare Access, so
  * every edge-to-node call carries the Access service token (CF-Access-Client-Id/-Secret), from the
- * Node entry's pool and from the client the Worker entry builds; here a loopback gate in front of a
+ * pool both entries build (`createConfiguredPool`, edge/cluster/gpu-pool.ts); here a loopback gate in front of a
  * real GPU node stands in for Access and refuses calls without the token. (2) With the database
  * unreachable, an authenticated request answers 503 `database_unavailable` with Retry-After and a
  * request id (a real libSQL client whose server refuses the connection), not a 500.
@@ -131,28 +131,6 @@ describe("a GPU node behind Cloudflare Access", () => {
     } finally {
       await without.close();
     }
-  });
-
-  it("the Worker entry's client sends it too", async () => {
-    const config = readEdgeConfig({
-      LIBSQL_URL: "https://db.example",
-      KVGRAFT_GPU_URL: gateUrl,
-      KVGRAFT_GPU_SECRET: SECRET,
-      KVGRAFT_ACCESS_CLIENT_ID: TOKEN.id,
-      KVGRAFT_ACCESS_CLIENT_SECRET: TOKEN.secret,
-    });
-    const client = createEdgeGpuClient({
-      baseUrl: config.gpu.url,
-      secret: config.gpu.secret,
-      timeoutMs: config.gpu.timeoutMs,
-      headers: config.gpu.headers,
-    });
-    seen.length = 0;
-    expect((await client.health()).status).toBe("ok");
-    const manifest = await client.deposit("Problem:\nWhat is 2 plus 2?\n\nAnswer: 4\n");
-    expect(manifest.sha256).toMatch(/^[0-9a-f]{64}$/);
-    expect(seen.map((call) => call.token)).toEqual(seen.map(() => true));
-    expect(seen.length).toBeGreaterThanOrEqual(2);
   });
 
   it("the token's two halves go together", () => {

@@ -5,13 +5,13 @@
  * edge's HTTP API only. The model's text is gibberish, so only what does not depend on the
  * model's knowledge is asserted: sources, routes, hashes, token counts, verification.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpuClient } from "../shared/gpu-client.js";
+import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const root = join(import.meta.dirname, "..");
@@ -25,7 +25,6 @@ type Json = Record<string, any>;
 interface Started {
   child: ChildProcess;
   summary: Json;
-  stderr: string[];
 }
 
 /** The test's environment without what would change what `start` does. */
@@ -36,33 +35,16 @@ const inherited = Object.fromEntries(
 );
 
 /** Runs `kvgraft start --json` and resolves with its JSON summary line. */
-function startKvgraft(dataDir: string): Promise<Started> {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", join(root, "cli", "main.ts"), "start", "--json", "--data-dir", dataDir],
-    {
-      cwd: root,
-      env: { ...inherited, EDGE_PORT: "0", GPU_PORT: "0", KVGRAFT_GPU_SECRET: GPU_SECRET },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  const stderr: string[] = [];
-  createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (l) => stderr.push(l));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`start not ready:\n${stderr.join("\n")}`)),
-      START_TIMEOUT_MS,
-    );
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-      if (!line.startsWith("{")) return;
-      clearTimeout(timer);
-      resolve({ child, summary: JSON.parse(line) as Json, stderr });
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`start exited with ${code} before it was ready:\n${stderr.join("\n")}`));
-    });
+async function startKvgraft(dataDir: string): Promise<Started> {
+  const started = supervise({
+    name: "kvgraft start",
+    args: kvgraftSourceArgs("start", "--json", "--data-dir", dataDir),
+    cwd: root,
+    env: { ...inherited, EDGE_PORT: "0", GPU_PORT: "0", KVGRAFT_GPU_SECRET: GPU_SECRET },
+    ready: (line) => line as Json,
+    readyTimeoutMs: START_TIMEOUT_MS,
   });
+  return { child: started.child, summary: await started.ready };
 }
 
 /** Sends `signal` and resolves with the exit code (fails the test after 30 s). */

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { kvgraftSourceArgs, supervise } from "../cli/process/supervise.js";
+import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 
 const root = join(import.meta.dirname, "..");
 const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-edge-"));

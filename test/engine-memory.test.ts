@@ -8,7 +8,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { getLlama, type Token } from "node-llama-cpp";
+import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { sha256File } from "../gpu-node/blocks/block-store.js";
@@ -21,19 +21,8 @@ import {
   saveSequenceToMemory,
 } from "../gpu-node/engine/state-memory.js";
 import { DomainError } from "../shared/errors.js";
+import { engineBuildPresent } from "./helpers/engine-build.js";
 import { syntheticModel } from "./helpers/models.js";
-
-/** Whether node-llama-cpp has a local build with our addon additions. */
-async function engineBuildPresent(): Promise<boolean> {
-  try {
-    const llama = await getLlama("lastBuild", { progressLogs: false });
-    const present = nativeStateApi(llama) !== null;
-    await llama.dispose();
-    return present;
-  } catch {
-    return false;
-  }
-}
 
 const present = await engineBuildPresent();
 if (!present)
@@ -123,6 +112,59 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
     );
     await a.clearHistory();
     await b.clearHistory();
+  });
+
+  it("a device copy into a slot that held a longer sequence is exact, and so is the prefill after a wipe", async () => {
+    // llama-patches/seq-copy-used-cells.diff copies only the cells in use and rebuilds the target's
+    // cell bookkeeping in one piece: cells past the copied block keep the old sequence's data and
+    // must not be seen, and a wiped slot must prefill as a fresh one.
+    const api = nativeStateApi(engine.llama);
+    if (!api) throw new Error("no api");
+    const [a, b, c] = [engine.slot(0), engine.slot(1), engine.slot(2)];
+    const probe = 302 as Token;
+    await c.evaluateWithoutGeneratingNewTokens(tokensOf(600, 4));
+    const short = tokensOf(150, 5);
+    await a.evaluateWithoutGeneratingNewTokens(short);
+    const expected = await evaluateProbe(a, probe, engine.vocabSize);
+    await a.eraseContextTokenRanges([{ start: short.length, end: a.nextTokenIndex }]);
+    await copySequence(api, a, c);
+    expect(c.contextTokens).toEqual(short);
+    expect((await evaluateProbe(c, probe, engine.vocabSize)).sha256).toBe(expected.sha256);
+    // The copy's target goes on evaluating like the source.
+    const more = tokensOf(40, 6);
+    await c.eraseContextTokenRanges([{ start: short.length, end: c.nextTokenIndex }]);
+    await a.evaluateWithoutGeneratingNewTokens(more);
+    await c.evaluateWithoutGeneratingNewTokens(more);
+    expect((await evaluateProbe(c, probe, engine.vocabSize)).sha256).toBe(
+      (await evaluateProbe(a, probe, engine.vocabSize)).sha256,
+    );
+    // Wiped whole (one stream per sequence), then prefilled: the same as a slot never used.
+    const sequenceId = (b as unknown as { _sequenceId: number })._sequenceId;
+    const ctx = (engine.context as unknown as { _ctx: unknown })._ctx;
+    await b.evaluateWithoutGeneratingNewTokens(tokensOf(500, 7));
+    expect(api.wipeSequence(ctx, sequenceId)).toBe(true);
+    await b.clearHistory();
+    await b.evaluateWithoutGeneratingNewTokens(short);
+    expect((await evaluateProbe(b, probe, engine.vocabSize)).sha256).toBe(expected.sha256);
+    for (const s of [a, b, c]) await s.clearHistory();
+  });
+
+  it("reports llama.cpp's own decode timings for single tokens and batches, then resets them", async () => {
+    const api = nativeStateApi(engine.llama);
+    if (!api) throw new Error("no api");
+    const a = engine.slot(0);
+    const ctx = (engine.context as unknown as { _ctx: unknown })._ctx;
+    api.takeEvalTimings(ctx);
+    await a.evaluateWithoutGeneratingNewTokens(tokensOf(64, 8));
+    const batch = api.takeEvalTimings(ctx);
+    expect(batch.batchEvalMs).toBeGreaterThan(0);
+    expect(batch.tokenEvalMs).toBe(0);
+    await a.controlledEvaluate([[303 as Token, { generateNext: { token: true } }]]);
+    const token = api.takeEvalTimings(ctx);
+    expect(token.tokenEvalMs).toBeGreaterThan(0);
+    expect(token.batchEvalMs).toBe(0);
+    expect(api.takeEvalTimings(ctx)).toEqual({ tokenEvalMs: 0, batchEvalMs: 0 });
+    await a.clearHistory();
   });
 
   it("the block service deposits into memory, restores warm and single-read cold, and refuses a corrupt file", async () => {

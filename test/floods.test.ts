@@ -10,9 +10,9 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { kvgraftSourceArgs, readyUrl, supervise } from "../cli/process/supervise.js";
 import { gpuPaths } from "../shared/protocol.js";
 import { signRequest } from "../shared/signing.js";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const root = join(import.meta.dirname, "..");

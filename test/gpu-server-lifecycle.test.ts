@@ -9,9 +9,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { kvgraftSourceArgs, supervise } from "../cli/process/supervise.js";
 import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import type { GenerationResult } from "../shared/protocol.js";
+import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
 

@@ -335,7 +335,7 @@ describe("bad input", () => {
       ],
       ["invalid_block_id", 400, rawSigned(server.url, { path: gpuPaths.block("xyz") })],
       ["block_not_found", 404, rawSigned(server.url, { path: gpuPaths.block("f".repeat(64)) })],
-      ["invalid_request", 400, post(gpuPaths.prefetch(block.sha256), JSON.stringify({ tier: "cold" }))],
+      ["invalid_request", 400, post(gpuPaths.prefetch(block.sha256), JSON.stringify({ tier: "frozen" }))],
     ];
     for (const [code, status, pending] of cases) {
       const res = await pending;
@@ -374,6 +374,9 @@ describe("blocks over HTTP", () => {
     expect(check.ok).toBe(true);
     expect(check.probeSha256).toBe(block.probe.sha256);
     expect(await client.prefetch(block.sha256, "hot")).toBe("hot");
+    // "cold": only onto disk, where it already is (the pool's placement hint).
+    expect(await client.prefetch(block.sha256, "cold")).toBe("cold");
+    await expect(client.prefetch("f".repeat(64), "cold")).rejects.toMatchObject({ status: 404 });
   });
 
   it("grafts to the same output over HTTP as in-process, streamed or not", async () => {

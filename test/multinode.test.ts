@@ -13,7 +13,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { kvgraftSourceArgs, readyUrl, supervise } from "../cli/process/supervise.js";
 import { type GpuPool, isGpuPool } from "../edge/cluster/gpu-pool.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { DomainError } from "../shared/errors.js";
@@ -24,6 +23,7 @@ import { createLogger } from "../shared/http/logger.js";
 import { CHUNK_SHA256_HEADER, LIMITS } from "../shared/protocol.js";
 import { placementSpread, rendezvousPick } from "../shared/rendezvous.js";
 import { createUploadGrant } from "../shared/upload-grant.js";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 import { syntheticModel } from "./helpers/models.js";
 import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 

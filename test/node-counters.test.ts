@@ -4,8 +4,8 @@
  * that node and is retried on the next one; other failures are not shed.
  */
 import { describe, expect, it } from "vitest";
-import { createFailover } from "../edge/cluster/failover.js";
 import { createMetricsBook } from "../edge/cluster/node-metrics.js";
+import { createFailover } from "../edge/cluster/pool-calls.js";
 import type { GpuNodeClient } from "../shared/gpu-client.js";
 import { GpuError } from "../shared/gpu-transport.js";
 

@@ -1,11 +1,11 @@
 /**
- * The process-supervision helper (cli/process/supervise.ts) with real child processes: the ready
+ * The process-supervision helper (tools/process/supervise.ts) with real child processes: the ready
  * line, a child that dies or hangs before it, stop with SIGTERM then SIGKILL, and a parent that
  * exits without stopping its child.
  */
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { readyUrl, supervise } from "../cli/process/supervise.js";
+import { readyUrl, supervise } from "../tools/process/supervise.js";
 
 const nodeScript = (source: string) => ["-e", source];
 const alive = (pid: number) => {
@@ -77,7 +77,7 @@ describe("supervise", () => {
         "tsx",
         "--input-type=module",
         "-e",
-        `import { supervise } from "./cli/process/supervise.ts";
+        `import { supervise } from "./tools/process/supervise.ts";
          const child = supervise({ name: "grandchild", args: ["-e", "setInterval(() => {}, 1000)"],
            forwardSignals: ["SIGHUP"] });
          console.log(JSON.stringify({ pid: child.child.pid }));
@@ -109,7 +109,7 @@ describe("supervise", () => {
         "tsx",
         "--input-type=module",
         "-e",
-        `import { supervise } from "./cli/process/supervise.ts";
+        `import { supervise } from "./tools/process/supervise.ts";
          const child = supervise({ name: "orphan", args: ["-e", "setInterval(() => {}, 1000)"] });
          console.log(child.child.pid);
          setTimeout(() => process.exit(0), 200);`,

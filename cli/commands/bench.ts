@@ -14,6 +14,7 @@ import {
 } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { readCliGpuEnv } from "../gpu-env.js";
+import { benchScaleOutCommand, SCALE_OUT_HELP } from "./bench-scale-out.js";
 
 /** Each benchmark's usage and description (`kvgraft bench <name> --help`). */
 const BENCH_HELP = {
@@ -53,6 +54,7 @@ latency from each request's due time, error rate, status and error codes, health
 Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model), or with
 --stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).
 With --url, the key is --key, else KVGRAFT_API_KEY or KVGRAFT_ADMIN_KEY. See docs/reliability.md.`,
+  "scale-out": SCALE_OUT_HELP,
   "fast-path": `usage: kvgraft bench fast-path [--requests 1000] [--warmup 100] [--json]
 
 Sequential solves of one verified library problem over loopback HTTP (a Node edge with a fresh
@@ -67,7 +69,7 @@ function wantsHelp(argv: string[]): boolean {
   return argv.includes("--help") || argv.includes("-h");
 }
 
-/** `kvgraft bench <graft|library|http|router|edge|fast-path>`. */
+/** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path>`. */
 export default async function bench(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
@@ -80,12 +82,13 @@ export default async function bench(argv: string[]): Promise<number> {
   }
   if (which === "http") return benchHttp(rest);
   if (which === "edge") return benchEdgeCommand(rest);
+  if (which === "scale-out") return benchScaleOutCommand(rest);
   if (which === "library") return benchLibraryCommand(rest);
   if (which === "router") return benchRouterCommand(rest);
   if (which === "fast-path") return benchFastPathCommand(rest);
   if (which !== "graft")
     throw new UsageError(
-      `unknown benchmark '${which}' (available: graft, library, http, router, edge, fast-path)`,
+      `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path)`,
     );
   const flags = parseFlags(rest, {
     model: { type: "string" },

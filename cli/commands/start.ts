@@ -20,11 +20,11 @@ import { resolveSpec } from "../../gpu-node/synth/presets.js";
 import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
 import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
+import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
 import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { packageRoot } from "../package-root.js";
 import { ensurePortFree } from "../ports.js";
-import { kvgraftSameEntryArgs, readyUrl, supervise } from "../process/supervise.js";
 
 const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
 

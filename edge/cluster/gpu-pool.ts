@@ -1,9 +1,10 @@
 /**
  * Several GPU nodes behind the one `GpuClient` interface the edge already uses (edge/cluster/gpu.ts).
  * The pieces, one job each: the node directory (registry cache, the configured node, clients,
- * suspects: node-directory.ts), where a call goes (pool-routing.ts), failure classification
- * (failures.ts), one call with failover (failover.ts), per-node counters (node-metrics.ts),
- * replication and rebalancing (rebalance.ts), the heartbeat sweep and timers (heartbeat-sweep.ts).
+ * suspects: node-directory.ts), the request path (where a call goes, failover and failure
+ * classification: pool-calls.ts), per-node counters (node-metrics.ts), replication and
+ * rebalancing (rebalance.ts), the heartbeat sweep and timers (heartbeat-sweep.ts); this file wires
+ * them and holds the block-wide operations (find, delete, placement, replication).
  *
  * A node that fails mid-request (unreachable, timed out, draining, queue full, lost the block) is
  * skipped and the call retried once on another node within the request's deadline; an unreachable
@@ -12,33 +13,43 @@
 import { DomainError } from "../../shared/errors.js";
 import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
 import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
-import type { PoolSettings } from "../config.js";
+import { type EdgeConfig, type PoolSettings, readPoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
 import { type GpuNode, markNodeDown } from "../db/nodes.js";
 import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
-import { type Attempt, createFailover, type Routed } from "./failover.js";
-import { classifyFailure, noReplica } from "./failures.js";
 import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
-import { startPoolTimers } from "./heartbeat-sweep.js";
-import {
-  createNodeDirectory,
-  type NodeConnection,
-  type NodeDirectory,
-  type PoolNode,
-} from "./node-directory.js";
-import { createMetricsBook, type MetricsBook, type NodeMetrics } from "./node-metrics.js";
+import { startPoolTimers, sweepMissedHeartbeats } from "./heartbeat-sweep.js";
+import { createNodeDirectory, type NodeConnection, type PoolNode } from "./node-directory.js";
+import { createMetricsBook, type NodeMetrics } from "./node-metrics.js";
 import { desiredNodes, type RouteTier, routeCandidates } from "./placement.js";
-import { depositCandidates, graftCandidates, leastBusy } from "./pool-routing.js";
-import { Rebalancer } from "./rebalance.js";
+import {
+  type CallContext,
+  classifyFailure,
+  createFailover,
+  depositPlaced,
+  graftCandidates,
+  graftRouted,
+  leastBusy,
+  noReplica,
+  onLeastBusy,
+  type Routed,
+} from "./pool-calls.js";
+import { type RebalanceReport, Rebalancer } from "./rebalance.js";
 
 export type { PoolSettings } from "../config.js";
-export type { Routed } from "./failover.js";
 export type { PoolNode } from "./node-directory.js";
 export type { NodeMetrics } from "./node-metrics.js";
+export type { Routed } from "./pool-calls.js";
 
 export interface GpuPoolOptions extends PoolSettings, NodeConnection {
   log?: (message: string, fields?: Record<string, unknown>) => void;
   now?: () => number;
+  /**
+   * Where requests for a rebalance go. Default: the rebalancer's own timer (Node). The Worker
+   * collects them and runs one after the response (`ctx.waitUntil`), since a timer set in one
+   * request may not outlive it there.
+   */
+  requestRebalance?: (reason: string, delayMs?: number) => void;
 }
 
 export interface GpuPool extends GpuClient {
@@ -66,6 +77,11 @@ export interface GpuPool extends GpuClient {
   placement(blockId: string): Promise<BlockPlacement>;
   /** Starts the missed-heartbeat sweep and the periodic rebalance (Node entry). */
   startBackground(): void;
+  /**
+   * One round of that background work, for runtimes without timers (the Worker's Cron trigger):
+   * the missed-heartbeat sweep, then a full rebalance.
+   */
+  upkeep(): Promise<RebalanceReport>;
   close(): Promise<void>;
 }
 
@@ -84,18 +100,33 @@ export function isGpuPool(gpu: GpuClient): gpu is GpuPool {
   return (gpu as Partial<GpuPool>).kind === "pool";
 }
 
-/** What the pool's calls share. */
-interface PoolContext {
-  db: Database;
-  settings: PoolSettings;
+/** What the pool's calls and its upkeep share. */
+interface PoolContext extends CallContext {
   timeoutMs: number;
-  directory: NodeDirectory;
-  metrics: MetricsBook;
-  failover: ReturnType<typeof createFailover>;
   rebalancer: Rebalancer;
   log: (message: string, fields?: Record<string, unknown>) => void;
-  /** Rotates the least-busy order among equals. */
-  nextOffset(): number;
+}
+
+/**
+ * The pool both entries run (edge/runtime/node.ts and worker.ts): the configured node, if any, plus
+ * the registry's, with the cluster settings read from `env`.
+ */
+export function createConfiguredPool(
+  db: Database,
+  config: EdgeConfig,
+  env: Record<string, unknown>,
+  extra: Pick<GpuPoolOptions, "log" | "requestRebalance">,
+): GpuPool {
+  return createGpuPool({
+    db,
+    secret: config.gpu.secret,
+    headers: config.gpu.headers,
+    staticNode: config.gpu.url ? { id: config.gpu.nodeId, url: config.gpu.url } : null,
+    timeoutMs: config.gpu.timeoutMs,
+    healthTimeoutMs: config.gpu.healthTimeoutMs,
+    ...readPoolSettings(env),
+    ...extra,
+  });
 }
 
 /** Creates the pool; nothing is contacted until the first call. */
@@ -121,7 +152,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     else if (classifyFailure(err) === "gone") void markNodeDown(db, id).catch(() => undefined);
     log("gpu node failed", { nodeId: id, error: err instanceof Error ? err.message : String(err) });
     // Later than other triggers: the failed call's retry goes first, and a blip may heal.
-    rebalancer.kick("node failed", 1_000);
+    requestRebalance("node failed", 1_000);
   }
 
   const cluster = {
@@ -133,6 +164,9 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     nodeFailed,
   };
   const rebalancer = new Rebalancer(cluster, { log });
+  const requestRebalance =
+    options.requestRebalance ?? ((reason, delayMs) => rebalancer.kick(reason, delayMs));
+  const sweepDeps = { db, directory, settings, now, log, kick: requestRebalance };
   let offset = 0;
   const ctx: PoolContext = {
     db,
@@ -143,6 +177,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     rebalancer,
     log,
     nextOffset: () => offset++,
+    requestRebalance,
     failover: createFailover({
       timeoutMs: options.timeoutMs,
       timing: settings,
@@ -166,7 +201,7 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
       directory.heartbeatReceived(row, change === "down");
       if (change !== "same") {
         log("gpu node membership", { nodeId: row.id, change });
-        rebalancer.kick(`node ${change}`);
+        requestRebalance(`node ${change}`);
       }
     },
     depositPlaced: (text) => depositPlaced(ctx, text),
@@ -191,54 +226,17 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     replicate: (blockId, originNodeId) => replicate(ctx, blockId, originNodeId),
     placement: (blockId) => placement(ctx, blockId),
     startBackground() {
-      stopTimers ??= startPoolTimers({ db, directory, settings, now, log, kick: (r) => rebalancer.kick(r) });
+      stopTimers ??= startPoolTimers(sweepDeps);
+    },
+    async upkeep() {
+      await sweepMissedHeartbeats(sweepDeps);
+      return rebalancer.run("periodic");
     },
     async close() {
       stopTimers?.();
       await rebalancer.idle();
     },
   };
-}
-
-/** Runs the call on the least busy live node, failing over once. */
-async function onLeastBusy<T>(ctx: PoolContext, fn: Attempt<T>, external?: AbortSignal): Promise<T> {
-  const order = leastBusy(await ctx.directory.nodes(), ctx.nextOffset());
-  if (order.length === 0) throw noReplica(ctx.settings);
-  return (await ctx.failover(order, fn, undefined, external)).result;
-}
-
-async function graftRouted(
-  ctx: PoolContext,
-  req: { blockId: string; query: string; maxTokens: number },
-): Promise<Routed<GenerationResult>> {
-  const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
-  if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
-  const out = await ctx.failover(
-    candidates.map((c) => c.id),
-    (c, opts) => c.graft(req, opts),
-    async (nodeId) => {
-      // The node does not hold it after all: forget the record; the rebalancer recopies it.
-      await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);
-      ctx.rebalancer.kick("replica missing");
-    },
-  );
-  const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
-  if (tier) ctx.metrics.of(out.nodeId).grafts[tier]++;
-  // The tier the node says it restored from, which can differ from the one the edge expected.
-  const restored = ctx.metrics.of(out.nodeId).restores[out.result.tier ?? tier ?? "cold"];
-  restored.count++;
-  restored.msSum += out.result.timings.restoreMs;
-  return { ...out, tier };
-}
-
-async function depositPlaced(
-  ctx: PoolContext,
-  text: string,
-): Promise<{ manifest: BlockManifest; nodeId: string }> {
-  const order = await depositCandidates(text, await ctx.directory.nodes());
-  if (order.length === 0) throw noReplica(ctx.settings);
-  const out = await ctx.failover(order, (c, opts) => c.deposit(text, opts));
-  return { manifest: out.result, nodeId: out.nodeId };
 }
 
 /**
@@ -332,7 +330,7 @@ async function replicate(ctx: PoolContext, blockId: string, originNodeId: string
       blockId,
       error: err instanceof Error ? err.message : String(err),
     });
-    ctx.rebalancer.kick("replication incomplete");
+    ctx.requestRebalance("replication incomplete");
   }
   return placement(ctx, blockId);
 }

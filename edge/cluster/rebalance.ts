@@ -27,7 +27,13 @@ import {
   removeReplica,
 } from "../db/replicas.js";
 import type { NodeMetrics } from "./node-metrics.js";
-import { desiredNodes, type NodeView, planRebalance, type RebalanceAction } from "./placement.js";
+import {
+  type BlockHoldings,
+  desiredNodes,
+  type NodeView,
+  planRebalance,
+  type RebalanceAction,
+} from "./placement.js";
 
 /** Progress of the current run and the result of the last one. */
 export interface RebalanceReport {
@@ -98,6 +104,8 @@ export class Rebalancer {
   private current: RebalanceReport | null = null;
   private last: RebalanceReport | null = null;
   private runs = 0;
+  /** Placements done by a node fetching from the bucket instead of a copy between nodes. */
+  private bucketFetches = 0;
   private debounce: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
 
@@ -115,6 +123,7 @@ export class Rebalancer {
       runs: this.runs,
       transfersInFlight: this.transfers.inFlight,
       maxConcurrentTransfers: this.transfers.maxActive,
+      bucketFetches: this.bucketFetches,
       transferConcurrency: this.transfers.size,
       current: this.current,
       last: this.last,
@@ -170,6 +179,8 @@ export class Rebalancer {
       const target = this.cluster.client(to);
       let bytes = 0;
       try {
+        // With a bucket the target fetches the block itself: a hint, no bytes between nodes.
+        if (await this.fetchFromBucket(blockId, to).catch(() => false)) return 0;
         const { manifest, body } = await source.openBlockFile(blockId);
         const imported = await target.importBlockStream(manifest, body);
         if (imported.sha256 !== blockId)
@@ -186,6 +197,23 @@ export class Rebalancer {
       mIn.bytesIn += bytes;
       return bytes;
     });
+  }
+
+  /**
+   * Asks `node` to put the block on its disk from the bucket (a `cold` prefetch) and records the
+   * replica. False when it cannot: a node without a bucket, or a block not in it (404), or a node
+   * that predates the hint (400); then the caller copies the block as without a bucket.
+   */
+  async fetchFromBucket(blockId: string, node: string): Promise<boolean> {
+    try {
+      await this.cluster.client(node).prefetch(blockId, "cold");
+    } catch (err) {
+      if (err instanceof GpuError && (err.status === 404 || err.status === 400)) return false;
+      throw err;
+    }
+    await addReplica(this.cluster.db, blockId, node);
+    this.bucketFetches++;
+    return true;
   }
 
   /** Removes a copy from a node and its record (already gone counts as done). */
@@ -219,6 +247,29 @@ export class Rebalancer {
         const live = nodes.find((n) => n.id === id)?.live;
         if (live && !desired.includes(id)) await this.drop(blockId, id);
       }
+  }
+
+  /**
+   * Asks the desired live nodes of each block no live node holds to fetch it from the bucket;
+   * resolves to the blocks still unavailable (no bucket, or not in it).
+   */
+  private async fetchUnavailable(
+    blockIds: readonly string[],
+    holdings: readonly BlockHoldings[],
+    nodes: readonly NodeView[],
+  ): Promise<string[]> {
+    const left: string[] = [];
+    for (const blockId of blockIds) {
+      const info = holdings.find((h) => h.blockId === blockId);
+      const desired = info ? desiredNodes(blockId, info, nodes, this.cluster.settings.replicas) : [];
+      const fetched = await Promise.all(
+        desired.map((node) =>
+          this.transfers.run(() => this.fetchFromBucket(blockId, node)).catch(() => false),
+        ),
+      );
+      if (!fetched.some(Boolean)) left.push(blockId);
+    }
+    return left;
   }
 
   private async runNow(reason: string): Promise<RebalanceReport> {
@@ -299,7 +350,8 @@ export class Rebalancer {
             if (inventory.get(n.id)?.has(sha256)) extra.push({ kind: "drop", blockId: sha256, node: n.id });
 
         const plan = planRebalance(holdings, nodes, this.cluster.settings.replicas);
-        report.unavailable = plan.unavailable.length;
+        // No live node holds these: with a bucket, their desired nodes fetch them from it.
+        report.unavailable = (await this.fetchUnavailable(plan.unavailable, holdings, nodes)).length;
         const actions = [...plan.actions, ...extra];
         if (actions.length === 0) break;
         const copies = actions.filter((a) => a.kind === "copy");

@@ -34,8 +34,11 @@ const heartbeatRoute = serviceRoute({
 /**
  * The heartbeat's checks, in order: a GPU secret to check with (503), the declared length (413),
  * the signature's headers before the body is read (401), then the body's hash and nonce. The
- * nonces live in memory (a Worker has no disk), so a heartbeat stamped before this edge started
- * may have been accepted by the process before it and is refused.
+ * nonces live in memory, so on Node a heartbeat stamped before this edge started may have been
+ * accepted by the process before it and is refused. Not on Workers: isolates start and stop at
+ * any time and each keeps its own nonces, so the rule would refuse the heartbeat that started an
+ * isolate and stop no replay sent to another one; a replayed heartbeat only rewrites what the
+ * node already reported, within the signature's 300 s window.
  */
 function heartbeatAuth(deps: Deps): MiddlewareHandler[] {
   const secret = deps.config.gpu.secret;
@@ -51,7 +54,7 @@ function heartbeatAuth(deps: Deps): MiddlewareHandler[] {
       secret,
       nonces: new NonceCache(),
       maxBodyBytes: HEARTBEAT_BODY_BYTES,
-      notBeforeS: Math.floor(deps.startedAt / 1000),
+      ...(deps.runtime === "workers" ? {} : { notBeforeS: Math.floor(deps.startedAt / 1000) }),
     }),
   ];
 }

@@ -13,14 +13,13 @@ import type { Hono } from "hono";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
 import { createApp } from "../app.js";
 import type { GpuClient } from "../cluster/gpu.js";
-import { createGpuPool, isGpuPool } from "../cluster/gpu-pool.js";
+import { createConfiguredPool, isGpuPool } from "../cluster/gpu-pool.js";
 import {
   type EdgeConfig,
   type EdgeContext,
   processEnv,
   readEdgeConfig,
   readListenConfig,
-  readPoolSettings,
 } from "../config.js";
 import { loadConsoleAssets } from "../console/node-assets.js";
 import { type Database, migrateDatabase, openDatabase } from "../db/client.js";
@@ -84,14 +83,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     // GPU nodes: the configured one (a pool of one) plus any that register with heartbeats.
     const gpu =
       options.gpu ??
-      createGpuPool({
-        db: database.db,
-        secret: config.gpu.secret,
-        headers: config.gpu.headers,
-        staticNode: config.gpu.url ? { id: config.gpu.nodeId, url: config.gpu.url } : null,
-        timeoutMs: config.gpu.timeoutMs,
-        healthTimeoutMs: config.gpu.healthTimeoutMs,
-        ...readPoolSettings(env),
+      createConfiguredPool(database.db, config, env, {
         log: (message, fields) => logger.info(message, fields),
       });
     const app = createApp({

@@ -3,6 +3,7 @@
  * registration), deleting blocks, registering imported blocks, and issuing upload grants. Plain
  * functions over the deps.
  */
+import { type BucketAccess, presignPut, uploadKeys } from "../../shared/bucket-keys.js";
 import { badRequest, DomainError, notFound, unavailable, unprocessable } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
@@ -297,6 +298,15 @@ export async function issueUploadGrant(
     .map((b) => b.toString(16).padStart(2, "0"))
     .join("");
   const grant = await createUploadGrant(secret, { v: 1, jti, exp, keyId, ...input });
+  if (deps.config.uploads.bucket)
+    return bucketUploadGrant(deps.config.uploads.bucket, {
+      grant,
+      jti,
+      exp,
+      ttlS: deps.config.uploads.grantTtlS,
+      publicUrl,
+      ...input,
+    });
   const endpoints = {
     start: `POST ${publicUrl}${gpuPaths.imports}`,
     chunk: `PUT ${publicUrl}${gpuPaths.imports}/{importId}/chunks/{index}`,
@@ -315,6 +325,53 @@ export async function issueUploadGrant(
       `${endpoints.chunk} for index 0, 1, ... with the raw bytes of each chunk (application/octet-stream) and the header '${CHUNK_SHA256_HEADER}: <hex SHA-256 of the chunk>'.`,
       `${endpoints.commit}: the node hash-checks the file, checks its fingerprints and verifies the probe.`,
       `${endpoints.register} on this edge with {"problemId": "${input.problemId}", "sha256": "${input.sha256}"} to make the block routable.`,
+    ],
+  };
+}
+
+/**
+ * The grant's bucket form: presigned PUT URLs for the state and the manifest under
+ * `uploads/<grant id>/`, then one call to a GPU node, which verifies and stores the block (and
+ * deletes the upload, refused or not), then the registration.
+ */
+async function bucketUploadGrant(
+  bucket: BucketAccess,
+  g: {
+    grant: string;
+    jti: string;
+    exp: number;
+    ttlS: number;
+    publicUrl: string;
+    problemId: string;
+    sha256: string;
+    sizeBytes: number;
+  },
+) {
+  const keys = uploadKeys(g.jti, g.sha256);
+  const expiresAt = new Date(g.exp * 1000).toISOString();
+  const verify = `POST ${g.publicUrl}${gpuPaths.importFromBucket}`;
+  const register = "POST /admin/blocks";
+  return {
+    grant: g.grant,
+    expiresAt,
+    nodeUrl: g.publicUrl,
+    chunkBytes: LIMITS.importChunkBytes,
+    endpoints: {
+      start: "PUT <bucket.stateUrl>",
+      chunk: "PUT <bucket.manifestUrl>",
+      commit: verify,
+      register,
+    },
+    bucket: {
+      uploadId: g.jti,
+      stateUrl: await presignPut(bucket, keys.state, g.ttlS),
+      manifestUrl: await presignPut(bucket, keys.manifest, g.ttlS),
+    },
+    steps: [
+      `PUT the block's state file (${g.sizeBytes} bytes) to bucket.stateUrl, before ${expiresAt}.`,
+      `PUT the block's manifest (JSON; sha256 ${g.sha256}) to bucket.manifestUrl, after the state.`,
+      `${verify} with 'Authorization: KvgraftUpload <grant>' and JSON {"uploadId": "${g.jti}", "sha256": "${g.sha256}", "sizeBytes": ${g.sizeBytes}}: the node fetches the upload, checks its hashes, fingerprints and probe, stores it in the bucket's blocks/, and deletes the upload (a refused one too).`,
+      `${register} on this edge with {"problemId": "${g.problemId}", "sha256": "${g.sha256}"} to make the block routable.`,
     ],
   };
 }

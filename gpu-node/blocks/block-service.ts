@@ -19,12 +19,14 @@ import {
   type Tier,
 } from "../../shared/protocol.js";
 import type { Engine } from "../engine/engine.js";
-import { evaluateProbe } from "../engine/probe.js";
+import { exactEvaluation } from "../engine/exact-batching.js";
+import { evaluateProbe, probeTokenFor } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
 import { nativeStateApi } from "../engine/state-memory.js";
 import { BlockImporter } from "./block-import.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
 import type { BlockBucket } from "./bucket.js";
+import { type BucketUpload, importFromBucket } from "./bucket-import.js";
 import { DiskCache } from "./disk-cache.js";
 import { decode, generationResult, truncate } from "./generation.js";
 import { MemoryPath, type SavedState } from "./memory-path.js";
@@ -53,15 +55,6 @@ export interface BlockServiceOptions {
   diskBudgetBytes?: number;
 }
 
-/** First token id that is neither a special nor a byte token in the generated vocabularies. */
-const FIRST_ORDINARY_TOKEN = 259;
-
-/** The probe token of a block: derived from its tokens, so it is the same wherever it is made. */
-export function probeTokenFor(tokensSha256: string, vocabSize: number): Token {
-  const first = Math.min(FIRST_ORDINARY_TOKEN, vocabSize - 1);
-  return (first + (Number.parseInt(tokensSha256.slice(0, 8), 16) % (vocabSize - first))) as Token;
-}
-
 export class BlockService implements Blocks {
   private depositChain: Promise<unknown> = Promise.resolve();
   private readonly depositsInFlight = new Map<string, Promise<BlockManifest>>();
@@ -81,7 +74,7 @@ export class BlockService implements Blocks {
     options: Pick<BlockServiceOptions, "bucket" | "diskBudgetBytes">,
   ) {
     this.restorer = new Restorer({ engine, store, warm, pool, memory });
-    this.disk = new DiskCache(store, options, (sha) => this.delete(sha));
+    this.disk = new DiskCache(store, { ...options, warm: memory }, (sha) => this.delete(sha));
     this.importer = new BlockImporter(engine, store, pool, (sha) => this.probes.markChecked(sha));
   }
 
@@ -162,7 +155,7 @@ export class BlockService implements Blocks {
     try {
       const seqA = a.slot.sequence;
       await seqA.clearHistory();
-      await seqA.evaluateWithoutGeneratingNewTokens(tokens);
+      await seqA.evaluateWithoutGeneratingNewTokens(tokens, exactEvaluation); // alone in its batch
       if (this.memory) {
         // Saved into pinned memory and hashed there; the file is written from those bytes.
         saved = await this.memory.save(seqA);
@@ -284,9 +277,11 @@ export class BlockService implements Blocks {
     }
   }
 
-  /** Moves a block up a tier ahead of a request. */
-  prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier> {
-    return this.disk.withLocal(blockId, (manifest) => this.prefetchLocal(manifest, tier));
+  /** Moves a block up a tier ahead of a request; "cold" only puts it on disk (from the bucket if need be). */
+  prefetch(blockId: string, tier: "hot" | "warm" | "cold"): Promise<Tier> {
+    return this.disk.withLocal(blockId, async (m) =>
+      tier === "cold" ? "cold" : this.prefetchLocal(m, tier),
+    );
   }
 
   private async prefetchLocal(manifest: BlockManifest, tier: "hot" | "warm"): Promise<Tier> {
@@ -353,6 +348,11 @@ export class BlockService implements Blocks {
     } finally {
       await rm(tempPath, { force: true });
     }
+  }
+
+  /** Verifies and stores a block an admin uploaded to the bucket (bucket-import.ts). */
+  importFromBucket(upload: BucketUpload): Promise<BlockManifest> {
+    return importFromBucket(this, upload);
   }
 
   /** Drops the block's RAM copy (the warm tier), keeping it on disk and in any slot. */

@@ -5,30 +5,29 @@
  * upload cut short leaves at most an orphan state object that no reader ever sees.
  * Requests are signed with aws4fetch (SigV4 over fetch), which runs on Node and in Workers.
  */
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
-import { open, stat } from "node:fs/promises";
-import { Readable } from "node:stream";
 import { AwsClient } from "aws4fetch";
+import { type BucketAccess, blockKeys } from "../../shared/bucket-keys.js";
 import { conflict, unavailable } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
+import { corruptBlock, DEFAULT_FETCH_PARALLEL, type FetchTarget, fetchRanges } from "./bucket-fetch.js";
+import {
+  DEFAULT_MULTIPART_THRESHOLD_BYTES,
+  DEFAULT_PART_BYTES,
+  MIN_PART_BYTES,
+  type UploadLimits,
+  uploadObject,
+} from "./bucket-upload.js";
 
-/** Bytes gathered from the network before one write to the temp file. */
-const WRITE_BATCH_BYTES = 8 * 2 ** 20;
+export { blockKeys };
 
-/** Where the bucket is and how to sign for it. */
-export interface BucketConfig {
-  /** Path-style bucket URL: the S3 endpoint followed by the bucket name. */
-  url: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-  /** SigV4 region; R2 takes `auto`. */
-  region: string;
-}
-
-/** Object keys of a block. */
-export function blockKeys(sha: string): { state: string; manifest: string } {
-  return { state: `blocks/${sha}.state`, manifest: `blocks/${sha}.json` };
+/** Where the bucket is, how to sign for it, and how to move blocks. */
+export interface BucketConfig extends BucketAccess {
+  /** Ranged GETs in flight when a block is fetched (default 4). */
+  fetchParallel?: number | undefined;
+  /** States larger than this go up as multipart uploads (default 4 GiB, under R2's ~5 GiB PUT limit). */
+  multipartThresholdBytes?: number | undefined;
+  /** Part size of multipart uploads (default 64 MiB; S3 requires at least 5 MiB). */
+  partBytes?: number | undefined;
 }
 
 const bucketDown = (what: string, cause: unknown) =>
@@ -42,6 +41,8 @@ const bucketDown = (what: string, cause: unknown) =>
 export class BlockBucket {
   private readonly aws: AwsClient;
   private readonly base: string;
+  private readonly fetchParallel: number;
+  private readonly limits: UploadLimits;
 
   constructor(config: BucketConfig) {
     // No retries inside the signer: a streamed body cannot be sent twice, and callers report failures.
@@ -53,6 +54,15 @@ export class BlockBucket {
       retries: 0,
     });
     this.base = config.url.replace(/\/+$/, "");
+    this.fetchParallel = config.fetchParallel ?? DEFAULT_FETCH_PARALLEL;
+    this.limits = {
+      multipartThresholdBytes: config.multipartThresholdBytes ?? DEFAULT_MULTIPART_THRESHOLD_BYTES,
+      partBytes: config.partBytes ?? DEFAULT_PART_BYTES,
+    };
+    if (this.limits.partBytes < MIN_PART_BYTES)
+      throw new Error(
+        `bucket part size ${this.limits.partBytes} is under S3's minimum of ${MIN_PART_BYTES} bytes`,
+      );
   }
 
   private async request(method: string, key: string, init: RequestInit = {}): Promise<Response> {
@@ -78,19 +88,14 @@ export class BlockBucket {
   async upload(manifest: BlockManifest, statePath: string): Promise<void> {
     if (await this.has(manifest.sha256)) return;
     const keys = blockKeys(manifest.sha256);
-    const { size } = await stat(statePath);
-    const body = Readable.toWeb(createReadStream(statePath, { highWaterMark: 1 << 20 }));
-    const state = await this.request("PUT", keys.state, {
-      body: body as ReadableStream<Uint8Array>,
-      headers: {
-        "content-length": String(size),
-        "content-type": "application/octet-stream",
-        "x-amz-content-sha256": "UNSIGNED-PAYLOAD",
-      },
-      duplex: "half",
-    } as RequestInit);
-    await state.body?.cancel();
-    if (!state.ok) throw bucketDown("PUT state", `status ${state.status}`);
+    await uploadObject(
+      (method, key, init) => this.request(method, key, init),
+      keys.state,
+      statePath,
+      manifest.sizeBytes,
+      this.limits,
+      bucketDown,
+    );
     const put = await this.request("PUT", keys.manifest, {
       body: `${JSON.stringify(manifest, null, 2)}\n`,
       headers: { "content-type": "application/json" },
@@ -100,8 +105,13 @@ export class BlockBucket {
   }
 
   /** The block's manifest from the bucket; null when the bucket has no such block. */
-  async manifest(sha: string): Promise<BlockManifest | null> {
-    const res = await this.request("GET", blockKeys(sha).manifest);
+  manifest(sha: string): Promise<BlockManifest | null> {
+    return this.manifestAt(blockKeys(sha).manifest, sha);
+  }
+
+  /** The manifest stored as `key`, which must name block `sha`; null when there is no such object. */
+  async manifestAt(key: string, sha: string): Promise<BlockManifest | null> {
+    const res = await this.request("GET", key);
     if (res.status === 404) {
       await res.body?.cancel();
       return null;
@@ -114,80 +124,36 @@ export class BlockBucket {
   }
 
   /**
-   * Streams the block's state into `destPath`, checking each chunk's SHA-256 (and the whole
-   * file's) as the bytes arrive; stops at the first chunk that differs. Throws 409
-   * `bucket_block_corrupt` for altered or truncated bytes; the caller deletes `destPath`.
+   * Fetches the block's state into `destPath` with parallel ranged GETs, each range's SHA-256
+   * checked as its bytes arrive (and the whole file's), copying every byte into `target` as well
+   * when given. Throws 409 `bucket_block_corrupt` for altered, truncated or extended bytes and
+   * 503 `bucket_unavailable` for network or server faults; the caller deletes `destPath`.
    */
-  async download(manifest: BlockManifest, destPath: string): Promise<void> {
-    const sha = manifest.sha256;
-    const res = await this.request("GET", blockKeys(sha).state);
-    if (res.status === 404) {
+  async download(
+    manifest: BlockManifest,
+    destPath: string,
+    target?: FetchTarget,
+    key = blockKeys(manifest.sha256).state,
+  ): Promise<void> {
+    await fetchRanges(
+      (start, end, signal) =>
+        this.request("GET", key, { headers: { range: `bytes=${start}-${end}` }, signal }),
+      manifest,
+      destPath,
+      {
+        parallel: this.fetchParallel,
+        target,
+        faults: { down: bucketDown, corrupt: corruptBlock(manifest.sha256) },
+      },
+    );
+  }
+
+  /** Deletes objects; one already gone is fine. */
+  async delete(keys: string[]): Promise<void> {
+    for (const key of keys) {
+      const res = await this.request("DELETE", key);
       await res.body?.cancel();
-      throw conflict("bucket_block_corrupt", `block ${sha} has a manifest but no state in the bucket`);
-    }
-    if (!res.ok || !res.body) throw bucketDown("GET state", `status ${res.status}`);
-    const chunkBytes = manifest.chunks?.bytes ?? Number.POSITIVE_INFINITY;
-    const expected = manifest.chunks?.sha256 ?? [];
-    const corrupt = (why: string) =>
-      conflict("bucket_block_corrupt", `block ${sha} in the bucket is damaged: ${why}`, { sha256: sha });
-    const whole = createHash("sha256");
-    let chunk = createHash("sha256");
-    let inChunk = 0;
-    let chunkIndex = 0;
-    let size = 0;
-    const endChunk = () => {
-      if (manifest.chunks && chunk.digest("hex") !== expected[chunkIndex])
-        throw corrupt(`chunk ${chunkIndex} differs`);
-      chunkIndex++;
-      chunk = createHash("sha256");
-      inChunk = 0;
-    };
-    const file = await open(destPath, "w", 0o644);
-    const reader = res.body.getReader();
-    // Network reads are small (64 KiB); writing them in batches keeps the disk off the critical path.
-    let pending: Uint8Array[] = [];
-    let pendingBytes = 0;
-    const flush = async () => {
-      if (pendingBytes === 0) return;
-      const batch = pending;
-      pending = [];
-      pendingBytes = 0;
-      await file.writev(batch);
-    };
-    try {
-      for (;;) {
-        let next: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          next = await reader.read();
-        } catch (err) {
-          throw bucketDown("GET state body", err);
-        }
-        if (next.done) break;
-        const buf = next.value;
-        size += buf.length;
-        if (size > manifest.sizeBytes) throw corrupt("longer than its manifest says");
-        whole.update(buf);
-        for (let offset = 0; offset < buf.length; ) {
-          const take = Math.min(chunkBytes - inChunk, buf.length - offset);
-          chunk.update(buf.subarray(offset, offset + take));
-          inChunk += take;
-          offset += take;
-          if (inChunk === chunkBytes) endChunk();
-        }
-        pending.push(buf);
-        pendingBytes += buf.length;
-        if (pendingBytes >= WRITE_BATCH_BYTES) await flush();
-      }
-      if (size !== manifest.sizeBytes) throw corrupt(`truncated at ${size} of ${manifest.sizeBytes} bytes`);
-      if (inChunk > 0) endChunk();
-      if (whole.digest("hex") !== sha) throw corrupt("the file's SHA-256 differs");
-      await flush();
-      await file.sync();
-    } catch (err) {
-      await reader.cancel().catch(() => undefined);
-      throw err;
-    } finally {
-      await file.close();
+      if (!res.ok && res.status !== 404) throw bucketDown(`DELETE ${key}`, `status ${res.status}`);
     }
   }
 }

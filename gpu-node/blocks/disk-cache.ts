@@ -9,6 +9,12 @@ import { notFound } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 import type { BlockStore } from "./block-store.js";
 import type { BlockBucket } from "./bucket.js";
+import type { StagedFetch } from "./memory-path.js";
+
+/** The warm arena of the engine build, which a fetch fills while it downloads. */
+export interface WarmFetchTier {
+  stageFetch(sizeBytes: number): StagedFetch | null;
+}
 
 /** Counters of the bucket tier. */
 export interface BucketStats {
@@ -31,15 +37,22 @@ export class DiskCache {
   readonly bucket: BlockBucket | null;
   /** Bytes of block files kept locally when there is a bucket. */
   private readonly diskBudgetBytes: number;
+  private readonly warm: WarmFetchTier | null;
 
   constructor(
     private readonly store: BlockStore,
-    options: { bucket?: BlockBucket | undefined; diskBudgetBytes?: number | undefined },
+    options: {
+      bucket?: BlockBucket | undefined;
+      diskBudgetBytes?: number | undefined;
+      /** On the engine build: fetched bytes go into the warm arena too, kept once all matched. */
+      warm?: WarmFetchTier | null | undefined;
+    },
     /** Deletes a block from this node (every tier), for eviction. */
     private readonly deleteBlock: (sha: string) => Promise<void>,
   ) {
     this.bucket = options.bucket ?? null;
     this.diskBudgetBytes = options.diskBudgetBytes ?? Number.POSITIVE_INFINITY;
+    this.warm = options.warm ?? null;
   }
 
   /**
@@ -80,15 +93,20 @@ export class DiskCache {
     const manifest = await bucket.manifest(blockId);
     if (!manifest) throw notFound("block_not_found", `no block ${blockId} on this node or in the bucket`);
     const temp = this.store.tempPath("fetch");
+    // Straight into the warm arena as well, so the graft that asked loads from memory, not disk.
+    let staged = this.warm?.stageFetch(manifest.sizeBytes) ?? null;
     try {
-      await bucket.download(manifest, temp);
+      await bucket.download(manifest, temp, staged ?? undefined);
       const adopted = await this.store.adopt(temp, manifest);
+      staged?.keep(blockId);
+      staged = null;
       this.durable.add(blockId);
       this.stats.fetches++;
       this.touch(blockId);
       await this.evictOverBudget(blockId);
       return adopted;
     } finally {
+      staged?.drop();
       await rm(temp, { force: true });
     }
   }

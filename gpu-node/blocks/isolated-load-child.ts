@@ -6,20 +6,10 @@
  * on import), so it is spawned, never imported.
  */
 import { getLlama } from "node-llama-cpp";
+// A type only (erased): this script never loads the parent's module.
+import type { IsolatedLoadRequest } from "./isolated-load.js";
 
-interface ChildRequest {
-  binary: "cpu" | "lastBuild" | "auto";
-  statePath: string;
-  modelPath: string;
-  slots: number;
-  contextSize: number;
-  batchSize: number;
-  flashAttention: boolean;
-  kvType: "F16" | "Q8_0";
-  swaFullCache: boolean;
-}
-
-const req = JSON.parse(process.argv[2] ?? "{}") as ChildRequest;
+const req = JSON.parse(process.argv[2] ?? "{}") as IsolatedLoadRequest;
 // The parent's end of stdin closing means the parent is gone: stop instead of loading on.
 process.stdin.on("end", () => process.exit(1));
 process.stdin.resume();

@@ -14,6 +14,7 @@ import {
   type NativeStateApi,
   saveSequenceToMemory,
 } from "../engine/state-memory.js";
+import type { FetchTarget } from "./bucket-fetch.js";
 import { HASH_CHUNK_BYTES } from "./file-hash.js";
 import { type MemoryLease, MemoryTier, type StagedBytes } from "./memory-tier.js";
 
@@ -25,6 +26,12 @@ export interface SavedState {
   /** Keeps the bytes as the block's warm copy (when they were saved into the arena). */
   keep(): void;
   /** Frees the bytes without keeping them. */
+  drop(): void;
+}
+
+/** Arena room a bucket fetch writes into; see MemoryPath.stageFetch. */
+export interface StagedFetch extends FetchTarget {
+  keep(sha: string): void;
   drop(): void;
 }
 
@@ -114,6 +121,26 @@ export class MemoryPath {
       stagedBytes?.drop();
       throw err;
     }
+  }
+
+  /**
+   * Room in the arena for a block being fetched from the bucket: the download copies each byte
+   * in as it arrives; `keep` (called only after every chunk and the whole file matched) makes it
+   * the block's warm copy. Null when it does not fit beside the blocks in use.
+   */
+  stageFetch(sizeBytes: number): StagedFetch | null {
+    const staged = this.tier.stage(sizeBytes);
+    if (!staged) return null;
+    return {
+      write: (offset, bytes) =>
+        this.api.copyIn(
+          staged.arena,
+          staged.offset + offset,
+          Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+        ),
+      keep: (sha) => staged.keep(sha, sizeBytes).release(),
+      drop: () => staged.drop(),
+    };
   }
 
   /** Writes saved bytes to a file in parallel chunks (the block store then fsyncs and renames it). */

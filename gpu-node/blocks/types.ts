@@ -1,5 +1,7 @@
 /** The block service's surface, shared by the HTTP layer, the CLI and the benchmarks. */
+
 import type { BlockManifest, GenerationResult, Tier } from "../../shared/protocol.js";
+import type { BucketUpload } from "./bucket-import.js";
 
 /** Decoding options; temperature 0 decodes greedily. */
 export interface Sampling {
@@ -59,12 +61,15 @@ export interface Blocks {
     },
   ): Promise<GenerationResult>;
   generate(prompt: string, options: GenerationOptions): Promise<GenerationResult>;
-  prefetch(blockId: string, tier: "hot" | "warm"): Promise<Tier>;
+  /** Moves a block up a tier ahead of a request; "cold" only puts it on disk (from the bucket if need be). */
+  prefetch(blockId: string, tier: "hot" | "warm" | "cold"): Promise<Tier>;
   verify(blockId: string): Promise<BlockCheck>;
   list(): BlockManifest[];
   get(blockId: string): BlockManifest;
   delete(blockId: string): Promise<void>;
   /** Adds a block file built elsewhere: hash-checked, fingerprint-checked, probe-verified. */
   importFile(tempPath: string, manifest: BlockManifest): Promise<BlockManifest>;
+  /** Imports a block uploaded to the bucket (presigned, unverified): verified like importFile, then made durable. */
+  importFromBucket(upload: BucketUpload): Promise<BlockManifest>;
   snapshot(): TierSnapshot;
 }

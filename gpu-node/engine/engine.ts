@@ -11,6 +11,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
+import { exactFirstStrategy } from "./exact-batching.js";
 import {
   type ContextConfig,
   DEFAULT_HASH_CACHE,
@@ -125,6 +126,11 @@ export class Engine {
         swaFullCache: resolved.swaFullCache,
         experimentalKvCacheKeyType: ggmlKv,
         experimentalKvCacheValueType: ggmlKv,
+        // llama.cpp's own decode timings (two clock reads per decode), so that a hot graft's token
+        // can be split into llama.cpp's time and ours (takeEvalTimings on the engine build).
+        performanceTracking: true,
+        // Deposits, probes and verification run alone in their batch (see exact-batching.ts).
+        batching: { itemPrioritizationStrategy: exactFirstStrategy },
       });
       // No interval checkpoints: node-llama-cpp would save a sliding-window sequence's state to RAM
       // every 8,192 tokens (under the context lock, ~190 ms for gemma3-12b at 11,994 tokens on the

@@ -11,6 +11,7 @@
  */
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { littleEndianBytes, sha256Hex } from "../../shared/hash.js";
+import { exactEvaluation } from "./exact-batching.js";
 
 /** Sampler options under which the probability map holds the full vocabulary. */
 const FULL_DISTRIBUTION = { temperature: 0, topK: 0, topP: 1, minP: 0 } as const;
@@ -29,16 +30,17 @@ export interface ProbeResult {
 }
 
 /**
- * Evaluates `token` alone at the sequence's next position and returns the engine's probability
+ * Evaluates `token` alone at the sequence's next position (and alone in its batch: exact-batching.ts) and returns the engine's probability
  * map. Materialising the full vector is costly at a large vocabulary (node-llama-cpp sorts it and
  * builds a JavaScript Map of every entry: hundreds of ms at 262,144 tokens on a loaded CPU), so
  * timed paths evaluate their token plainly and probe afterwards (see `bench/graft-bench.ts` at the top level).
  * The probe token stays in the sequence; callers erase it when they keep the state.
  */
 export async function sampleProbe(sequence: LlamaContextSequence, token: Token): Promise<ProbeProbabilities> {
-  const [output] = await sequence.controlledEvaluate([
-    [token, { generateNext: { probabilities: true, options: FULL_DISTRIBUTION } }],
-  ]);
+  const [output] = await sequence.controlledEvaluate(
+    [[token, { generateNext: { probabilities: true, options: FULL_DISTRIBUTION } }]],
+    exactEvaluation,
+  );
   const map = output?.next?.probabilities;
   if (!map) throw new Error("the probe produced no probability vector");
   return map;
@@ -87,4 +89,13 @@ export function klDivergence(p: Float32Array, q: Float32Array): number {
     kl += a * Math.log(a / b);
   }
   return Math.max(0, kl);
+}
+
+/** First token id that is neither a special nor a byte token in the generated vocabularies. */
+const FIRST_ORDINARY_TOKEN = 259;
+
+/** The probe token of a block: derived from its tokens, so it is the same wherever it is made. */
+export function probeTokenFor(tokensSha256: string, vocabSize: number): Token {
+  const first = Math.min(FIRST_ORDINARY_TOKEN, vocabSize - 1);
+  return (first + (Number.parseInt(tokensSha256.slice(0, 8), 16) % (vocabSize - first))) as Token;
 }

@@ -41,6 +41,11 @@ export interface NativeStateApi {
   copySequence(context: unknown, source: number, target: number): void;
   wipeSequence(context: unknown, sequenceId: number): boolean;
   /**
+   * llama.cpp's own evaluation timings since the previous call (then reset): from each decode's
+   * start to the synchronize that ends it. Times stay 0 unless the context tracks performance.
+   */
+  takeEvalTimings(context: unknown): EvalTimings;
+  /**
    * Reads `readLength` bytes of the file at `fileOffset` into the arena at `offset` and resolves
    * to the SHA-256 of `arena[offset, offset + length)`; on the thread pool.
    */
@@ -65,6 +70,14 @@ export interface NativeStateApi {
 }
 
 /** Where a block's bytes (block-file format) sit in an arena. */
+/** llama.cpp's evaluation timings (llama_perf_context): single-token decodes and batches. */
+export interface EvalTimings {
+  /** Decodes of a single token. */
+  tokenEvalMs: number;
+  /** Decodes of several tokens at once (prompt batches). */
+  batchEvalMs: number;
+}
+
 export interface ArenaRange {
   arena: ArenaHandle;
   offset: number;
@@ -72,7 +85,7 @@ export interface ArenaRange {
 }
 
 /** The addon API version this code speaks. */
-const API_VERSION = 2;
+const API_VERSION = 3;
 /** LLAMA_STATE_SEQ_MAGIC ('ggsq') and LLAMA_STATE_SEQ_VERSION of the bundled llama.cpp. */
 const SEQ_MAGIC = 0x67677371;
 const SEQ_VERSION = 3;

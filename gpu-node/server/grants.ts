@@ -57,6 +57,21 @@ export class UploadGrants {
       });
   }
 
+  /** A granted bucket import must be the grant's own upload (its id) of the granted block, at its size. */
+  checkBucketImport(
+    grant: UploadGrantClaims | undefined,
+    req: { uploadId: string; sha256: string; sizeBytes: number },
+  ): void {
+    if (
+      grant &&
+      (req.uploadId !== grant.jti || req.sha256 !== grant.sha256 || req.sizeBytes !== grant.sizeBytes)
+    )
+      throw new DomainError(403, "grant_mismatch", "the upload grant is for another upload or block", {
+        grantSha256: grant.sha256,
+        grantSizeBytes: grant.sizeBytes,
+      });
+  }
+
   /** Remembers that `grant` started import `importId`. */
   started(grant: UploadGrantClaims | undefined, importId: string): void {
     if (!grant) return;

@@ -154,29 +154,19 @@ export class GpuMetrics {
 
   /** A gauge whose samples are read at scrape time. */
   private gauge(name: string, help: string, labelNames: string[], read: () => Sample[]): void {
-    new Gauge({
-      name,
-      help,
-      labelNames,
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const s of read()) this.set(s.labels ?? {}, s.value);
-      },
-    });
+    const collect = function (this: Gauge) {
+      this.reset();
+      for (const s of read()) this.set(s.labels ?? {}, s.value);
+    };
+    new Gauge({ name, help, labelNames, registers: [this.registry], collect });
   }
 
   /** A counter whose totals are kept by their owner and read at scrape time. */
   private total(name: string, help: string, labelNames: string[], read: () => Sample[]): void {
-    new Counter({
-      name,
-      help,
-      labelNames,
-      registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const s of read()) this.inc(s.labels ?? {}, s.value);
-      },
-    });
+    const collect = function (this: Counter) {
+      this.reset();
+      for (const s of read()) this.inc(s.labels ?? {}, s.value);
+    };
+    new Counter({ name, help, labelNames, registers: [this.registry], collect });
   }
 }

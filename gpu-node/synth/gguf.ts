@@ -59,37 +59,31 @@ class ByteBuilder {
     this.buf.copy(next, 0, 0, this.length);
     this.buf = next;
   }
+  /** Appends `size` bytes written by `write` at the current end. */
+  private put(size: number, write: (buf: Buffer, offset: number) => void) {
+    this.ensure(size);
+    write(this.buf, this.length);
+    this.length += size;
+  }
   u32(v: number) {
-    this.ensure(4);
-    this.buf.writeUInt32LE(v, this.length);
-    this.length += 4;
+    this.put(4, (b, o) => b.writeUInt32LE(v, o));
   }
   i32(v: number) {
-    this.ensure(4);
-    this.buf.writeInt32LE(v, this.length);
-    this.length += 4;
+    this.put(4, (b, o) => b.writeInt32LE(v, o));
   }
   u64(v: number) {
-    this.ensure(8);
-    this.buf.writeBigUInt64LE(BigInt(v), this.length);
-    this.length += 8;
+    this.put(8, (b, o) => b.writeBigUInt64LE(BigInt(v), o));
   }
   f32(v: number) {
-    this.ensure(4);
-    this.buf.writeFloatLE(v, this.length);
-    this.length += 4;
+    this.put(4, (b, o) => b.writeFloatLE(v, o));
   }
   u8(v: number) {
-    this.ensure(1);
-    this.buf.writeUInt8(v, this.length);
-    this.length += 1;
+    this.put(1, (b, o) => b.writeUInt8(v, o));
   }
   str(s: string) {
     const bytes = Buffer.from(s, "utf8");
     this.u64(bytes.length);
-    this.ensure(bytes.length);
-    bytes.copy(this.buf, this.length);
-    this.length += bytes.length;
+    this.put(bytes.length, (b, o) => bytes.copy(b, o));
   }
   pad() {
     const target = align(this.length);
@@ -126,24 +120,28 @@ function writeMeta(b: ByteBuilder, key: string, v: MetaValue) {
       b.str(v.value);
       break;
     case "str[]":
-      b.u32(ValueType.ARRAY);
-      b.u32(ValueType.STRING);
-      b.u64(v.value.length);
-      for (const s of v.value) b.str(s);
+      writeArray(b, ValueType.STRING, v.value, (s) => b.str(s));
       break;
     case "f32[]":
-      b.u32(ValueType.ARRAY);
-      b.u32(ValueType.FLOAT32);
-      b.u64(v.value.length);
-      for (const x of v.value) b.f32(x);
+      writeArray(b, ValueType.FLOAT32, v.value, (x) => b.f32(x));
       break;
     case "i32[]":
-      b.u32(ValueType.ARRAY);
-      b.u32(ValueType.INT32);
-      b.u64(v.value.length);
-      for (const x of v.value) b.i32(x);
+      writeArray(b, ValueType.INT32, v.value, (x) => b.i32(x));
       break;
   }
+}
+
+/** A metadata array: its element type, its length, then each element. */
+function writeArray<T>(
+  b: ByteBuilder,
+  elementType: ValueType,
+  values: ArrayLike<T> & Iterable<T>,
+  write: (v: T) => void,
+) {
+  b.u32(ValueType.ARRAY);
+  b.u32(elementType);
+  b.u64(values.length);
+  for (const v of values) write(v);
 }
 
 /**

@@ -30,6 +30,18 @@ const tiny = {
   contextLength: 8192,
 };
 
+/** The dimensions of a 12B model (Gemma 3 12B's), with llama's or gemma3's layer layout. */
+const twelveB = {
+  vocab: 262144,
+  embd: 3840,
+  layers: 48,
+  heads: 16,
+  kvHeads: 8,
+  headDim: 256,
+  ffn: 15360,
+  contextLength: 32768,
+};
+
 /** Named presets: tiny ones for CPU tests, 1b and 12b for GPU benchmarks. */
 export const PRESETS: Record<
   string,
@@ -50,31 +62,10 @@ export const PRESETS: Record<
     ffn: 8192,
     contextLength: 32768,
   },
-  "12b": {
-    arch: "llama",
-    vocab: 262144,
-    embd: 3840,
-    layers: 48,
-    heads: 16,
-    kvHeads: 8,
-    headDim: 256,
-    ffn: 15360,
-    contextLength: 32768,
-  },
+  "12b": { arch: "llama", ...twelveB },
   // Gemma 3 12B's own layout: five sliding-window layers (window 1,024) to one global, so a saved
   // state holds only the window's cells for 40 of the 48 layers (about 4x smaller than 12b's).
-  "gemma3-12b": {
-    arch: "gemma3",
-    vocab: 262144,
-    embd: 3840,
-    layers: 48,
-    heads: 16,
-    kvHeads: 8,
-    headDim: 256,
-    ffn: 15360,
-    contextLength: 32768,
-    slidingWindow: 1024,
-  },
+  "gemma3-12b": { arch: "gemma3", ...twelveB, slidingWindow: 1024 },
   // Compact KV state for library-scale benchmarks: 1b-class compute, one KV head of 64.
   "1b-compact-kv": {
     arch: "llama",

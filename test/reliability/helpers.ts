@@ -6,8 +6,8 @@
 import type { ChildProcess } from "node:child_process";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { kvgraftSourceArgs, readyUrl, supervise } from "../../cli/process/supervise.js";
 import { createGpuClient, type GpuNodeClient } from "../../shared/gpu-client.js";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
 
 export const root = join(import.meta.dirname, "..", "..");
 

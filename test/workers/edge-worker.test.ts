@@ -1,6 +1,6 @@
 /**
  * The Worker entry (edge/runtime/worker.ts) inside workerd: it builds the app from its bindings, answers
- * /health and /openapi.json without a database, and refuses unauthenticated or malformed admin
+ * /health and /openapi.json, and refuses unauthenticated or malformed admin
  * and API calls before touching the database.
  */
 import { exports } from "cloudflare:workers";
@@ -16,12 +16,13 @@ function get(path: string, init?: RequestInit): Promise<Response> {
 }
 
 describe("edge worker in workerd", () => {
-  it("answers /health with the edge's state (database unreachable here: down, 503)", async () => {
+  it("answers /health with the edge's state (the database is reached over HTTP)", async () => {
     const res = await get("/health");
     const body = (await res.json()) as Json;
     expect(body.edge).toMatchObject({ status: "ok", runtime: "workers" });
-    expect(body.gpu.status).toBe("down");
-    expect(["ok", "down"]).toContain(body.db.status);
+    expect(body.db.status).toBe("ok");
+    // GPU nodes count once they have sent heartbeats (edge-worker-pool.test.ts sends them).
+    expect(["ok", "down"]).toContain(body.gpu.status);
     expect(res.status).toBe(body.status === "down" ? 503 : 200);
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });

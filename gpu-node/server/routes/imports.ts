@@ -1,10 +1,17 @@
 /**
- * `/v1/imports`: chunked uploads of block files built elsewhere (server/imports.ts), signed by the
- * edge or carrying an upload grant for the one block (server/grants.ts).
+ * `/v1/imports`: chunked uploads of block files built elsewhere (server/imports.ts), and
+ * `/v1/imports/bucket`: blocks uploaded to the bucket through presigned URLs (bucket-import.ts);
+ * signed by the edge or carrying an upload grant for the one block (server/grants.ts).
  */
 import type { Hono } from "hono";
 import { z } from "zod";
-import { type BlockManifest, CHUNK_SHA256_HEADER, importStartSchema } from "../../../shared/protocol.js";
+import {
+  type BlockManifest,
+  bucketImportSchema,
+  CHUNK_SHA256_HEADER,
+  gpuPaths,
+  importStartSchema,
+} from "../../../shared/protocol.js";
 import { type GpuEnv, jsonBody, type ServerContext } from "../context.js";
 import { importIdSchema } from "../imports.js";
 
@@ -17,6 +24,13 @@ export function importRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
     const started = await imports.start(req);
     grants.started(c.var.grant, started.importId);
     return c.json(started, 201);
+  });
+  app.post(gpuPaths.importFromBucket, async (c) => {
+    ctx.tracker.assertAccepting();
+    const req = await jsonBody(c, bucketImportSchema);
+    grants.checkBucketImport(c.var.grant, req);
+    const manifest: BlockManifest = await ctx.work.queued(c, () => blocks.importFromBucket(req));
+    return c.json(manifest, 201);
   });
   app.put("/v1/imports/:id/chunks/:index", async (c) => {
     const id = importIdSchema.parse(c.req.param("id"));

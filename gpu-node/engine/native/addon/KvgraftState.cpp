@@ -20,7 +20,7 @@
 namespace {
 
 // Bumped whenever a function below changes its contract; the GPU node checks it.
-constexpr int32_t kKvgraftApiVersion = 2;
+constexpr int32_t kKvgraftApiVersion = 3;
 
 // llama_state_seq_{get,set}_data frame the state with this magic and the sequence id (see
 // llama-context.cpp, io_magic); the file format has neither, so loads and saves add them here.
@@ -212,8 +212,9 @@ Napi::Value SequenceStateSize(const Napi::CallbackInfo& info) {
 }
 
 // (context, sourceSequence, targetSequence): the target gets the source's cells. Across KV
-// streams llama.cpp copies the whole stream on the device at the next update (before the next
-// decode), so the caller evaluates next, and the target is emptied first.
+// streams llama.cpp copies the stream's data on the device at the next update (before the next
+// decode; with llama-patches/seq-copy-used-cells.diff only the cells in use, and the cell
+// bookkeeping in one piece), so the caller evaluates next, and the target is emptied first.
 Napi::Value CopySequence(const Napi::CallbackInfo& info) {
     AddonContext* context = unwrapContext(info[0]);
     const llama_seq_id source = info[1].As<Napi::Number>().Int32Value();
@@ -222,6 +223,21 @@ Napi::Value CopySequence(const Napi::CallbackInfo& info) {
     llama_memory_seq_rm(memory, target, -1, -1);
     llama_memory_seq_cp(memory, source, target, -1, -1);
     return info.Env().Undefined();
+}
+
+// (context) -> llama.cpp's own evaluation timings since the previous call, then resets them: the time
+// from each llama_decode's start to the synchronize that ends it (graph build, compute and the wait
+// for the device), for single-token evaluations and for batches. The context must have been created
+// with performance tracking, else the times stay 0. (llama.cpp's counts are not passed on: it
+// reports at least 1 of each, so they cannot tell whether anything ran.)
+Napi::Value TakeEvalTimings(const Napi::CallbackInfo& info) {
+    AddonContext* context = unwrapContext(info[0]);
+    const llama_perf_context_data data = llama_perf_context(context->ctx);
+    llama_perf_context_reset(context->ctx);
+    Napi::Object timings = Napi::Object::New(info.Env());
+    timings.Set("tokenEvalMs", Napi::Number::New(info.Env(), data.t_eval_ms));
+    timings.Set("batchEvalMs", Napi::Number::New(info.Env(), data.t_p_eval_ms));
+    return timings;
 }
 
 // (context, sequenceId) -> true when every cell of the sequence was removed.
@@ -345,6 +361,7 @@ void kvgraftStateInit(Napi::Object exports) {
         Napi::PropertyDescriptor::Function("loadSequenceState", LoadSequenceState),
         Napi::PropertyDescriptor::Function("copySequence", CopySequence),
         Napi::PropertyDescriptor::Function("wipeSequence", WipeSequence),
+        Napi::PropertyDescriptor::Function("takeEvalTimings", TakeEvalTimings),
         Napi::PropertyDescriptor::Function("readChunk", ReadChunk),
     });
     exports.Set("kvgraft", api);

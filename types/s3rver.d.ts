@@ -1,4 +1,4 @@
-/** The part of s3rver's API the tests use (the package ships no types). */
+/** The part of s3rver's API the tests and bench/bucket-fetch.ts use (the package ships no types). */
 declare module "s3rver" {
   interface S3rverOptions {
     address?: string;

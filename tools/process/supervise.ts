@@ -198,12 +198,12 @@ export function readyUrl(line: unknown): string | undefined {
   return typeof url === "string" ? url.replace(/\/+$/, "") : undefined;
 }
 
-/** The checkout's root (the folder with package.json above cli/). */
+/** The checkout's root (the folder with package.json above tools/). */
 export const repoRoot = (() => {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, "package.json"))) {
     const parent = dirname(dir);
-    if (parent === dir) throw new Error("no package.json above cli/process");
+    if (parent === dir) throw new Error("no package.json above tools/process");
     dir = parent;
   }
   return dir;

@@ -1,0 +1,258 @@
+/**
+ * The pool's request path (edge/cluster/gpu-pool.ts hands every call here): where a call goes,
+ * and what happens when it fails. A graft goes to a live replica of its block where it is hot,
+ * else warm, else any live replica (placement.ts); a deposit to a live node of the largest
+ * fingerprint group; plain generation, sandbox runs and health to the least busy live node. A
+ * call runs on the first candidate, and on the second if the first fails in a way another node
+ * could fix (at most two attempts, within the call's timeout from the start); each failure is
+ * classified by what it says about the node and the request, and counted per node.
+ */
+import { DomainError } from "../../shared/errors.js";
+import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
+import { sha256Hex } from "../../shared/hash.js";
+import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
+import { rendezvousRank } from "../../shared/rendezvous.js";
+import type { PoolSettings } from "../config.js";
+import type { Database } from "../db/database.js";
+import { blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
+import { toDomainError } from "./gpu.js";
+import type { NodeDirectory, PoolNode } from "./node-directory.js";
+import type { MetricsBook } from "./node-metrics.js";
+import { majorityGroup, type RouteTier, routeCandidates } from "./placement.js";
+
+/** What the pool's calls share. */
+export interface CallContext {
+  db: Database;
+  settings: PoolSettings;
+  directory: NodeDirectory;
+  metrics: MetricsBook;
+  failover: FailoverCall;
+  /** Rotates the least-busy order among equals. */
+  nextOffset(): number;
+  requestRebalance(reason: string, delayMs?: number): void;
+}
+
+/**
+ * `verdict` (about the request: no retry), `lost_block` (the node lacks the block, or its copy
+ * failed a check), `retry`
+ * (another node may do it: queue full, no sandbox), `suspect` (the node is slow, draining or
+ * broken: skip it until its next heartbeat), `gone` (unreachable: mark it down).
+ */
+export type FailureKind = "gone" | "suspect" | "retry" | "lost_block" | "verdict";
+
+/** Classifies a failed call to a GPU node. */
+export function classifyFailure(err: unknown): FailureKind {
+  if (err instanceof GpuError) {
+    if (err.status === 404 && err.code === "block_not_found") return "lost_block";
+    // That node's copy failed its hash or probe check and the node quarantined it: another
+    // holder's copy may be sound, so it is that replica that is lost, not (yet) the block.
+    if (err.code === "block_corrupt" || err.code === "block_probe_mismatch") return "lost_block";
+    if (err.status === 429 || err.code === "queue_full" || err.code === "sandbox_unavailable") return "retry";
+    if (err.status >= 500) return "suspect";
+    return "verdict";
+  }
+  if (err instanceof DomainError) return err.status >= 500 ? "suspect" : "verdict";
+  const name = err instanceof Error ? err.name : "";
+  if (name === "TimeoutError" || name === "AbortError") return "suspect";
+  // fetch rejects when the node cannot be reached (refused, reset, DNS): with a TypeError in Node,
+  // with a plain Error saying so in workerd (the Worker entry).
+  if (err instanceof TypeError) return "gone";
+  if (err instanceof Error && err.message.startsWith("Network connection lost")) return "gone";
+  return "suspect";
+}
+
+/** Whether the node refused the call for load (its queue was full): a shed request. */
+export function isShed(err: unknown): boolean {
+  return err instanceof GpuError && (err.status === 429 || err.code === "queue_full");
+}
+
+/** 503 `no_replica`: no live node can take the call; retry after the time a node needs to be marked down. */
+export function noReplica(timing: { heartbeatMs: number; downAfter: number }, blockId?: string): DomainError {
+  return new DomainError(
+    503,
+    "no_replica",
+    blockId ? "No GPU node that holds this block is reachable now." : "No GPU node is reachable now.",
+    blockId ? { blockId } : undefined,
+    Math.max(1, Math.ceil((timing.heartbeatMs * timing.downAfter) / 1000)),
+  );
+}
+
+/** A failure's one-line description for logs and attempt lists. */
+export const failureText = (err: unknown): string =>
+  err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+
+/** Where a routed call went. */
+export interface Routed<T> {
+  result: T;
+  nodeId: string;
+  /** The tier the route chose (grafts only). */
+  tier: RouteTier | null;
+  /** Nodes tried, in order (two when the first failed). */
+  attempts: { nodeId: string; error?: string; ms: number }[];
+}
+
+/** The deadline an attempt must keep: the time left of the call's budget. */
+export type AttemptOptions = { deadlineMs: number; signal: AbortSignal };
+export type Attempt<T> = (client: GpuNodeClient, opts: AttemptOptions, nodeId: string) => Promise<T>;
+
+export interface FailoverDeps {
+  timeoutMs: number;
+  /** The heartbeat timing (how long until a node counts as down: the Retry-After of `no_replica`). */
+  timing: { heartbeatMs: number; downAfter: number };
+  client(nodeId: string): GpuNodeClient;
+  metrics: MetricsBook;
+  /** The node is unreachable: mark it down. */
+  nodeGone(nodeId: string, err: unknown): Promise<void>;
+  /** The node is slow, draining or broken: skip it until its next heartbeat. */
+  markSuspect(nodeId: string): void;
+}
+
+/** Runs one call with failover; `external` is the caller's own abort signal, if any. */
+export type FailoverCall = <T>(
+  candidates: string[],
+  fn: Attempt<T>,
+  onLostBlock?: (nodeId: string) => Promise<void>,
+  external?: AbortSignal,
+) => Promise<Routed<T>>;
+
+const MIN_RETRY_BUDGET_MS = 50;
+
+/** The failover runner of a pool. */
+export function createFailover(deps: FailoverDeps): FailoverCall {
+  const { timeoutMs } = deps;
+  return async (candidates, fn, onLostBlock, external) => {
+    const started = performance.now();
+    const attempts: Routed<never>["attempts"] = [];
+    let lastError: unknown;
+    for (const nodeId of candidates.slice(0, 2)) {
+      const left = timeoutMs - (performance.now() - started);
+      if (attempts.length > 0 && left < MIN_RETRY_BUDGET_MS) break;
+      const t0 = performance.now();
+      const m = deps.metrics.of(nodeId);
+      m.requests++;
+      try {
+        const opts = {
+          deadlineMs: Math.max(1, Math.floor(left)),
+          signal: AbortSignal.timeout(Math.max(1, Math.ceil(left))),
+        };
+        const result = await fn(deps.client(nodeId), opts, nodeId);
+        const ms = performance.now() - t0;
+        m.latencyMsSum += ms;
+        attempts.push({ nodeId, ms });
+        return { result, nodeId, tier: null, attempts };
+      } catch (err) {
+        const ms = performance.now() - t0;
+        m.latencyMsSum += ms;
+        if (isShed(err)) m.shed++;
+        // The caller gave up: not the node's fault, and nobody waits for a retry.
+        if (external?.aborted) throw toDomainError(err, timeoutMs);
+        const kind = classifyFailure(err);
+        attempts.push({ nodeId, ms, error: failureText(err) });
+        lastError = err;
+        if (kind === "verdict") throw toDomainError(err, timeoutMs);
+        if (kind === "lost_block") await onLostBlock?.(nodeId);
+        else if (kind === "gone") await deps.nodeGone(nodeId, err);
+        else if (kind === "suspect") deps.markSuspect(nodeId);
+        m.failovers++;
+      }
+    }
+    if (lastError === undefined) throw noReplica(deps.timing);
+    const mapped = toDomainError(lastError, timeoutMs);
+    throw new DomainError(
+      mapped.status,
+      mapped.code,
+      mapped.message,
+      { ...mapped.details, attempts },
+      mapped.retryAfterS,
+    );
+  };
+}
+
+/** Live nodes, least busy first; `offset` rotates the order among equals (round-robin). */
+export function leastBusy(nodes: readonly PoolNode[], offset: number): string[] {
+  const live = nodes.filter((n) => n.live);
+  return live
+    .map((n, i) => ({ n, k: (i + offset) % Math.max(1, live.length) }))
+    .sort((a, b) => a.n.queueDepth - b.n.queueDepth || a.k - b.k)
+    .map(({ n }) => n.id);
+}
+
+/** The nodes a graft of `blockId` may go to, best first, with the tier each holds it in. */
+export async function graftCandidates(
+  db: Database,
+  blockId: string,
+  all: readonly PoolNode[],
+): Promise<{ id: string; tier: RouteTier }[]> {
+  const info = await blockFingerprints(db, blockId);
+  if (!info) {
+    // Not in the library: any live node may have it (a pool of one, direct API use).
+    return rendezvousRank(
+      blockId,
+      all.filter((n) => n.live).map((n) => n.id),
+    ).map((id) => ({ id, tier: "cold" as const }));
+  }
+  const holders = (await recordedHolders(db, [blockId])).get(blockId) ?? new Set<string>();
+  const candidates = routeCandidates(blockId, holders, all);
+  // A pool of one: the configured node is the only place the block can be.
+  const only = all.length === 1 && all[0]?.source === "static" ? all[0] : null;
+  if (candidates.length === 0 && only?.live) return [{ id: only.id, tier: "cold" }];
+  return candidates;
+}
+
+/** The nodes a deposit of `text` may go to: live nodes of the largest fingerprint group, by rendezvous rank. */
+export async function depositCandidates(text: string, all: readonly PoolNode[]): Promise<string[]> {
+  const live = all.filter((n) => n.live);
+  const group = majorityGroup(live);
+  const eligible = group
+    ? live.filter(
+        (n) =>
+          n.modelFingerprint === group.modelFingerprint && n.engineFingerprint === group.engineFingerprint,
+      )
+    : live;
+  return rendezvousRank(
+    await sha256Hex(text),
+    eligible.map((n) => n.id),
+  );
+}
+
+/** Runs the call on the least busy live node, failing over once. */
+export async function onLeastBusy<T>(ctx: CallContext, fn: Attempt<T>, external?: AbortSignal): Promise<T> {
+  const order = leastBusy(await ctx.directory.nodes(), ctx.nextOffset());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  return (await ctx.failover(order, fn, undefined, external)).result;
+}
+
+export async function graftRouted(
+  ctx: CallContext,
+  req: { blockId: string; query: string; maxTokens: number },
+): Promise<Routed<GenerationResult>> {
+  const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
+  if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
+  const out = await ctx.failover(
+    candidates.map((c) => c.id),
+    (c, opts) => c.graft(req, opts),
+    async (nodeId) => {
+      // The node does not hold it after all (or held a copy that failed its check): forget the
+      // record, try the other holder; the rebalancer recopies it.
+      await removeReplica(ctx.db, req.blockId, nodeId).catch(() => undefined);
+      ctx.requestRebalance("replica missing");
+    },
+  );
+  const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
+  if (tier) ctx.metrics.of(out.nodeId).grafts[tier]++;
+  // The tier the node says it restored from, which can differ from the one the edge expected.
+  const restored = ctx.metrics.of(out.nodeId).restores[out.result.tier ?? tier ?? "cold"];
+  restored.count++;
+  restored.msSum += out.result.timings.restoreMs;
+  return { ...out, tier };
+}
+
+export async function depositPlaced(
+  ctx: CallContext,
+  text: string,
+): Promise<{ manifest: BlockManifest; nodeId: string }> {
+  const order = await depositCandidates(text, await ctx.directory.nodes());
+  if (order.length === 0) throw noReplica(ctx.settings);
+  const out = await ctx.failover(order, (c, opts) => c.deposit(text, opts));
+  return { manifest: out.result, nodeId: out.nodeId };
+}

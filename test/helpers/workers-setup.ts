@@ -1,0 +1,74 @@
+/**
+ * Global setup of the workerd tests (runs in Node before workerd starts): a migrated libSQL
+ * database served over HTTP (test/helpers/libsql-http.ts) for the Worker's LIBSQL_URL, and two real
+ * GPU nodes (`kvgraft serve gpu` child processes on loopback with a generated tiny model, each with
+ * its own data folder) that the Worker's pool routes to. Their URLs reach the tests through
+ * vitest's provide/inject; the tests register the nodes by sending their signed heartbeats. A
+ * loopback control URL lets a test SIGKILL a node (`POST /kill/<id>`), which workerd cannot do.
+ */
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+import { kvgraftSourceArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
+import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
+import { WORKERS_GPU_SECRET } from "../workers/bindings.js";
+import { type LibsqlHttpServer, startLibsqlHttp } from "./libsql-http.js";
+import { syntheticModel } from "./models.js";
+
+const root = join(import.meta.dirname, "..", "..");
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const work = mkdtempSync(join(tmpdir(), "kvgraft-workers-"));
+  const children = new Map<string, ChildProcess>();
+  let libsql: LibsqlHttpServer | undefined;
+  const control = createServer((req, res) => {
+    const id = /^\/kill\/([\w-]+)$/.exec(req.url ?? "")?.[1];
+    const child = id ? children.get(id) : undefined;
+    if (req.method !== "POST" || !child) return void res.writeHead(404).end();
+    child.once("exit", () => res.writeHead(200).end());
+    child.kill("SIGKILL");
+  });
+  const teardown = async () => {
+    control.close();
+    for (const c of children.values()) c.kill("SIGKILL");
+    await libsql?.close();
+    rmSync(work, { recursive: true, force: true });
+  };
+  try {
+    const fileUrl = `file:${join(work, "edge.db")}`;
+    const opened = await openDatabase({ url: fileUrl });
+    await migrateDatabase(opened.db);
+    opened.close();
+    libsql = await startLibsqlHttp(fileUrl);
+
+    const model = syntheticModel("tiny-llama");
+    const nodes = await Promise.all(
+      ["wa", "wb"].map(async (id) => {
+        const served = supervise({
+          name: `node ${id}`,
+          args: kvgraftSourceArgs(
+            ...["serve", "gpu", "--model", model, "--port", "0", "--data-dir", join(work, id)],
+            ...["--context", "1024", "--node-id", id, "--json"],
+          ),
+          cwd: root,
+          env: { ...process.env, KVGRAFT_GPU_SECRET: WORKERS_GPU_SECRET, KV_THREADS: "1" },
+          ready: readyUrl,
+        });
+        children.set(id, served.child);
+        return { id, url: await served.ready };
+      }),
+    );
+    await new Promise<void>((resolve) => control.listen(0, "127.0.0.1", resolve));
+    project.provide("controlUrl", `http://127.0.0.1:${(control.address() as AddressInfo).port}`);
+    project.provide("libsqlUrl", libsql.url);
+    project.provide("gpuNodes", nodes);
+  } catch (err) {
+    await teardown();
+    throw err;
+  }
+  return teardown;
+}

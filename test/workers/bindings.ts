@@ -1,0 +1,21 @@
+/**
+ * What the workerd tests, their global setup (test/helpers/workers-setup.ts) and
+ * vitest.workers.config.ts agree on: the Worker's test secrets, and what the setup provides.
+ */
+
+/** The GPU secret of the Worker's bindings and of the GPU nodes the setup starts. */
+export const WORKERS_GPU_SECRET = "workers-test-secret-0123456789";
+
+/** The admin key the Worker installs (KVGRAFT_ADMIN_KEY). */
+export const WORKERS_ADMIN_KEY = "kvg_workers0_0123456789abcdefghijABCDEFGHIJ0123456789";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The libSQL server the Worker's LIBSQL_URL names. */
+    libsqlUrl: string;
+    /** The GPU nodes, not yet registered: the tests send their heartbeats. */
+    gpuNodes: { id: string; url: string }[];
+    /** `POST <controlUrl>/kill/<node id>` SIGKILLs that node. */
+    controlUrl: string;
+  }
+}
