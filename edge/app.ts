@@ -27,6 +27,7 @@ import { flywheelRoutes } from "./routes/flywheel.routes.js";
 import { healthRoutes } from "./routes/health.routes.js";
 import { libraryRoutes } from "./routes/library.routes.js";
 import { nodeAdminRoutes } from "./routes/nodes.routes.js";
+import { openAIErrors, openAIRoutes } from "./routes/openai.routes.js";
 import { serveOpenApiDocument } from "./routes/openapi.js";
 import { solveRoutes } from "./routes/solve.routes.js";
 
@@ -70,10 +71,15 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
   // GPU node heartbeats: signed with the GPU secret, not keyed.
   app.route("/", clusterRoutes(deps));
 
+  // The OpenAI-compatible routes answer errors (auth included) in OpenAI's shape.
+  app.use("/v1/chat/*", openAIErrors);
+  app.use("/v1/models", openAIErrors);
+  app.use("/v1/models/*", openAIErrors);
   app.use("/v1/*", requireKey(deps, "public"), limit(deps.config.limits.publicBodyBytes));
   app.use("/admin/*", requireKey(deps, "admin"), limit(deps.config.limits.adminBodyBytes));
   app.route("/v1", solveRoutes(deps));
   app.route("/v1", libraryRoutes(deps));
+  app.route("/v1", openAIRoutes(deps));
   app.route("/admin", nodeAdminRoutes(deps));
   app.route("/admin", adminRoutes(deps));
   app.route("/admin/flywheel", flywheelRoutes(deps));

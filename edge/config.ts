@@ -23,6 +23,11 @@ const envSchema = z
     KVGRAFT_GPU_PUBLIC_URL: z.url().optional(),
     /** Shared secret for signed edge-to-GPU requests and upload grants. */
     KVGRAFT_GPU_SECRET: z.string().min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters").optional(),
+    /** The secret KVGRAFT_GPU_SECRET replaces: heartbeats signed with it are still accepted during a rotation. */
+    KVGRAFT_GPU_SECRET_PREVIOUS: z
+      .string()
+      .min(16, "KVGRAFT_GPU_SECRET_PREVIOUS must be at least 16 characters")
+      .optional(),
     /**
      * A Cloudflare Access service token (both or neither): sent as CF-Access-Client-Id and
      * CF-Access-Client-Secret on every call to a GPU node, which Access in front of the node's
@@ -104,6 +109,8 @@ export interface EdgeConfig {
     url: string | null;
     publicUrl: string | null;
     secret: string | null;
+    /** Also accepted on heartbeats during a rotation; never used to sign. */
+    previousSecret: string | null;
     nodeId: string;
     timeoutMs: number;
     healthTimeoutMs: number;
@@ -150,6 +157,7 @@ export function readEdgeConfig(env: Record<string, unknown>, context: EdgeContex
       url: e.KVGRAFT_GPU_URL ? trim(e.KVGRAFT_GPU_URL) : null,
       publicUrl: trim(e.KVGRAFT_GPU_PUBLIC_URL ?? e.KVGRAFT_GPU_URL ?? "") || null,
       secret: e.KVGRAFT_GPU_SECRET ?? null,
+      previousSecret: e.KVGRAFT_GPU_SECRET_PREVIOUS ?? null,
       nodeId: e.KVGRAFT_GPU_NODE_ID,
       timeoutMs: e.KVGRAFT_GPU_TIMEOUT_MS,
       healthTimeoutMs: e.KVGRAFT_GPU_HEALTH_TIMEOUT_MS,

@@ -31,6 +31,13 @@ export const solveRequestSchema = z
         "auto: library, then transfer/graft, then the plain model. library: never the plain model " +
           "(source none when no library entry fits). verified: only a verified library answer, no GPU call.",
       ),
+    stream: z
+      .boolean()
+      .default(false)
+      .describe(
+        "true: answer with server-sent events (text/event-stream): `token` events with the GPU node's " +
+          "text as it is generated (grafts and model solves), then one `result` (the JSON answer) or `error`.",
+      ),
   })
   .strict();
 export type SolveRequest = z.output<typeof solveRequestSchema>;

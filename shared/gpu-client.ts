@@ -45,6 +45,9 @@ export { GpuError } from "./gpu-transport.js";
 type SandboxRun = z.infer<typeof sandboxRunResultSchema>;
 type VerifyResult = z.infer<typeof verifyBlockResultSchema>;
 
+/** Options of a streamed call: `onToken` sees each token as it comes; aborting `signal` ends the work. */
+export type StreamOptions = CallOptions & { onToken?: (token: number, text: string) => void };
+
 /** Parses a `text/event-stream` body into events with JSON data. */
 export async function* readSse(
   body: ReadableStream<Uint8Array>,
@@ -83,6 +86,8 @@ function streamEvent(raw: { event: string; data: unknown }): StreamEvent {
       return { event: "token", data: streamTokenEventSchema.parse(raw.data) };
     case "summary":
       return { event: "summary", data: generationResultSchema.parse(raw.data) };
+    case "solved":
+      return { event: "solved", data: solveResultSchema.parse(raw.data) };
     case "error":
       return { event: "error", data: streamErrorEventSchema.parse(raw.data) };
     default:
@@ -98,19 +103,31 @@ export function createGpuClient(options: GpuClientOptions) {
   const transport = gpuTransport(options);
   const { send, call } = transport;
 
-  /** A streamed graft or generation: calls `onToken` per token, resolves to the summary. */
-  async function stream(
+  /**
+   * A streamed graft, generation or solve: calls `onToken` per token and resolves to what `final`
+   * takes from the final event (`summary` of a generation, `solved` of a solve).
+   */
+  async function stream<T>(
     path: string,
     body: object,
-    opts: CallOptions & { onToken?: (token: number, text: string) => void } = {},
-  ): Promise<GenerationResult> {
+    final: (e: StreamEvent) => T | undefined,
+    opts: StreamOptions = {},
+  ): Promise<T> {
     for await (const e of events(path, body, opts)) {
-      if (e.event === "token") opts.onToken?.(e.data.token, e.data.text);
-      else if (e.event === "summary") return e.data;
-      else throw new GpuError(e.data.status, e.data.error.code, e.data.error.message, e.data.error.details);
+      if (e.event === "token") {
+        opts.onToken?.(e.data.token, e.data.text);
+        continue;
+      }
+      if (e.event === "error")
+        throw new GpuError(e.data.status, e.data.error.code, e.data.error.message, e.data.error.details);
+      const result = final(e);
+      if (result === undefined) throw new GpuError(502, "gpu_bad_response", `unexpected event '${e.event}'`);
+      return result;
     }
-    throw new GpuError(502, "gpu_bad_response", "the stream ended without a summary");
+    throw new GpuError(502, "gpu_bad_response", "the stream ended without its final event");
   }
+  const summary = (e: StreamEvent) => (e.event === "summary" ? e.data : undefined);
+  const solved = (e: StreamEvent) => (e.event === "solved" ? e.data : undefined);
 
   /** The validated events of a streamed graft or generation. */
   async function* events(path: string, body: object, opts: CallOptions = {}): AsyncGenerator<StreamEvent> {
@@ -157,20 +174,19 @@ export function createGpuClient(options: GpuClientOptions) {
     generate: (req: Omit<GenerateRequest, "stream">, opts?: CallOptions): Promise<GenerationResult> =>
       call("POST", gpuPaths.generate, generationResultSchema, { ...req, stream: false }, opts),
     /** Streamed graft: tokens as they come, then the same result as `graft`. */
-    graftStream: (
-      req: Omit<GraftRequest, "stream">,
-      opts?: CallOptions & { onToken?: (token: number, text: string) => void },
-    ) => stream(gpuPaths.graft, req, opts),
-    generateStream: (
-      req: Omit<GenerateRequest, "stream">,
-      opts?: CallOptions & { onToken?: (token: number, text: string) => void },
-    ) => stream(gpuPaths.generate, req, opts),
+    graftStream: (req: Omit<GraftRequest, "stream">, opts?: StreamOptions): Promise<GenerationResult> =>
+      stream(gpuPaths.graft, req, summary, opts),
+    generateStream: (req: Omit<GenerateRequest, "stream">, opts?: StreamOptions): Promise<GenerationResult> =>
+      stream(gpuPaths.generate, req, summary, opts),
     /** Raw validated events of a streamed graft or generation. */
     events: (kind: "graft" | "generate", req: object, opts?: CallOptions) =>
       events(kind === "graft" ? gpuPaths.graft : gpuPaths.generate, req, opts),
     /** The sampled solve pipeline (k samples, programs in the sandbox, a vote). */
-    solve: (req: SolveRequest, opts?: CallOptions): Promise<SolveResult> =>
-      call("POST", gpuPaths.solve, solveResultSchema, req, opts),
+    solve: (req: Omit<SolveRequest, "stream">, opts?: CallOptions): Promise<SolveResult> =>
+      call("POST", gpuPaths.solve, solveResultSchema, { ...req, stream: false }, opts),
+    /** Streamed solve: every sample's tokens as they come, then the same result as `solve`. */
+    solveStream: (req: Omit<SolveRequest, "stream">, opts?: StreamOptions): Promise<SolveResult> =>
+      stream(gpuPaths.solve, req, solved, opts),
     sandboxRun: (req: {
       program: string;
       params?: readonly ProgramParam[];

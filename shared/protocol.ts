@@ -294,6 +294,8 @@ export const solveRequestSchema = z
       .default(0),
     /** Below this agreement share the answer is unsure. */
     minConfidence: z.number().min(0).max(1).default(0.6),
+    /** Server-sent events: every sample's tokens as they come, then one `solved` (or `error`). */
+    stream: z.boolean().default(false),
   })
   .strict();
 export type SolveRequest = z.input<typeof solveRequestSchema>;
@@ -354,11 +356,15 @@ export const solveResultSchema = z.object({
 });
 export type SolveResult = z.infer<typeof solveResultSchema>;
 
-/** Server-sent events of a streamed graft or generation: `token`s, then one `summary` or `error`. */
+/**
+ * Server-sent events of a streamed graft or generation (`token`s, then one `summary` or `error`)
+ * or of a streamed solve (`token`s of every sample in turn, then one `solved` or `error`).
+ */
 export const streamTokenEventSchema = z.object({ token: z.number().int(), text: z.string() });
 /** An error after the stream began: the usual error body plus the HTTP status it would have had. */
 export const streamErrorEventSchema = errorBodySchema.extend({ status: z.number().int() });
 export type StreamEvent =
   | { event: "token"; data: z.infer<typeof streamTokenEventSchema> }
   | { event: "summary"; data: GenerationResult }
+  | { event: "solved"; data: SolveResult }
   | { event: "error"; data: z.infer<typeof streamErrorEventSchema> };

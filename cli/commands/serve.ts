@@ -58,6 +58,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     modelPath,
     dataDir: resolve(str("data-dir") ?? ".data/gpu"),
     secret: env.KVGRAFT_GPU_SECRET,
+    ...optional("previousSecret", env.KVGRAFT_GPU_SECRET_PREVIOUS),
     binary: env.KV_LLAMA,
     sandbox: !flags["no-sandbox"],
     logLevel: env.KVGRAFT_LOG_LEVEL,

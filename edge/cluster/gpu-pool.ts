@@ -17,7 +17,7 @@ import { type EdgeConfig, type PoolSettings, readPoolSettings } from "../config.
 import type { Database } from "../db/database.js";
 import { type GpuNode, markNodeDown } from "../db/nodes.js";
 import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
-import { type GpuClient, type SandboxRunResult, toDomainError } from "./gpu.js";
+import { type GpuClient, type ModelCallOptions, type SandboxRunResult, toDomainError } from "./gpu.js";
 import { startPoolTimers, sweepMissedHeartbeats } from "./heartbeat-sweep.js";
 import { createNodeDirectory, type NodeConnection, type PoolNode } from "./node-directory.js";
 import { createMetricsBook, type NodeMetrics } from "./node-metrics.js";
@@ -33,6 +33,7 @@ import {
   noReplica,
   onLeastBusy,
   type Routed,
+  streamedOnce,
 } from "./pool-calls.js";
 import { type RebalanceReport, Rebalancer } from "./rebalance.js";
 
@@ -70,7 +71,10 @@ export interface GpuPool extends GpuClient {
   /** A heartbeat arrived (the registry row is already written): refresh the view. */
   heartbeatReceived(row: GpuNode, change: "joined" | "up" | "down" | "same"): void;
   depositPlaced(text: string): Promise<{ manifest: BlockManifest; nodeId: string }>;
-  graftRouted(req: { blockId: string; query: string; maxTokens: number }): Promise<Routed<GenerationResult>>;
+  graftRouted(
+    req: { blockId: string; query: string; maxTokens: number },
+    opts?: ModelCallOptions,
+  ): Promise<Routed<GenerationResult>>;
   /** After a deposit on `originNodeId`: records it and copies the block to its R nodes. */
   replicate(blockId: string, originNodeId: string): Promise<BlockPlacement>;
   /** Where a block should be and where it is. */
@@ -206,15 +210,14 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
     },
     depositPlaced: (text) => depositPlaced(ctx, text),
     deposit: async (text) => (await depositPlaced(ctx, text)).manifest,
-    graftRouted: (req) => graftRouted(ctx, req),
-    graft: async (req) => (await graftRouted(ctx, req)).result,
+    graftRouted: (req, opts) => graftRouted(ctx, req, opts),
+    graft: async (req, opts) => (await graftRouted(ctx, req, opts)).result,
     generate: (req) => onLeastBusy(ctx, (c, opts) => c.generate(req, opts)),
-    solve: (req, signal) =>
+    solve: (req, opts) =>
       onLeastBusy(
         ctx,
-        (c, opts) =>
-          c.solve(req, signal ? { ...opts, signal: AbortSignal.any([opts.signal, signal]) } : opts),
-        signal,
+        streamedOnce(opts, (c, call) => (opts?.onToken ? c.solveStream(req, call) : c.solve(req, call))),
+        opts?.signal,
       ),
     runProgram: (req): Promise<SandboxRunResult> =>
       onLeastBusy(ctx, (c) => c.sandboxRun(req)).catch((err: unknown) => {

@@ -11,7 +11,7 @@
 import type { z } from "zod";
 import { ZodError } from "zod";
 import { DomainError } from "../../shared/errors.js";
-import { createGpuClient, GpuError } from "../../shared/gpu-client.js";
+import { createGpuClient, GpuError, type StreamOptions } from "../../shared/gpu-client.js";
 import type { ProgramParam } from "../../shared/params.js";
 import type {
   BlockManifest,
@@ -30,12 +30,15 @@ export interface GpuClient {
   readonly configured: boolean;
   /** Prefills the text, saves and verifies its state; returns the block's manifest. */
   deposit(text: string): Promise<BlockManifest>;
-  /** Restores a block and answers the query after it. */
-  graft(req: { blockId: string; query: string; maxTokens: number }): Promise<GenerationResult>;
+  /** Restores a block and answers the query after it; streamed when `opts.onToken` is set. */
+  graft(
+    req: { blockId: string; query: string; maxTokens: number },
+    opts?: ModelCallOptions,
+  ): Promise<GenerationResult>;
   /** Plain generation without a block. */
   generate(req: { prompt: string; maxTokens: number }): Promise<GenerationResult>;
-  /** The sampled solve pipeline (k samples, programs run in the sandbox, a vote); abortable. */
-  solve(req: SolveRequest, signal?: AbortSignal): Promise<SolveResult>;
+  /** The sampled solve pipeline (k samples, programs run in the sandbox, a vote); abortable, streamed when `opts.onToken` is set. */
+  solve(req: Omit<SolveRequest, "stream">, opts?: ModelCallOptions): Promise<SolveResult>;
   /** Runs a program in the node's sandbox (`PARAMS = [...]` prepended; see gpu-node/sandbox). */
   runProgram(req: {
     program: string;
@@ -48,6 +51,30 @@ export interface GpuClient {
   deleteBlock(id: string): Promise<void>;
   /** The node's health (short timeout; a draining node reports `draining`). */
   health(): Promise<Health>;
+}
+
+/**
+ * How a caller holds model work: aborting `signal` aborts the call to the node (whose stream then
+ * ends and frees the slot); with `onToken` the node streams and each token's text arrives as it
+ * is generated.
+ */
+export interface ModelCallOptions {
+  signal?: AbortSignal;
+  onToken?: (text: string) => void;
+}
+
+/** The signed client's options for one model call: the deadline, the caller's signal, the token sink. */
+export function modelCall(
+  base: { deadlineMs: number; signal?: AbortSignal },
+  opts: ModelCallOptions = {},
+): StreamOptions {
+  const signals = [base.signal, opts.signal].filter((s): s is AbortSignal => s !== undefined);
+  const { onToken } = opts;
+  return {
+    deadlineMs: base.deadlineMs,
+    ...(signals.length ? { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) } : {}),
+    ...(onToken ? { onToken: (_token: number, text: string) => onToken(text) } : {}),
+  };
 }
 
 export interface EdgeGpuClientOptions {
@@ -90,10 +117,12 @@ export function createEdgeGpuClient(options: EdgeGpuClientOptions): GpuClient {
   return {
     configured: true,
     deposit: mapped((text: string) => node.deposit(text, work)),
-    graft: mapped((req: { blockId: string; query: string; maxTokens: number }) => node.graft(req, work)),
+    graft: mapped((req: { blockId: string; query: string; maxTokens: number }, opts?: ModelCallOptions) =>
+      opts?.onToken ? node.graftStream(req, modelCall(work, opts)) : node.graft(req, modelCall(work, opts)),
+    ),
     generate: mapped((req: { prompt: string; maxTokens: number }) => node.generate(req, work)),
-    solve: mapped((req: SolveRequest, signal?: AbortSignal) =>
-      node.solve(req, signal ? { ...work, signal } : work),
+    solve: mapped((req: Omit<SolveRequest, "stream">, opts?: ModelCallOptions) =>
+      opts?.onToken ? node.solveStream(req, modelCall(work, opts)) : node.solve(req, modelCall(work, opts)),
     ),
     runProgram: mapped((req: { program: string; params: readonly ProgramParam[]; expect?: string }) =>
       node.sandboxRun(req),

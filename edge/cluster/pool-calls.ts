@@ -8,14 +8,14 @@
  * classified by what it says about the node and the request, and counted per node.
  */
 import { DomainError } from "../../shared/errors.js";
-import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
+import { GpuError, type GpuNodeClient, type StreamOptions } from "../../shared/gpu-client.js";
 import { sha256Hex } from "../../shared/hash.js";
 import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
 import { rendezvousRank } from "../../shared/rendezvous.js";
 import type { PoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
 import { blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
-import { toDomainError } from "./gpu.js";
+import { type ModelCallOptions, modelCall, toDomainError } from "./gpu.js";
 import type { NodeDirectory, PoolNode } from "./node-directory.js";
 import type { MetricsBook } from "./node-metrics.js";
 import { majorityGroup, type RouteTier, routeCandidates } from "./placement.js";
@@ -118,6 +118,16 @@ export type FailoverCall = <T>(
 const MIN_RETRY_BUDGET_MS = 50;
 
 /** The failover runner of a pool. */
+/**
+ * An attempt that failed after its stream had sent tokens to the caller: what the node did is
+ * recorded as usual, but the call is not retried elsewhere (the caller would get the text twice).
+ */
+export class StreamStartedError extends Error {
+  constructor(readonly failure: unknown) {
+    super("the stream failed after it began");
+  }
+}
+
 export function createFailover(deps: FailoverDeps): FailoverCall {
   const { timeoutMs } = deps;
   return async (candidates, fn, onLostBlock, external) => {
@@ -146,13 +156,16 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
         if (isShed(err)) m.shed++;
         // The caller gave up: not the node's fault, and nobody waits for a retry.
         if (external?.aborted) throw toDomainError(err, timeoutMs);
-        const kind = classifyFailure(err);
-        attempts.push({ nodeId, ms, error: failureText(err) });
-        lastError = err;
-        if (kind === "verdict") throw toDomainError(err, timeoutMs);
+        const started = err instanceof StreamStartedError;
+        const failure = started ? err.failure : err;
+        const kind = classifyFailure(failure);
+        attempts.push({ nodeId, ms, error: failureText(failure) });
+        lastError = failure;
+        if (kind === "verdict") throw toDomainError(failure, timeoutMs);
         if (kind === "lost_block") await onLostBlock?.(nodeId);
-        else if (kind === "gone") await deps.nodeGone(nodeId, err);
+        else if (kind === "gone") await deps.nodeGone(nodeId, failure);
         else if (kind === "suspect") deps.markSuspect(nodeId);
+        if (started) throw toDomainError(failure, timeoutMs);
         m.failovers++;
       }
     }
@@ -222,15 +235,46 @@ export async function onLeastBusy<T>(ctx: CallContext, fn: Attempt<T>, external?
   return (await ctx.failover(order, fn, undefined, external)).result;
 }
 
+/**
+ * One attempt of a model call with the caller's options; a streamed attempt that already sent
+ * tokens fails as StreamStartedError, so it is not retried on another node.
+ */
+export function streamedOnce<T>(
+  opts: ModelCallOptions | undefined,
+  run: (client: GpuNodeClient, call: StreamOptions) => Promise<T>,
+): Attempt<T> {
+  return async (client, attempt) => {
+    let sent = false;
+    const onToken = opts?.onToken;
+    const call = modelCall(attempt, {
+      ...(opts?.signal ? { signal: opts.signal } : {}),
+      ...(onToken
+        ? {
+            onToken: (text: string) => {
+              sent = true;
+              onToken(text);
+            },
+          }
+        : {}),
+    });
+    try {
+      return await run(client, call);
+    } catch (err) {
+      throw sent ? new StreamStartedError(err) : err;
+    }
+  };
+}
+
 export async function graftRouted(
   ctx: CallContext,
   req: { blockId: string; query: string; maxTokens: number },
+  opts?: ModelCallOptions,
 ): Promise<Routed<GenerationResult>> {
   const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
   if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
   const out = await ctx.failover(
     candidates.map((c) => c.id),
-    (c, opts) => c.graft(req, opts),
+    streamedOnce(opts, (c, call) => (opts?.onToken ? c.graftStream(req, call) : c.graft(req, call))),
     async (nodeId) => {
       // The node does not hold it after all (or held a copy that failed its check): forget the
       // record, try the other holder; the rebalancer recopies it.

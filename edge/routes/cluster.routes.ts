@@ -51,7 +51,7 @@ function heartbeatAuth(deps: Deps): MiddlewareHandler[] {
   return [
     declaredLengthLimit(HEARTBEAT_BODY_BYTES),
     signatureAuth({
-      secret,
+      secret: deps.config.gpu.previousSecret ? [secret, deps.config.gpu.previousSecret] : secret,
       nonces: new NonceCache(),
       maxBodyBytes: HEARTBEAT_BODY_BYTES,
       ...(deps.runtime === "workers" ? {} : { notBeforeS: Math.floor(deps.startedAt / 1000) }),

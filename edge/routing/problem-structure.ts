@@ -3,9 +3,10 @@
  * concepts over the math thesaurus (thesaurus.ts), what its question sentence asks for, its
  * numbers (digits and number words), its formulas; and the comparisons of two structures.
  */
+import { type QuestionRoles, questionRoles, questionsDiffer } from "./question-roles.js";
 import {
   ASKED,
-  CONCEPT_OF_STEM,
+  canonicalConcept,
   EXCLUSIVE,
   FORMAT_CLAUSES,
   MULTIPLES,
@@ -14,7 +15,6 @@ import {
   PHRASES,
   SEARCH_EXPANSIONS,
   STOP_WORDS,
-  stem,
   UNIT_LETTERS,
 } from "./thesaurus.js";
 
@@ -22,7 +22,7 @@ import {
 export type StructureDifference = "question_differs" | "structure_differs";
 
 /** A problem's structure, as `routeProblem` compares it. */
-export interface ProblemStructure {
+export interface ProblemStructure extends QuestionRoles {
   /** Concepts (canonical, stemmed content words) of the whole text. */
   concepts: Set<string>;
   /** The question sentence's concepts that name what is asked for (`ASKED`). */
@@ -57,9 +57,11 @@ export function analyzeProblem(normalizedText: string): ProblemStructure {
   // else the last sentence (questions come last in most problems; normalization drops the `?`).
   const sentences = text.split(/(?<=[.?;])\s+/).filter((s) => /[a-z]/.test(s));
   const question = [...sentences].reverse().find((s) => QUESTION_START.test(s)) ?? sentences.at(-1) ?? text;
+  const questionConcepts = conceptsOf(question);
   return {
     concepts: conceptsOf(text),
-    asked: new Set([...conceptsOf(question)].filter((c) => ASKED.has(c))),
+    ...questionRoles(text, question, questionConcepts, conceptOfWord),
+    asked: new Set([...questionConcepts].filter((c) => ASKED.has(c))),
     askedVariables: new Set(
       (question.match(/(?<![a-z])[b-hj-z](?![a-z(])/g) ?? []).filter((v) => !UNIT_LETTERS.has(v)),
     ),
@@ -74,26 +76,36 @@ const QUESTION_START =
 
 function conceptsOf(text: string): Set<string> {
   const concepts = new Set<string>();
-  for (const word of text.match(/[a-z]+/g) ?? []) {
-    if (word.length === 1 || STOP_WORDS.has(word) || word in NUMBER_WORDS || word in ORDINALS) continue;
-    const concept = canonical(word);
-    if (!STOP_WORDS.has(concept)) concepts.add(concept);
+  // An ordinal's suffix (`15th`) is no word.
+  for (const word of text.match(/(?<!\d)[a-z]+/g) ?? []) {
+    const concept = conceptOfWord(word);
+    if (concept !== null) concepts.add(concept);
   }
   return concepts;
 }
 
-/** A word's concept: its stem, or the concept the thesaurus maps that stem to. */
-function canonical(word: string): string {
-  const stemmed = stem(word);
-  return CONCEPT_OF_STEM.get(stemmed) ?? stemmed;
+/** A word's concept, or null for a function word, a number word or a single letter. */
+function conceptOfWord(word: string): string | null {
+  if (word.length === 1 || STOP_WORDS.has(word) || word in NUMBER_WORDS || word in ORDINALS) return null;
+  const concept = canonicalConcept(word);
+  return STOP_WORDS.has(concept) ? null : concept;
 }
 
-/** Why two problems with the same numbers still ask different questions, or null. */
-export function differences(a: ProblemStructure, b: ProblemStructure): StructureDifference | null {
+/**
+ * Why two problems with the same numbers still ask different questions, or null. `roles: false`
+ * leaves out the question roles (question-roles.ts), for two library problems known to have the
+ * same verified answer: whatever each asks, the answer is the same.
+ */
+export function differences(
+  a: ProblemStructure,
+  b: ProblemStructure,
+  roles = true,
+): StructureDifference | null {
   for (const c of a.asked) if (!b.concepts.has(c)) return "question_differs";
   for (const c of b.asked) if (!a.concepts.has(c)) return "question_differs";
   if (a.askedVariables.size > 0 && b.askedVariables.size > 0 && !sameSet(a.askedVariables, b.askedVariables))
     return "question_differs";
+  if (roles && questionsDiffer(a, b)) return "question_differs";
   for (const group of EXCLUSIVE) {
     const x = [...group.members].filter((m) => a.concepts.has(m));
     const y = [...group.members].filter((m) => b.concepts.has(m));

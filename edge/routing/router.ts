@@ -14,6 +14,9 @@
  *   decimal places` are not data), so the grafted worked solution is about this very instance;
  * - the asked-for quantity: what the question sentence asks for (sum, area, larger, gcd, ...) must
  *   be named by the other problem too, and an asked variable (`the value of y`) must be the same;
+ *   and the question's role must be the same (question-roles.ts: a negated question, another of a
+ *   group of alternatives, asked and given swapped, a number counting other things, the same data
+ *   with another question are near misses);
  * - relations and concepts that change the problem when swapped: units of one dimension (`years`
  *   vs `months`), `at least` vs `is`, `with` vs `without replacement`, arranging vs choosing,
  *   moving toward each other vs in the same direction, and the formulas (`x^2-5x+6=0` vs
@@ -297,7 +300,12 @@ export function decideSimilar(candidates: SimilarCandidate[], tuning: RouterTuni
   return { decision: "similar", problemId: best.problemId, ...base, reason: "similar" };
 }
 
-/** Whether two library problems are one: same numbers, no difference of structure, the same verified answer. */
+/**
+ * Whether two library problems are one: same numbers, no difference of structure, the same
+ * verified answer. The question roles are not compared: with the same answer, a difference in what
+ * the two ask (`sum of the first 20 terms` and a copy with a filler word in its question) changes
+ * nothing the route serves.
+ */
 function sameProblem(a: SimilarCandidate, b: SimilarCandidate): boolean {
   return (
     a.structure !== null &&
@@ -306,7 +314,7 @@ function sameProblem(a: SimilarCandidate, b: SimilarCandidate): boolean {
     b.answer !== null &&
     answersEqual(a.answer, b.answer) &&
     sameNumbers(a.structure.numbers, b.structure.numbers) &&
-    differences(a.structure, b.structure) === null
+    differences(a.structure, b.structure, false) === null
   );
 }
 

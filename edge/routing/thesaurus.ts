@@ -42,14 +42,15 @@ export const PHRASES: [RegExp, string][] = [
   [/(?<=(?:\d|\bin|\bper) ?)(?:h|hrs?)\b|\bhours?\b|\bhourly\b/g, " hour "],
   [/(?<=(?:\d|\bin|\bper) ?)(?:min|mins)\b|\bminutes?\b/g, " minute "],
   [/(?<=(?:\d|\bin|\bper) ?)(?:s|secs?)\b|\bseconds?\b/g, " second "],
-  // Squared and cubed lengths measure an area and a volume.
+  // Squared and cubed lengths measure an area and a volume; as units they are not the asked-for
+  // `square` or `cube` of a number (`the sum of the squares`).
   [
     /\bsquare (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?|miles?)\b)/g,
-    " area square ",
+    " area areaunit ",
   ],
   [
     /\bcubic (?=(?:millimeter|centimeter|meter|kilometer|inch(?:es)?|f(?:oo|ee)t|yards?)\b)/g,
-    " volume cubic ",
+    " volume volumeunit ",
   ],
   [/\blongest side\b/g, " hypotenuse "],
   [/\b(?:years?|annual(?:ly)?|yearly|per annum|a year)\b/g, " year "],
@@ -71,6 +72,17 @@ export const PHRASES: [RegExp, string][] = [
   [/\bgo(?:es)? up\b|\bwent up\b/g, " increase "],
   [/\bside by side\b|\bnext to each other\b|\btogether\b/g, " together "],
   [/(?<=\d)!|\bfactorial\b/g, " factorial "],
+  [/\bone or more\b/g, " atleast one "],
+  [/\bwhole numbers?\b/g, " integer "],
+  [/°\s?f\b|\bdegrees? f\b/g, " fahrenheit "],
+  [/°\s?c\b|\bdegrees? c\b/g, " celsius "],
+  [/\bcan't\b|\bcannot\b/g, " can not "],
+  [/\bwon't\b/g, " will not "],
+  [/n't\b/g, " not "],
+  [/\bstill water\b/g, " stillwater "],
+  // `how far apart`, `how far is it`; not `how far up the wall` (a height) or `so far`.
+  [/\bhow far\b(?! up| down)/g, " how distance "],
+  [/\bfar apart\b/g, " distance "],
 ];
 
 /** Words that name the same concept (word forms meet through `stem`). */
@@ -148,6 +160,20 @@ const SYNONYMS: Record<string, string> = {
   multiple: "times",
   twice: "times",
   double: "times",
+  gradient: "slope",
+  gratuity: "tip",
+  female: "woman",
+  male: "man",
+  women: "woman",
+  men: "man",
+  saved: "save",
+  saving: "save",
+  cubed: "cube",
+  squared: "square",
+  decreased: "decrease",
+  drop: "decrease",
+  fell: "decrease",
+  fall: "decrease",
 };
 
 /** Concepts that name what a question asks for (compared in the question sentence). */
@@ -155,9 +181,17 @@ export const ASKED = new Set(
   (
     "sum product quotient ratio difference perimeter area circumference volume surface average median " +
     "mode gcd lcm remainder probability percent smallest largest smaller larger even odd prime root " +
-    "digit factorial divisor hypotenuse zero"
+    "digit factorial divisor hypotenuse zero angle distance midpoint slope cube square interest profit " +
+    "loss save handshake diagonal"
   ).split(" "),
 );
+
+/** Units of one dimension each: time, length, speed. */
+const UNIT_GROUPS = [
+  ["second", "minute", "hour", "day", "week", "month", "year"],
+  ["millimeter", "centimeter", "meter", "kilometer", "inch", "foot", "yard", "mile"],
+  ["kmh", "mps", "mph"],
+];
 
 /**
  * Concept groups whose members change the problem when swapped (units of one dimension, the
@@ -165,17 +199,23 @@ export const ASKED = new Set(
  * direction of motion). `strict`: absent on one side and present on the other differs too.
  */
 export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
-  { members: ["second", "minute", "hour", "day", "week", "month", "year"], strict: false },
-  {
-    members: ["millimeter", "centimeter", "meter", "kilometer", "inch", "foot", "yard", "mile"],
-    strict: false,
-  },
-  { members: ["kmh", "mps", "mph"], strict: false },
+  ...UNIT_GROUPS.map((members) => ({ members, strict: false })),
   { members: ["atleast", "atmost", "morethan", "lessthan"], strict: true },
   { members: ["withoutreplacement", "withreplacement"], strict: false },
   { members: ["arrange", "choose"], strict: false },
   { members: ["toward", "samedirection"], strict: false },
+  // A relation's direction (`8 years older than` vs `younger than`) and a parity (`even integers`).
+  { members: ["older", "younger"], strict: false },
+  { members: ["faster", "slower"], strict: false },
+  { members: ["even", "odd"], strict: true },
+  { members: ["discount", "markup"], strict: false },
 ];
+
+/** Concepts that are units of measure: a question says them to ask in a unit, not about a thing. */
+export const UNIT_CONCEPTS = new Set([
+  ...UNIT_GROUPS.flat(),
+  ..."liter gram kilogram percent degree areaunit volumeunit".split(" "),
+]);
 
 /** Stem -> concept: the thesaurus, and every concept's own stem (`minutes` -> `minute`). */
 export const CONCEPT_OF_STEM = new Map<string, string>([
@@ -184,6 +224,12 @@ export const CONCEPT_OF_STEM = new Map<string, string>([
   ),
   ...Object.entries(SYNONYMS).map(([word, c]) => [stem(word), c] as [string, string]),
 ]);
+
+/** A word's concept: its stem, or the concept the thesaurus maps that stem to. */
+export function canonicalConcept(word: string): string {
+  const stemmed = stem(word);
+  return CONCEPT_OF_STEM.get(stemmed) ?? stemmed;
+}
 
 /** Letters that are units, not variables, when they stand alone. */
 export const UNIT_LETTERS = new Set(["m", "s", "l", "h", "g", "k"]);
@@ -199,7 +245,7 @@ export const STOP_WORDS = new Set(
     "down about over per such where while same one ones rest remaining remain after before first then " +
     "left possible different particular specific certain given respectively follow following show " +
     "need needed take taken takes make made let suppose assume equal equals dollar dollars cent cents " +
-    "unit units alone own itself themselves another whole entire altogether total round rounded " +
+    "unit units alone own itself themselves another whole entire altogether total round rounded precisely " +
     "nearest decimal place places"
   ).split(" "),
 );
@@ -297,4 +343,6 @@ export const SEARCH_EXPANSIONS: Record<string, string> = {
   kmh: "km",
   mps: "meters second",
   together: "adjacent",
+  areaunit: "square",
+  volumeunit: "cubic",
 };

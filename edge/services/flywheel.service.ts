@@ -102,7 +102,7 @@ async function solveBySample(
         seed: seed + i,
         minConfidence: budget.minConfidence,
       },
-      signal,
+      { signal },
     );
     samples.push(...r.samples);
     addCost(cost, {

@@ -16,6 +16,7 @@ import { DomainError } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import type { GenerationResult, SolveResult } from "../../shared/protocol.js";
+import type { ModelCallOptions } from "../cluster/gpu.js";
 import { enqueueForKey } from "../db/flywheel-queue.js";
 import { logQuery, setBlockState } from "../db/library.js";
 import type { Deps } from "../http.js";
@@ -45,8 +46,17 @@ type Outcome = Omit<
 
 const NO_GPU = { tokensIn: 0, tokensOut: 0, ms: 0 };
 
-/** Solves one problem; see the module comment for the order of the paths. */
-export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): Promise<SolveResponse> {
+/**
+ * Solves one problem; see the module comment for the order of the paths. With `model.onToken` the
+ * graft and model paths stream the node's tokens as they come; aborting `model.signal` aborts the
+ * GPU call.
+ */
+export async function solve(
+  deps: Deps,
+  req: SolveRequest,
+  ctx: SolveContext,
+  model: ModelCallOptions = {},
+): Promise<SolveResponse> {
   const normalized = normalizeProblem(req.problem);
   const fingerprint = await sha256Hex(normalized);
   const maxTokens = Math.min(
@@ -56,7 +66,7 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
 
   let outcome: Outcome;
   try {
-    outcome = await route(deps, req, normalized, maxTokens);
+    outcome = await route(deps, req, normalized, maxTokens, model);
   } catch (err) {
     // A failed solve is logged too (source "error"), then answered by the error handler.
     await logQuery(deps.db, {
@@ -121,7 +131,13 @@ export async function solve(deps: Deps, req: SolveRequest, ctx: SolveContext): P
   };
 }
 
-async function route(deps: Deps, req: SolveRequest, normalized: string, maxTokens: number): Promise<Outcome> {
+async function route(
+  deps: Deps,
+  req: SolveRequest,
+  normalized: string,
+  maxTokens: number,
+  model: ModelCallOptions,
+): Promise<Outcome> {
   const decision = await routeProblem(libraryReader(deps.db), normalized);
   // 1. Fast path: the exact problem has a verified answer. Nothing below this line runs.
   if (decision.verified) {
@@ -189,7 +205,7 @@ async function route(deps: Deps, req: SolveRequest, normalized: string, maxToken
   if (blockId !== null) {
     const started = deps.clock.monotonicMs();
     const result = await deps.gpu
-      .graft({ blockId, query: req.problem, maxTokens })
+      .graft({ blockId, query: req.problem, maxTokens }, model)
       .catch(async (err: unknown) => {
         // The node found the block damaged (bytes, or a probe that no longer reproduces) and
         // quarantined it: stop routing to it.
@@ -206,7 +222,7 @@ async function route(deps: Deps, req: SolveRequest, normalized: string, maxToken
   // 4. Nothing in the library fits.
   if (req.mode === "library") return { ...none("mode_library_only"), transferRefused };
   const started = deps.clock.monotonicMs();
-  const solved = await deps.gpu.solve({ problem: req.problem, maxTokens });
+  const solved = await deps.gpu.solve({ problem: req.problem, maxTokens }, model);
   return { ...sampled(solved, deps.clock.monotonicMs() - started, target), transferRefused };
 }
 

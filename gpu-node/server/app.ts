@@ -69,6 +69,10 @@ function serverLimits(options: GpuAppOptions): ServerLimits {
   };
 }
 
+/** The secrets a signature or upload grant may use: the current one, and the previous one during a rotation. */
+const acceptedSecrets = (options: GpuAppOptions): string[] =>
+  options.previousSecret ? [options.secret, options.previousSecret] : [options.secret];
+
 /** The parts of the app, wired together. */
 function serverContext(options: GpuAppOptions, errorMapping: ErrorMappingOptions): ServerContext {
   const { blocks } = options;
@@ -105,7 +109,7 @@ function serverContext(options: GpuAppOptions, errorMapping: ErrorMappingOptions
     tracker,
     metrics,
     imports,
-    grants: new UploadGrants(options.secret),
+    grants: new UploadGrants(acceptedSecrets(options)),
     solver,
     noSandbox: options.sandboxUnavailable ?? "disabled",
     started: Date.now(),
@@ -148,7 +152,7 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   const access = options.access ? accessAuth(options.access) : undefined;
   if (access) app.use("*", (c, next) => (open(c) ? next() : access(c, next)));
   const signature = signatureAuth({
-    secret: options.secret,
+    secret: acceptedSecrets(options),
     nonces: NonceLog.open(join(options.dataDir, "nonces.log")),
     maxBodyBytes: maxBody,
     ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),

@@ -50,13 +50,19 @@ export interface SandboxRunner {
 
 /** The solve pipeline as the server needs it (a Solver fits). */
 export interface SolveRunner {
-  solve(req: SolveInput, signal?: AbortSignal): ReturnType<Solver["solve"]>;
+  solve(
+    req: SolveInput,
+    signal?: AbortSignal,
+    onToken?: (token: number, text: string) => void,
+  ): ReturnType<Solver["solve"]>;
 }
 
 export interface GpuAppOptions {
   blocks: Blocks;
   /** Shared secret of the edge's request signatures. */
   secret: string;
+  /** The secret `secret` replaces, still accepted while a rotation is under way (KVGRAFT_GPU_SECRET_PREVIOUS). */
+  previousSecret?: string;
   /** Identity of the loaded model and engine, for health and import checks. */
   fingerprints: { model: Health["model"]; engine: Health["engine"] };
   /** Data directory of the node; import uploads go to `<dataDir>/imports`. */

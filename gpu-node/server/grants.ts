@@ -28,7 +28,8 @@ export class UploadGrants {
   /** import id -> the SHA-256 of the block whose grant started it. */
   private readonly sessions = new Map<string, string>();
 
-  constructor(private readonly secret: string) {}
+  /** `secrets`: the node's accepted secrets (the current one first). */
+  constructor(private readonly secrets: readonly string[]) {}
 
   /**
    * Authenticates a request: with a grant, the grant (import routes only; its body read, bounded,
@@ -40,7 +41,9 @@ export class UploadGrants {
       if (token === undefined) return signature(c, next);
       if (!IMPORT_ROUTE.test(c.req.path))
         throw forbidden("grant_scope", "an upload grant is only good for the import endpoints");
-      const verdict = await verifyUploadGrant(this.secret, token);
+      let verdict = await verifyUploadGrant(this.secrets[0] ?? "", token);
+      for (const secret of this.secrets.slice(1))
+        if (!verdict.ok && verdict.code === "grant_invalid") verdict = await verifyUploadGrant(secret, token);
       if (!verdict.ok) throw unauthorized(verdict.code, "the upload grant is not valid");
       c.set("grant", verdict.claims);
       await readBodyOnce(c, typeof maxBody === "number" ? maxBody : maxBody(c));

@@ -36,6 +36,11 @@ export const gpuNodeConfigSchema = z
     secret: z
       .string({ error: "KVGRAFT_GPU_SECRET is required" })
       .min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters"),
+    /** The secret `secret` replaces: still accepted (KVGRAFT_GPU_SECRET_PREVIOUS), and it signs heartbeats. */
+    previousSecret: z
+      .string()
+      .min(16, "KVGRAFT_GPU_SECRET_PREVIOUS must be at least 16 characters")
+      .optional(),
     access: z.object({ audience: z.string().min(1), teamDomain: z.url() }).optional(),
     /** Model jobs that may wait for a slot; default twice the slots. */
     maxWaiting: z.number().int().nonnegative().optional(),
@@ -120,6 +125,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
     const service = createGpuApp({
       blocks,
       secret: config.secret,
+      ...(config.previousSecret ? { previousSecret: config.previousSecret } : {}),
       fingerprints: { model: engine.modelFingerprint, engine: engine.engineFingerprint },
       dataDir: config.dataDir,
       limits: config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {},
@@ -172,7 +178,9 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
     const heartbeat = config.edgeUrl
       ? startHeartbeat({
           edgeUrl: config.edgeUrl,
-          secret: config.secret,
+          // During a rotation the edge may not know the new secret yet, but it accepts the
+          // previous one until the rotation ends (docs/deploy.md).
+          secret: config.previousSecret ?? config.secret,
           intervalMs: config.heartbeatMs,
           report,
           logger: log,

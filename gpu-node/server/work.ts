@@ -7,7 +7,12 @@
 import type { Context } from "hono";
 import { badRequest, DomainError, unavailable } from "../../shared/errors.js";
 import { type ErrorMappingOptions, errorAnswer } from "../../shared/http/errors.js";
-import { DEADLINE_HEADER, type GenerationResult } from "../../shared/protocol.js";
+import {
+  DEADLINE_HEADER,
+  type GenerationResult,
+  type SolveResult,
+  type StreamEvent,
+} from "../../shared/protocol.js";
 import type { GenerationOptions } from "../blocks/types.js";
 import type { GpuEnv, ServerLimits } from "./context.js";
 import type { RequestTracker } from "./drain.js";
@@ -134,15 +139,35 @@ export class ModelWork {
         work.release();
       }
     }
-    return this.streamed(c, work, run, finish);
+    return this.streamed(c, work, run, (result) => ({ event: "summary", data: finish(result) }));
   }
 
-  /** The SSE half of `generation`: tokens as events, then the summary (or an error event). */
-  private async streamed(
+  /** A sampled solve as server-sent events: every sample's tokens, then `solved` (or `error`). */
+  async solveStream(
+    c: Context<GpuEnv>,
+    run: (signal: AbortSignal, onToken: (token: number, text: string) => void) => Promise<SolveResult>,
+  ): Promise<Response> {
+    const work = await this.admit(c);
+    return this.streamed(
+      c,
+      work,
+      (o) => run(o.signal, o.onToken),
+      (result) => {
+        this.parts.metrics.recordTokens("solve", result);
+        return { event: "solved", data: result };
+      },
+    );
+  }
+
+  /**
+   * The SSE half of `generation` and `solveStream`: tokens as events, then the final event that
+   * `finish` makes of the result (or an error event). A client that goes away aborts the work.
+   */
+  private async streamed<T>(
     c: Context<GpuEnv>,
     work: Work,
-    run: (options: Pick<GenerationOptions, "signal" | "onToken">) => Promise<GenerationResult>,
-    finish: (result: GenerationResult) => GenerationResult,
+    run: (options: { signal: AbortSignal; onToken: (token: number, text: string) => void }) => Promise<T>,
+    finish: (result: T) => StreamEvent,
   ): Promise<Response> {
     const cancel = new AbortController();
     const signal = AbortSignal.any([work.signal, cancel.signal]);
@@ -153,7 +178,7 @@ export class ModelWork {
           signal,
           onToken: (token, text) => channel.send({ event: "token", data: { token, text } }),
         });
-        channel.send({ event: "summary", data: finish(result) });
+        channel.send(finish(result));
       } catch (err) {
         const mapped = this.abortError(err, work);
         // Nothing sent yet: answer with a plain error status instead of a stream.

@@ -6,7 +6,7 @@
  * next sample generates; the stated answers and program outputs vote (vote.ts). Reports tokens,
  * model time and, where `nvidia-smi` answers, energy from power sampling.
  */
-import { LlamaChatSession, type LlamaJsonSchemaGrammar } from "node-llama-cpp";
+import { LlamaChatSession, type LlamaJsonSchemaGrammar, type Token } from "node-llama-cpp";
 import type { z } from "zod";
 import { badRequest } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
@@ -83,8 +83,12 @@ export class Solver {
     private readonly sandbox: ProgramRunner,
   ) {}
 
-  /** Runs the pipeline; see the module comment. */
-  async solve(req: SolveInput, signal?: AbortSignal): Promise<SolveResult> {
+  /** Runs the pipeline (see the module comment); `onToken` sees every sample's tokens as they come. */
+  async solve(
+    req: SolveInput,
+    signal?: AbortSignal,
+    onToken?: (token: number, text: string) => void,
+  ): Promise<SolveResult> {
     const started = performance.now();
     const plan = planSolve(req.maxTokens, req.samples);
     // Exact literals: a 400-digit number reaches the program as a Python int, not a float or null.
@@ -125,7 +129,12 @@ export class Solver {
           let reasoning: string;
           let final = "";
           try {
-            const options = { temperature: req.temperature, seed, ...(signal ? { signal } : {}) };
+            const options = {
+              temperature: req.temperature,
+              seed,
+              ...(signal ? { signal } : {}),
+              ...(onToken ? { onToken: this.tokenSink(onToken) } : {}),
+            };
             reasoning = await session.prompt(req.problem, { ...options, maxTokens: plan.reasoningTokens });
             if (grammar)
               final = await session.prompt(finalPrompt, { ...options, maxTokens: plan.finalTokens, grammar });
@@ -190,6 +199,13 @@ export class Solver {
         : null,
       outputSha256: await sha256Hex(JSON.stringify(samples.map((s) => [s.reasoning, s.final]))),
       isolation: this.sandbox.isolation,
+    };
+  }
+
+  /** node-llama-cpp's token batches as one call per token with its text. */
+  private tokenSink(onToken: (token: number, text: string) => void) {
+    return (tokens: Token[]) => {
+      for (const token of tokens) onToken(token, this.engine.model.detokenize([token]));
     };
   }
 

@@ -45,7 +45,8 @@ export async function readBodyOnce(c: Context, maxBytes: number): Promise<string
 }
 
 export interface SignatureAuthOptions {
-  secret: string;
+  /** The secret signatures are checked with, or several (the current one and the one it replaces). */
+  secret: string | readonly string[];
   /** Nonces seen (in memory, or a log on disk that survives restarts). */
   nonces: NonceCache;
   maxBodyBytes: BodyBound;
@@ -62,14 +63,20 @@ export interface SignatureAuthOptions {
 /** Requires a valid HMAC signature over method, path, timestamp, nonce and body hash (401 otherwise). */
 export function signatureAuth(options: SignatureAuthOptions): MiddlewareHandler {
   return async (c, next) => {
-    const signed = await verifySignatureHeaders({
-      secret: options.secret,
-      method: c.req.method,
-      path: signedPath(c.req.url),
-      headers: (name) => c.req.header(name),
-      ...(options.now ? { now: options.now() } : {}),
-      ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),
-    });
+    const check = (secret: string) =>
+      verifySignatureHeaders({
+        secret,
+        method: c.req.method,
+        path: signedPath(c.req.url),
+        headers: (name) => c.req.header(name),
+        ...(options.now ? { now: options.now() } : {}),
+        ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),
+      });
+    const [first = "", ...others] = typeof options.secret === "string" ? [options.secret] : options.secret;
+    let signed = await check(first);
+    // Another accepted secret (a rotation in progress) can only fix a signature that does not match.
+    for (const secret of others)
+      if (!signed.ok && signed.code === "signature_invalid") signed = await check(secret);
     if (!signed.ok) throw unauthorized(signed.code, signed.message);
     if (
       options.notBeforeS !== undefined &&

@@ -6,6 +6,12 @@
 /** The GPU secret of the Worker's bindings and of the GPU nodes the setup starts. */
 export const WORKERS_GPU_SECRET = "workers-test-secret-0123456789";
 
+/** The Cloudflare Access service token the Worker sends to GPU nodes (KVGRAFT_ACCESS_CLIENT_*). */
+export const WORKERS_ACCESS = {
+  clientId: "workers-test-access-id.access",
+  clientSecret: "workers-test-access-secret",
+} as const;
+
 /** The admin key the Worker installs (KVGRAFT_ADMIN_KEY). */
 export const WORKERS_ADMIN_KEY = "kvg_workers0_0123456789abcdefghijABCDEFGHIJ0123456789";
 

@@ -14,7 +14,7 @@ import { describe, expect, inject, it } from "vitest";
 import entry from "../../edge/runtime/worker.js";
 import { createGpuClient } from "../../shared/gpu-client.js";
 import { heartbeatFrom, sendHeartbeat } from "../../shared/heartbeat.js";
-import { WORKERS_ADMIN_KEY, WORKERS_GPU_SECRET } from "./bindings.js";
+import { WORKERS_ACCESS, WORKERS_ADMIN_KEY, WORKERS_GPU_SECRET } from "./bindings.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by the assertions
 type Json = Record<string, any>;
@@ -156,5 +156,21 @@ describe("the Worker's GPU pool (two real GPU nodes)", () => {
     expect(after.runs).toBeGreaterThan(before.runs);
     expect(after.last).toMatchObject({ reason: "periodic", liveNodes: 1 });
     expect(after.last.finishedAt).not.toBeNull();
+  });
+
+  it("every call the Worker made to a GPU node carried the Cloudflare Access service token", async () => {
+    // Recorded by the outbound service of vitest.workers.config.ts.
+    const calls = (await (await fetch("http://gpu-calls.kvgraft.test/")).json()) as {
+      method: string;
+      path: string;
+      headers: Record<string, string>;
+    }[];
+    const paths = calls.map((c) => `${c.method} ${c.path}`);
+    expect(paths).toContain("POST /v1/graft");
+    for (const call of calls)
+      expect(call.headers, `${call.method} ${call.path}`).toMatchObject({
+        "cf-access-client-id": WORKERS_ACCESS.clientId,
+        "cf-access-client-secret": WORKERS_ACCESS.clientSecret,
+      });
   });
 });

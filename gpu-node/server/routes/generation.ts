@@ -31,6 +31,7 @@ export function generationRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
     const req = await jsonBody(c, solveRequestSchema);
     const solver = ctx.solver;
     if (!solver) throw unavailable("sandbox_unavailable", "this node has no sandbox, so it cannot solve");
+    if (req.stream) return work.solveStream(c, (signal, onToken) => solver.solve(req, signal, onToken));
     const result = await work.run(c, (signal) => solver.solve(req, signal));
     ctx.metrics.recordTokens("solve", result);
     return c.json(result);
