@@ -2,12 +2,12 @@
  * The web console end to end in a real browser: headless Chromium (Debian's `chromium` package,
  * driven by playwright-core; no browser download) against a real edge (Node entry, libSQL file) and
  * the loopback GPU node, all on loopback. One browser and one edge serve every case: sign in with
- * a key, ask a library problem (library answer, 0 GPU tokens) and a new one (the model, over the
- * keyboard), accept a flywheel item, see a node's charts drawn with data, create and revoke a key,
- * upload a block in chunks through the upload grant, and find
- * that a user key sees no admin pages and is refused them (403) on the server. Each page gets an
- * axe-core check (no serious or critical violations) and a screenshot under test-results/console/;
- * the playground's and the nodes page's are copied to docs/img/ for the README.
+ * a key, ask a library problem (library answer, 0 GPU tokens) and a new one (asked from the
+ * keyboard; the model's answer streams in), accept a flywheel item, see a node's charts drawn with
+ * data, create and revoke a key, upload a block in chunks through the upload grant, and find that a
+ * user key sees no admin pages and is refused them (403) on the server. Each page gets an axe-core
+ * check (no serious or critical violations) and a screenshot under test-results/console/; the
+ * playground's and the nodes page's are copied to docs/img/ for the README.
  * Skips, saying why, where no chromium executable is installed (`.ci/run` installs it; CHROMIUM_PATH
  * names another).
  */
@@ -202,7 +202,7 @@ describe("web console in Chromium", () => {
     copyFileSync(await shot(page, "playground"), join(root, "docs", "img", "console-playground.png"));
   });
 
-  it("asks a new problem from the keyboard (Tab to Ask, Enter): the model answers and it is queued", async () => {
+  it("asks a new problem from the keyboard (Tab to Ask, Enter): the model's answer streams in and it is queued", async () => {
     const { page } = admin;
     await page.goto(`${edge.url}/console/playground`);
     await page.getByLabel("Problem").fill(NEW_PROBLEM);
@@ -210,7 +210,10 @@ describe("web console in Chromium", () => {
     await page.keyboard.press("Tab");
     expect(await page.evaluate("document.activeElement?.id")).toBe("ask");
     await page.keyboard.press("Enter");
+    // Streamed: the text the GPU node generated shows, then the answer panel.
     await page.waitForSelector("#answer");
+    expect(page.url()).toBe(`${edge.url}/console/playground`);
+    expect(await page.textContent("#stream-text")).toBe("Let me think. No idea.");
     expect(await page.textContent("#source")).toBe("model");
     expect(Number(await page.textContent("#gpu-tokens"))).toBeGreaterThan(0);
     expect(await page.textContent(".answer")).toContain("queued for a heavier solve");
@@ -263,6 +266,7 @@ describe("web console in Chromium", () => {
     await page.getByLabel("Problem").fill(REWORDED);
     await page.getByRole("button", { name: "Ask" }).click();
     expect(await page.textContent("#source")).toBe("graft");
+    expect(await page.textContent("#stream-text")).toBe("grafted\n42");
     await page.goto(`${edge.url}/console/nodes`);
     await new Promise((r) => setTimeout(r, 1_100));
     await page.reload();

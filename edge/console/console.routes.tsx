@@ -7,7 +7,7 @@
  * 403 on the server; the navigation also hides them. The public pages are here, the admin ones in
  * console-admin.routes.tsx.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { csrf } from "hono/csrf";
 import { secureHeaders } from "hono/secure-headers";
@@ -25,6 +25,7 @@ import { LibraryItemPage, type LibraryItemView, LibraryListPage } from "./pages/
 import { PlaygroundPage } from "./pages/playground.js";
 import { SignInPage } from "./pages/signin.js";
 import { blockPlacements } from "./placements.js";
+import { streamAsk } from "./playground-stream.js";
 import { CONSOLE_PATH, checkKey, consoleSession, endSession, isAdmin, startSession } from "./session.js";
 
 const EXAMPLES = 6;
@@ -121,6 +122,16 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
     }
   });
 
+  // The page's script asks here to show the answer as it is generated (console.js).
+  app.post("/playground/stream", async (c) => {
+    const form = await c.req.parseBody();
+    const req = solveRequestSchema.parse({
+      problem: typeof form.problem === "string" ? form.problem : "",
+      ...(form.mode ? { mode: form.mode } : {}),
+    });
+    return streamAsk(deps, c, req);
+  });
+
   app.get("/library", async (c) => {
     const q = c.req.query("q")?.trim() ?? "";
     const cursor = c.req.query("cursor") ?? null;
@@ -145,25 +156,23 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
 
   app.route("/", adminConsoleRoutes(deps));
 
-  app.onError((err, c) => {
-    if (err instanceof z.ZodError)
-      return c.html(
-        <ErrorPage
-          status={400}
-          code="invalid_request"
-          message={z.prettifyError(err)}
-          admin={adminOrNull(c)}
-        />,
-        400,
-      );
-    if (!(err instanceof DomainError) || err.status >= 500) throw err;
-    if (err.retryAfterS !== undefined) c.header("retry-after", String(err.retryAfterS));
-    return c.html(
-      <ErrorPage status={err.status} code={err.code} message={err.message} admin={adminOrNull(c)} />,
-      err.status as 400,
-    );
-  });
+  app.onError(renderConsoleError);
   return app;
 }
 
 const adminOrNull = (c: Parameters<typeof isAdmin>[0]) => (c.get("principal") ? isAdmin(c) : null);
+
+/** A console error as a page: 4xx with its message; anything else goes to the app's JSON handler. */
+function renderConsoleError(err: Error, c: Context<AppEnv>) {
+  if (err instanceof z.ZodError)
+    return c.html(
+      <ErrorPage status={400} code="invalid_request" message={z.prettifyError(err)} admin={adminOrNull(c)} />,
+      400,
+    );
+  if (!(err instanceof DomainError) || err.status >= 500) throw err;
+  if (err.retryAfterS !== undefined) c.header("retry-after", String(err.retryAfterS));
+  return c.html(
+    <ErrorPage status={err.status} code={err.code} message={err.message} admin={adminOrNull(c)} />,
+    err.status as 400,
+  );
+}

@@ -2,7 +2,7 @@
  * A loopback GPU node for edge tests that need no model: `/v1/sandbox/run` is the real sandbox
  * (or, without one, a 503 `sandbox_unavailable`), a deposit (`POST /v1/blocks`) answers a manifest
  * for the text (what a node without a model can truthfully hash), `/v1/graft` a fixed generation
- * and `/v1/solve` an unsure sampled solve; `/health` reports the deposited blocks as hot. Imports
+ * and `/v1/solve` an unsure sampled solve (both as server-sent events with `stream: true`); `/health` reports the deposited blocks as hot. Imports
  * (`/v1/imports*`, with an upload grant header) take a block's chunks, check each one's SHA-256 and
  * keep the manifest (served by `GET /v1/blocks/:id`); the grant itself is checked by the real node's
  * tests, not here. It records the work paths it served.
@@ -73,6 +73,13 @@ export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Pro
       if (WORK.has(req.url ?? "")) requests.push(req.url ?? "");
       const send = (status: number, value: unknown) =>
         res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(value));
+      /** A streamed answer (`stream: true`): these texts as token events, then `last` with the value. */
+      const sendEvents = (last: string, texts: string[]) => (status: number, value: unknown) => {
+        res.writeHead(status, { "content-type": "text/event-stream" });
+        for (const [i, text] of texts.entries())
+          res.write(`event: token\ndata: ${JSON.stringify({ token: i, text })}\n\n`);
+        res.end(`event: ${last}\ndata: ${JSON.stringify(value)}\n\n`);
+      };
       if (req.url === gpuPaths.sandboxRun) {
         if (!runner)
           return send(503, { error: { code: "sandbox_unavailable", message: "no sandbox on this node" } });
@@ -102,8 +109,8 @@ export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Pro
         });
       }
       if (req.url === gpuPaths.graft) {
-        const { blockId } = JSON.parse(body);
-        return send(200, {
+        const { blockId, stream } = JSON.parse(body);
+        return (stream ? sendEvents("summary", ["grafted\n", "42"]) : send)(200, {
           text: "grafted\n42",
           tokens: [7, 8],
           outputSha256: "e".repeat(64),
@@ -116,7 +123,7 @@ export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Pro
         });
       }
       if (req.url === gpuPaths.solve)
-        return send(200, {
+        return (JSON.parse(body).stream ? sendEvents("solved", ["Let me think.", " No idea."]) : send)(200, {
           answer: null,
           confidence: 0,
           unsure: true,

@@ -1,7 +1,8 @@
 /**
  * The playground: ask a problem, see where the answer came from (library, transfer, graft or the
  * model), whether it is verified, what it cost and its hashes, each explained in a tooltip.
- * Library problems are offered as examples to ask with one click.
+ * Library problems are offered as examples to ask with one click. With script the ask streams: the
+ * text appears as the GPU node generates it, then the answer panel (console.js).
  */
 import type { SolveResponse } from "../../schemas.js";
 import { Layout, Notice, Term } from "../layout.js";
@@ -54,7 +55,7 @@ export interface PlaygroundProps {
 
 export function PlaygroundPage(props: PlaygroundProps) {
   return (
-    <Layout title="Playground" page="playground" admin={props.admin}>
+    <Layout title="Playground" page="playground" admin={props.admin} scripts={["console.js"]}>
       <form method="post" action={`${CONSOLE_PATH}/playground`} class="stack" id="ask-form">
         <label for="problem">Problem</label>
         <textarea id="problem" name="problem" rows={4} required maxlength={20000}>
@@ -75,7 +76,12 @@ export function PlaygroundPage(props: PlaygroundProps) {
         </div>
       </form>
       {props.error && <Notice kind="error">{props.error}</Notice>}
-      {props.result && <Answer result={props.result} />}
+      {/* Filled by console.js as the answer streams in (a page without script posts the form instead). */}
+      <section id="stream-section" aria-labelledby="stream-title" hidden>
+        <h2 id="stream-title">As it is generated</h2>
+        <pre id="stream-text" aria-live="polite" />
+      </section>
+      <div id="answer-panel">{props.result && <Answer result={props.result} />}</div>
       <section aria-labelledby="examples-title">
         <h2 id="examples-title">Examples from the library</h2>
         {props.examples.length === 0 ? (
@@ -98,7 +104,8 @@ export function PlaygroundPage(props: PlaygroundProps) {
   );
 }
 
-function Answer({ result }: { result: SolveResponse }) {
+/** The answer panel (also rendered alone, as the last event of a streamed ask). */
+export function Answer({ result }: { result: SolveResponse }) {
   const r = result;
   return (
     <section aria-labelledby="answer-title" class="answer" data-source={r.source}>

@@ -1,6 +1,7 @@
 // The console's one script (served as a file: the content security policy runs no inline script).
 // On the nodes page it draws each node's charts with uPlot from the page's JSON block of samples; on
-// the uploads page it sends a block through the upload grant in chunks, with a progress bar.
+// the uploads page it sends a block through the upload grant in chunks, with a progress bar; on the
+// playground it asks through the streamed route and shows the text as it is generated.
 
 /** Colors with at least 3:1 contrast against the white page, one per series of a chart. */
 const COLORS = ["#0b5cad", "#b4400d", "#287233"];
@@ -133,7 +134,72 @@ function setupUpload() {
   });
 }
 
+/** Splits server-sent event text into complete events; returns them and the unfinished rest. */
+function parseEvents(buffer) {
+  const parts = buffer.split("\n\n");
+  const rest = parts.pop();
+  const events = parts.map((part) => {
+    const lines = part.split("\n");
+    const event = lines.find((l) => l.startsWith("event: "))?.slice(7) ?? "message";
+    const data = lines
+      .filter((l) => l.startsWith("data: "))
+      .map((l) => l.slice(6))
+      .join("\n");
+    return { event, data: JSON.parse(data) };
+  });
+  return { events, rest };
+}
+
+/** The playground's ask form: streamed, the text shown as it comes, then the answer panel. */
+function setupStreamedAsk() {
+  const form = document.getElementById("ask-form");
+  if (!form) return;
+  const section = document.getElementById("stream-section");
+  const text = document.getElementById("stream-text");
+  const panel = document.getElementById("answer-panel");
+  const fail = (message) => {
+    const p = document.createElement("p");
+    p.className = "notice error";
+    p.setAttribute("role", "alert");
+    p.textContent = message;
+    panel.replaceChildren(p);
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    text.textContent = "";
+    section.hidden = false;
+    panel.replaceChildren();
+    try {
+      const res = await fetch("/console/playground/stream", {
+        method: "POST",
+        body: new URLSearchParams(new FormData(form)),
+      });
+      if (!res.ok || !res.headers.get("content-type")?.startsWith("text/event-stream")) {
+        await answer(res);
+        throw new Error(`HTTP ${res.status}`);
+      }
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        const parsed = parseEvents(buffer + value);
+        buffer = parsed.rest;
+        for (const e of parsed.events) {
+          if (e.event === "token") text.textContent += e.data.text;
+          else if (e.event === "answer") panel.innerHTML = e.data.html;
+          else if (e.event === "error") fail(`The solve failed: ${e.data.message}`);
+        }
+      }
+      if (text.textContent === "") section.hidden = true;
+    } catch (err) {
+      fail(`The solve failed: ${err.message}`);
+    }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   drawNodeCharts();
   setupUpload();
+  setupStreamedAsk();
 });
