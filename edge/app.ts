@@ -6,7 +6,8 @@
  * key (deny by default: auth runs on the prefix before routing); both are rate-limited per key and
  * have a body limit. One `onError` maps every error to a JSON body. A path that has routes, asked
  * with another method, is a 405 `method_not_allowed` with an `Allow` header; any other path a 404.
- * Every route documents itself (edge/routes/documented.ts) into /openapi.json.
+ * Every route documents itself (edge/routes/documented.ts) into /openapi.json. The web console
+ * (`/console`, HTML pages with a cookie session) is outside the API and its document.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
@@ -17,6 +18,7 @@ import { createLogger } from "../shared/http/logger.js";
 import { requestId } from "../shared/http/request-id.js";
 import { requestLog } from "../shared/http/request-log.js";
 import { requireKey } from "./auth.js";
+import { consoleRoutes } from "./console/console.routes.js";
 import { databaseUnavailable } from "./db/availability.js";
 import { type AppDeps, type AppEnv, type Deps, systemClock } from "./http.js";
 import { adminRoutes } from "./routes/admin.routes.js";
@@ -53,6 +55,7 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
     });
 
   const app = new OpenAPIHono<AppEnv>();
+  const noRoute = routeNotFound<AppEnv>();
   // A fresh id for every request (a client's own x-request-id is not trusted), then its log line;
   // health probes are logged at debug.
   app.use("*", requestId());
@@ -80,9 +83,17 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
   app.route("/admin", nodeAdminRoutes(deps));
   app.route("/admin", adminRoutes(deps));
   app.route("/admin/flywheel", flywheelRoutes(deps));
+  // The web console: its own cookie session, not the bearer keys above (edge/console/).
+  const assets = input.consoleAssets;
+  if (assets)
+    app.get("/console/assets/:name", (c) => {
+      const file = assets(c.req.param("name"));
+      if (!file) return noRoute(c);
+      return c.body(file.body, 200, { "content-type": file.type, "cache-control": "public, max-age=3600" });
+    });
+  app.route("/console", consoleRoutes(deps));
 
   const allowedAt = allowedMethods(app);
-  const noRoute = routeNotFound<AppEnv>();
   app.notFound((c) => {
     const allowed = allowedAt(c.req.path);
     if (allowed.length === 0) return noRoute(c);

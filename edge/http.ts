@@ -31,10 +31,18 @@ export interface AppDeps {
   logger?: Logger;
   /** "node" or "workers", reported by /health. */
   runtime?: string;
+  /**
+   * The console's static files (`/console/assets/:name`), for the Node entry; on Workers the
+   * wrangler `[assets]` directory serves them before the app runs.
+   */
+  consoleAssets?: ConsoleAssets;
 }
 
+/** A console static file by name: its bytes and content type, or null when there is none. */
+export type ConsoleAssets = (name: string) => { body: Uint8Array<ArrayBuffer>; type: string } | null;
+
 /** Resolved dependencies as the routes see them. */
-export interface Deps extends Required<Omit<AppDeps, "runtime">> {
+export interface Deps extends Required<Omit<AppDeps, "runtime" | "consoleAssets">> {
   runtime: string;
   startedAt: number;
 }

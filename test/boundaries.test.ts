@@ -77,6 +77,9 @@ const cases: Record<string, { source: string; expect: string[] }> = {
   "edge/services/imports-cli.ts": { source: 'export { x } from "../../cli/args.js";', expect: [IMPORTS] },
   "edge/routes/imports-runtime.ts": { source: 'export { x } from "../runtime/node.js";', expect: [IMPORTS] },
   "edge/routes/imports-services.ts": { source: 'export { x } from "../services/x.js";', expect: [] },
+  "edge/console/imports-runtime.ts": { source: 'export { x } from "../runtime/node.js";', expect: [IMPORTS] },
+  "edge/console/imports-drizzle.ts": { source: 'export { eq } from "drizzle-orm";', expect: [IMPORTS] },
+  "edge/console/imports-services.ts": { source: 'export { x } from "../services/x.js";', expect: [] },
   "bench/imports-cli.ts": { source: 'export { x } from "../cli/args.js";', expect: [IMPORTS] },
   // tools/ (process supervision) serves cli/, bench/ and the tests; production code never imports it.
   "edge/runtime/imports-tools.ts": {

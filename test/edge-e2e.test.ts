@@ -104,6 +104,11 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
       starter: { total: 12, deposited: 12, present: 0, failed: [] },
     });
     expect(run.summary.adminKey).toMatch(/^kvg_/);
+    // The web console is served by the same edge; without a session it shows the sign-in form.
+    expect(run.summary.consoleUrl).toBe(`${url}/console`);
+    const consolePage = await fetch(run.summary.consoleUrl);
+    expect(consolePage.url).toBe(`${url}/console/signin`);
+    expect(await consolePage.text()).toContain('name="key"');
     expect(readFileSync(join(dataDir, "admin.key"), "utf8").trim()).toBe(run.summary.adminKey);
     const health = await (await fetch(`${url}/health`)).json();
     expect(health).toMatchObject({ status: "ok", db: { status: "ok" }, gpu: { status: "ok" } });

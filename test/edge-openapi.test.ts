@@ -1,7 +1,8 @@
 /**
  * /openapi.json is generated from the route definitions: a real edge (Node entry, libSQL file)
  * serves it over loopback; a real OpenAPI validator checks it, and every route the app serves
- * (walked from `app.routes`) must be in it with its method.
+ * (walked from `app.routes`) must be in it with its method; the web console's HTML pages
+ * (`/console`, test/console-e2e.test.ts) are not API and not in it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,10 +16,10 @@ import { silentLogger } from "../shared/http/logger.js";
 
 type Doc = { openapi: string; paths: Record<string, Record<string, unknown>> } & Record<string, unknown>;
 
-/** The served routes (method and OpenAPI path) that `doc` does not describe; middleware excluded. */
+/** The served API routes (method and OpenAPI path) that `doc` does not describe; middleware excluded. */
 function undocumented(app: { routes: readonly { method: string; path: string }[] }, doc: Doc): string[] {
   return app.routes
-    .filter((r) => r.method !== "ALL")
+    .filter((r) => r.method !== "ALL" && r.path !== "/console" && !r.path.startsWith("/console/"))
     .map((r) => ({ method: r.method.toLowerCase(), path: r.path.replaceAll(/:([^/]+)/g, "{$1}") }))
     .filter((r) => doc.paths[r.path]?.[r.method] === undefined)
     .map((r) => `${r.method.toUpperCase()} ${r.path}`);

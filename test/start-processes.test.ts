@@ -130,6 +130,8 @@ describe("kvgraft start leaves no process behind", () => {
       // The banner's curl examples read the key by its absolute path, so they work from any folder.
       const keyFile = join(dataDir, "admin.key");
       expect(stdout.filter((line) => line.trimStart().startsWith("curl ")).length).toBe(3);
+      // The banner names the web console's URL.
+      expect(stdout.some((line) => /^ {2}console {3}http:\/\/\S+\/console /.test(line))).toBe(true);
       for (const line of stdout.filter((l) => l.trimStart().startsWith("curl ")))
         expect(line).toContain(`-H "Authorization: Bearer $(cat '${keyFile}')"`);
       expect(processesNaming(marker).length).toBe(2);

@@ -168,6 +168,7 @@ export default async function start(argv: string[]): Promise<number> {
           : "$KVGRAFT_ADMIN_KEY";
     const summary = {
       edgeUrl: edge.url,
+      consoleUrl: `${edge.url}/console`,
       gpuUrl,
       adminKey: edge.generatedAdminKey,
       dataDir,
@@ -286,6 +287,7 @@ function printBanner(
     "",
     "kvgraft is running",
     `  edge      ${edge.url}   (API; OpenAPI at ${edge.url}/openapi.json, health at ${edge.url}/health)`,
+    `  console   ${edge.url}/console   (web console: sign in with the admin key below, or a user key)`,
     `  GPU node  ${gpuUrl}   (signed requests only)`,
     `  database  ${edge.config.db.url}`,
     sandbox.isolation === "none"

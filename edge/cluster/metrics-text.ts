@@ -17,6 +17,7 @@ const COUNTERS: [name: string, help: string, read: (m: NodeMetrics) => number][]
   ["copy_bytes_in_total", "Bytes of block copies received.", (m) => m.bytesIn],
   ["drops_total", "Surplus copies removed.", (m) => m.drops],
   ["latency_seconds_total", "Time spent in calls to the node.", (m) => m.latencyMsSum / 1000],
+  ["shed_total", "Calls the node refused with a full queue (429 queue_full).", (m) => m.shed],
 ];
 
 /** Label values with `"`, `\` and newlines replaced, so no value can break the line. */
@@ -59,6 +60,23 @@ export function renderNodeMetrics(
       (["hot", "warm", "cold"] as const).map(
         (tier): Sample => [{ node: n.id, tier }, metricsOf(n.id).grafts[tier]],
       ),
+    ),
+  );
+  const tiers = ["hot", "warm", "cold"] as const;
+  metric(
+    "restores_total",
+    "Grafts on the node, by the tier the node restored the block from.",
+    "counter",
+    nodes.flatMap((n) =>
+      tiers.map((tier): Sample => [{ node: n.id, tier }, metricsOf(n.id).restores[tier].count]),
+    ),
+  );
+  metric(
+    "restore_seconds_total",
+    "Restore time the node reported for those grafts, by tier.",
+    "counter",
+    nodes.flatMap((n) =>
+      tiers.map((tier): Sample => [{ node: n.id, tier }, metricsOf(n.id).restores[tier].msSum / 1000]),
     ),
   );
   return `${lines.join("\n")}\n`;

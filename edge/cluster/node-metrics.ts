@@ -13,6 +13,10 @@ export interface NodeMetrics {
   bytesIn: number;
   drops: number;
   latencyMsSum: number;
+  /** Calls the node refused because its queue was full (429 `queue_full`): load it shed. */
+  shed: number;
+  /** Grafts by the tier the node restored from, with the restore time the node reported. */
+  restores: Record<RouteTier, { count: number; msSum: number }>;
 }
 
 /** The counters of every node seen so far; a node's counters start at zero on first use. */
@@ -31,6 +35,8 @@ const newMetrics = (): NodeMetrics => ({
   bytesIn: 0,
   drops: 0,
   latencyMsSum: 0,
+  shed: 0,
+  restores: { hot: { count: 0, msSum: 0 }, warm: { count: 0, msSum: 0 }, cold: { count: 0, msSum: 0 } },
 });
 
 /** An empty book of per-node counters. */

@@ -61,6 +61,11 @@ export function classifyFailure(err: unknown): FailureKind {
   return "suspect";
 }
 
+/** Whether the node refused the call for load (its queue was full): a shed request. */
+export function isShed(err: unknown): boolean {
+  return err instanceof GpuError && (err.status === 429 || err.code === "queue_full");
+}
+
 /** 503 `no_replica`: no live node can take the call; retry after the time a node needs to be marked down. */
 export function noReplica(timing: { heartbeatMs: number; downAfter: number }, blockId?: string): DomainError {
   return new DomainError(
@@ -148,6 +153,7 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
       } catch (err) {
         const ms = performance.now() - t0;
         m.latencyMsSum += ms;
+        if (isShed(err)) m.shed++;
         // The caller gave up: not the node's fault, and nobody waits for a retry.
         if (external?.aborted) throw toDomainError(err, timeoutMs);
         const started = err instanceof StreamStartedError;
@@ -278,6 +284,10 @@ export async function graftRouted(
   );
   const tier = candidates.find((c) => c.id === out.nodeId)?.tier ?? null;
   if (tier) ctx.metrics.of(out.nodeId).grafts[tier]++;
+  // The tier the node says it restored from, which can differ from the one the edge expected.
+  const restored = ctx.metrics.of(out.nodeId).restores[out.result.tier ?? tier ?? "cold"];
+  restored.count++;
+  restored.msSum += out.result.timings.restoreMs;
   return { ...out, tier };
 }
 

@@ -9,10 +9,10 @@ import { notFound, unavailable } from "../../shared/errors.js";
 import { sha256Schema } from "../../shared/protocol.js";
 import { type GpuPool, isGpuPool } from "../cluster/gpu-pool.js";
 import { renderNodeMetrics } from "../cluster/metrics-text.js";
-import { type GpuNode, listNodes } from "../db/nodes.js";
 import type { AppEnv, Deps } from "../http.js";
 import { placementSchema, rebalanceReportSchema, rebalanceStatusSchema } from "../ops-schemas.js";
 import { nodeViewSchema } from "../schemas.js";
+import { describeNodes } from "../services/nodes.service.js";
 import {
   adminRoute,
   clusterErrors,
@@ -65,36 +65,6 @@ const rebalanceRunRoute = adminRoute({
   summary: "Run a rebalance now (or join the one in progress) and wait for its report",
   responses: { 200: ok(z.object({ report: rebalanceReportSchema })), ...clusterErrors },
 });
-
-/** Registered nodes with liveness, tiers and this edge's per-node metrics. */
-export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
-  if (!isGpuPool(deps.gpu))
-    return (await listNodes(deps.db)).map((row) => ({ ...row, live: row.status === "up" }));
-  const pool = deps.gpu;
-  const rows = new Map<string, GpuNode>((await listNodes(deps.db)).map((r) => [r.id, r]));
-  // Fresh: the static node's /health asked now, registry rows re-read.
-  await pool.refreshStatic();
-  return (await pool.nodes(true)).map((n) => {
-    const row = rows.get(n.id);
-    return {
-      id: n.id,
-      url: n.url,
-      source: n.source,
-      status: n.status,
-      live: n.live,
-      modelFingerprint: n.modelFingerprint,
-      engineFingerprint: n.engineFingerprint,
-      lastHeartbeatAt: n.lastHeartbeatAt === null ? null : new Date(n.lastHeartbeatAt).toISOString(),
-      missedHeartbeats: n.missedHeartbeats,
-      capacity: n.capacity,
-      health: n.health,
-      tiers: { hot: n.hot, warm: n.warm, coldCount: n.coldCount },
-      queueDepth: n.queueDepth,
-      metrics: pool.metrics(n.id),
-      createdAt: row?.createdAt ?? null,
-    };
-  });
-}
 
 /** The pool behind the edge, or 503 `cluster_unavailable`. */
 function requirePool(deps: Deps): GpuPool {

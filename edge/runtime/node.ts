@@ -21,6 +21,7 @@ import {
   readEdgeConfig,
   readListenConfig,
 } from "../config.js";
+import { loadConsoleAssets } from "../console/node-assets.js";
 import { type Database, migrateDatabase, openDatabase } from "../db/client.js";
 import type { AppEnv } from "../http.js";
 import { createLocalRateLimiter } from "../rate-limit.js";
@@ -95,6 +96,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
       config,
       logger,
       runtime: "node",
+      consoleAssets: loadConsoleAssets(),
     });
     const host = options.host ?? listen.host;
     const started = await new Promise<Server>((resolve, reject) => {

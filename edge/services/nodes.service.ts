@@ -1,12 +1,12 @@
 /**
  * A GPU node's heartbeat, once its signature checked out: the registry row is written (a draining
  * node is marked down at once), and the pool learns whether the node joined, came up, went down
- * or stayed as it was, which decides whether it rebalances.
+ * or stayed as it was, which decides whether it rebalances. Also the node list the admin views show.
  */
 import type { Heartbeat } from "../../shared/heartbeat.js";
 import { isGpuPool } from "../cluster/gpu-pool.js";
 import { reportedHealth } from "../cluster/node-directory.js";
-import { type GpuNode, getNode, markNodeDown, upsertNode } from "../db/nodes.js";
+import { type GpuNode, getNode, listNodes, markNodeDown, upsertNode } from "../db/nodes.js";
 import type { Deps } from "../http.js";
 
 /** Records a heartbeat; returns the node's row and the interval the edge expects, if it runs a pool. */
@@ -41,4 +41,34 @@ export async function recordHeartbeat(
   if (isGpuPool(deps.gpu)) deps.gpu.heartbeatReceived(row, change);
   const intervalMs = isGpuPool(deps.gpu) ? deps.gpu.settings.heartbeatMs : undefined;
   return { row, intervalMs };
+}
+
+/** Registered nodes with liveness, tiers and this edge's per-node metrics. */
+export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
+  if (!isGpuPool(deps.gpu))
+    return (await listNodes(deps.db)).map((row) => ({ ...row, live: row.status === "up" }));
+  const pool = deps.gpu;
+  const rows = new Map<string, GpuNode>((await listNodes(deps.db)).map((r) => [r.id, r]));
+  // Fresh: the static node's /health asked now, registry rows re-read.
+  await pool.refreshStatic();
+  return (await pool.nodes(true)).map((n) => {
+    const row = rows.get(n.id);
+    return {
+      id: n.id,
+      url: n.url,
+      source: n.source,
+      status: n.status,
+      live: n.live,
+      modelFingerprint: n.modelFingerprint,
+      engineFingerprint: n.engineFingerprint,
+      lastHeartbeatAt: n.lastHeartbeatAt === null ? null : new Date(n.lastHeartbeatAt).toISOString(),
+      missedHeartbeats: n.missedHeartbeats,
+      capacity: n.capacity,
+      health: n.health,
+      tiers: { hot: n.hot, warm: n.warm, coldCount: n.coldCount },
+      queueDepth: n.queueDepth,
+      metrics: pool.metrics(n.id),
+      createdAt: row?.createdAt ?? null,
+    };
+  });
 }

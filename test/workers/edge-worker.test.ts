@@ -62,4 +62,14 @@ describe("edge worker in workerd", () => {
     expect(res.status).toBe(404);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("route_not_found");
   });
+
+  it("serves the web console's sign-in page with its security headers; pages without a session redirect there", async () => {
+    const signin = await get("/console/signin");
+    expect(signin.status).toBe(200);
+    expect(signin.headers.get("content-security-policy")).toContain("script-src 'self'");
+    expect(await signin.text()).toContain('name="key"');
+    const page = await get("/console/playground", { redirect: "manual" });
+    expect(page.status).toBe(303);
+    expect(page.headers.get("location")).toBe("/console/signin");
+  });
 });

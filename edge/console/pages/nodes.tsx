@@ -1,0 +1,152 @@
+/**
+ * Nodes and tiers (admin): each GPU node's health, slots, blocks per tier, queue, shed requests and
+ * restore latency by tier, now and as charts (uPlot) over the samples of the last hour. The chart
+ * data travels in a JSON block that the page's script (console.js) reads; nothing inline runs.
+ */
+
+import { Layout, Term } from "../layout.js";
+import type { DescribedNode, NodeSample } from "../node-samples.js";
+import { pointOf } from "../node-samples.js";
+
+export interface NodeRow extends DescribedNode {
+  url: string;
+  status: string;
+  source?: string;
+  lastHeartbeatAt: string | Date | null;
+  health: Record<string, unknown>;
+}
+
+/** Per node, the series the charts draw: x is seconds since the epoch. */
+function chartData(samples: NodeSample[], ids: string[]) {
+  const times = samples.map((s) => Math.round(s.at / 1000));
+  const series = (id: string, pick: (p: NonNullable<NodeSample["nodes"][string]>) => number | null) =>
+    samples.map((s) => {
+      const p = s.nodes[id];
+      return p ? pick(p) : null;
+    });
+  return {
+    times,
+    nodes: ids.map((id) => ({
+      id,
+      charts: [
+        {
+          title: "Blocks by tier",
+          unit: "blocks",
+          series: [
+            { label: "hot (in a slot)", values: series(id, (p) => p.hot) },
+            { label: "warm (RAM)", values: series(id, (p) => p.warm) },
+            { label: "cold (disk)", values: series(id, (p) => p.cold) },
+          ],
+        },
+        {
+          title: "Queue and load",
+          unit: "requests",
+          series: [
+            { label: "queue depth", values: series(id, (p) => p.queueDepth) },
+            { label: "calls (total)", values: series(id, (p) => p.requests) },
+            { label: "shed (total)", values: series(id, (p) => p.shed) },
+          ],
+        },
+        {
+          title: "Mean restore latency by tier",
+          unit: "ms",
+          series: [
+            { label: "hot", values: series(id, (p) => p.restoreMs.hot) },
+            { label: "warm", values: series(id, (p) => p.restoreMs.warm) },
+            { label: "cold", values: series(id, (p) => p.restoreMs.cold) },
+          ],
+        },
+      ],
+    })),
+  };
+}
+
+/** The share of grafts served from the hot tier, as text. */
+function hitRate(g: { hot: number; warm: number; cold: number }): string {
+  const total = g.hot + g.warm + g.cold;
+  if (total === 0) return "no grafts yet";
+  const pct = (n: number) => `${Math.round((100 * n) / total)}%`;
+  return `hot ${pct(g.hot)}, warm ${pct(g.warm)}, cold ${pct(g.cold)} of ${total}`;
+}
+
+export function NodesPage(props: { nodes: NodeRow[]; samples: NodeSample[] }) {
+  const data = chartData(
+    props.samples,
+    props.nodes.map((n) => n.id),
+  );
+  return (
+    <Layout
+      title="Nodes and tiers"
+      page="nodes"
+      admin={true}
+      scripts={["uPlot.iife.min.js", "console.js"]}
+      styles={["uPlot.min.css"]}
+    >
+      <p>
+        The charts hold one sample per view of this page (at most one a second), kept in this edge process's
+        memory for an hour: {props.samples.length} sample{props.samples.length === 1 ? "" : "s"} so far. Tiers
+        are counted in blocks (the nodes report which blocks they hold, not their bytes); calls, shed requests
+        and restore latency are this edge's counters since it started.
+      </p>
+      {props.nodes.length === 0 && <p>No GPU node is known to this edge.</p>}
+      {props.nodes.map((n) => {
+        const p = pointOf(n);
+        const error = typeof n.health.error === "string" ? n.health.error : null;
+        return (
+          <section class="card" aria-labelledby={`node-${n.id}`}>
+            <h2 id={`node-${n.id}`}>{n.id}</h2>
+            <dl class="facts">
+              <dt>URL</dt>
+              <dd>{n.url}</dd>
+              <dt>
+                <Term tip="Up and live: the node answers and sends heartbeats (or, configured statically, its /health answered).">
+                  Health
+                </Term>
+              </dt>
+              <dd class="health">
+                {n.live ? "live" : "not live"}, {n.status}
+                {typeof n.health.status === "string" ? `, reports ${n.health.status}` : ""}
+                {error ? `; last report failed: ${error}` : ""}
+              </dd>
+              <dt>Slots</dt>
+              <dd>{p.slots ?? "unknown"}</dd>
+              <dt>
+                <Term tip="Blocks in each tier: hot (in a context slot), warm (in RAM), cold (on disk).">
+                  Tiers
+                </Term>
+              </dt>
+              <dd>
+                {p.hot} hot, {p.warm} warm, {p.cold ?? "unknown"} cold
+              </dd>
+              <dt>
+                <Term tip="Grafts this edge sent to the node, by the tier it expected the block in.">
+                  Hit rate
+                </Term>
+              </dt>
+              <dd>{hitRate(p.restores)}</dd>
+              <dt>Queue</dt>
+              <dd>
+                {p.queueDepth} waiting; {p.shed} shed (queue full), {p.failures} failed of {p.requests} calls
+              </dd>
+              <dt>Last heartbeat</dt>
+              <dd>
+                {n.lastHeartbeatAt
+                  ? new Date(n.lastHeartbeatAt).toISOString()
+                  : n.source === "static"
+                    ? "configured node (no heartbeats)"
+                    : "never"}
+              </dd>
+            </dl>
+            <div class="charts" data-node={n.id} />
+          </section>
+        );
+      })}
+      {/* JSON, not script: `<` is escaped so the text cannot close the element. */}
+      <script
+        type="application/json"
+        id="node-samples"
+        dangerouslySetInnerHTML={{ __html: JSON.stringify(data).replaceAll("<", "\\u003c") }}
+      />
+    </Layout>
+  );
+}
