@@ -1,5 +1,5 @@
 /** `kvgraft bench scale-out`: flags to bench/scale-out.ts options, a summary table, the JSON document. */
-import { intFlag, intListFlag, parseFlags, printJson, requireGgufFile, UsageError } from "../args.js";
+import { intFlag, parseFlags, printJson, requireGgufFile, UsageError } from "../args.js";
 import { inheritedEnv } from "../config.js";
 import { readCliGpuEnv } from "../gpu-env.js";
 
@@ -57,9 +57,13 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
   if (flags.slots !== undefined && flags.slots !== "vram") intFlag(flags.slots, "slots", 2);
   if (!flags["rates-one"] !== !flags["rates-all"])
     throw new UsageError("--rates-one and --rates-all go together (neither: rates from a probe)");
+  // Rates in requests per second, fractions allowed (the probe's own rates are, e.g. 3.3).
   const rateList = (v: string, name: string) => {
-    const list = intListFlag(v, name, []);
-    if (list.length === 0) throw new UsageError(`--${name} takes positive integers`);
+    const list = v.split(",").map((x) => Number(x.trim()));
+    if (list.length === 0 || list.some((r) => !(r > 0) || !Number.isFinite(r)))
+      throw new UsageError(
+        `--${name} takes positive numbers of requests per second, comma-separated, got ${v}`,
+      );
     return list;
   };
   const failoverRate = flags["failover-rate"] === "auto" ? "auto" : Number(flags["failover-rate"]);
@@ -88,7 +92,7 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
     durationS: intFlag(flags.duration, "duration", 10),
     warmupS: intFlag(flags.warmup, "warmup", 5, 0),
     pauseS: intFlag(flags.pause, "pause", 2, 0),
-    ...(flags["p99-bound-ms"] ? { p99BoundMs: intFlag(flags["p99-bound-ms"], "p99-bound-ms", 1000) } : {}),
+    ...(flags["p99-bound-ms"] ? { p99BoundMs: positiveNumber(flags["p99-bound-ms"], "p99-bound-ms") } : {}),
     timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000),
     heartbeatMs: intFlag(flags["heartbeat-ms"], "heartbeat-ms", 1000, 50),
     failover: flags["no-failover"] ? null : { rate: failoverRate, durationS: failoverS, killAtS, downS },
@@ -120,4 +124,12 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
   );
   if (flags.json) printJson(result);
   return result.library.atEnd.lost.length === 0 && result.edgeExitCode === 0 ? 0 : 1;
+}
+
+/** A positive number flag (fractions allowed), or a usage error. */
+function positiveNumber(value: string, name: string): number {
+  const n = Number(value);
+  if (!(n > 0) || !Number.isFinite(n))
+    throw new UsageError(`--${name} takes a positive number, got ${value}`);
+  return n;
 }
