@@ -10,7 +10,7 @@
  */
 import { createScheduledController, env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { describe, expect, inject, it } from "vitest";
+import { beforeEach, describe, expect, inject, it } from "vitest";
 import entry from "../../edge/runtime/worker.js";
 import { createGpuClient } from "../../shared/gpu-client.js";
 import { heartbeatFrom, sendHeartbeat } from "../../shared/heartbeat.js";
@@ -28,6 +28,7 @@ const worker = (
 ).default;
 const EDGE = "https://edge.example.com";
 const nodes = inject("gpuNodes");
+const noSandboxReason = inject("noSandboxReason");
 const urlOf = (id: string) => nodes.find((n) => n.id === id)?.url as string;
 /** The test's own client of a node; its calls are marked so that the call recorder skips them. */
 const clientOf = (id: string) =>
@@ -92,94 +93,101 @@ describe("the Worker's GPU pool (two real GPU nodes)", () => {
     ]);
   });
 
-  it("a deposit lands on both nodes (R = 2), and a graft goes to the node where the block is hot", async () => {
-    const deposited = await api("POST", "/admin/solutions", ENTRY);
-    expect(deposited.status, JSON.stringify(deposited.body)).toBe(201);
-    blockId = deposited.body.block.sha256;
-    const placed = (await api("GET", `/admin/blocks/${blockId}/placement`)).body.placement as Json;
-    expect(placed.missing).toEqual([]);
-    expect(placed.holders.map((h: Json) => h.nodeId).sort()).toEqual(["wa", "wb"]);
-    [first, second] = placed.desired as [string, string];
+  // Deposits check their program in the nodes' sandbox: without bubblewrap these skip, saying why.
+  describe("with a deposited block", () => {
+    beforeEach((ctx) => ctx.skip(noSandboxReason !== null, noSandboxReason ?? undefined));
 
-    // Hot on the node rendezvous ranks second, and only there: two generations at once take both
-    // slots of the first (evicting the block), and a prefetch restores it into a slot of the second.
-    await Promise.all([1, 2].map(() => clientOf(first).generate({ prompt: "Count: one two", maxTokens: 4 })));
-    expect(await clientOf(second).prefetch(blockId, "hot")).toBe("hot");
-    await Promise.all([beat(first), beat(second)]);
-    const route = (await api("GET", `/admin/blocks/${blockId}/placement`)).body.placement.route as Json[];
-    expect(route[0]).toEqual({ id: second, tier: "hot" });
+    it("a deposit lands on both nodes (R = 2), and a graft goes to the node where the block is hot", async () => {
+      const deposited = await api("POST", "/admin/solutions", ENTRY);
+      expect(deposited.status, JSON.stringify(deposited.body)).toBe(201);
+      blockId = deposited.body.block.sha256;
+      const placed = (await api("GET", `/admin/blocks/${blockId}/placement`)).body.placement as Json;
+      expect(placed.missing).toEqual([]);
+      expect(placed.holders.map((h: Json) => h.nodeId).sort()).toEqual(["wa", "wb"]);
+      [first, second] = placed.desired as [string, string];
 
-    const before = { first: await metricsOf(first), second: await metricsOf(second) };
-    const solved = await api("POST", "/v1/solve", QUERY);
-    expect(solved.status, JSON.stringify(solved.body)).toBe(200);
-    expect(solved.body).toMatchObject({ source: "graft", route: { blockId } });
-    const after = { first: await metricsOf(first), second: await metricsOf(second) };
-    expect(after.second.grafts.hot - before.second.grafts.hot).toBe(1);
-    expect(after.second.requests - before.second.requests).toBe(1);
-    expect(after.first.requests).toBe(before.first.requests);
-  });
+      // Hot on the node rendezvous ranks second, and only there: two generations at once take both
+      // slots of the first (evicting the block), and a prefetch restores it into a slot of the second.
+      await Promise.all(
+        [1, 2].map(() => clientOf(first).generate({ prompt: "Count: one two", maxTokens: 4 })),
+      );
+      expect(await clientOf(second).prefetch(blockId, "hot")).toBe("hot");
+      await Promise.all([beat(first), beat(second)]);
+      const route = (await api("GET", `/admin/blocks/${blockId}/placement`)).body.placement.route as Json[];
+      expect(route[0]).toEqual({ id: second, tier: "hot" });
 
-  it("fails over to the other replica when the node holding the block hot is gone (one retry)", async () => {
-    const killed = await fetch(`${inject("controlUrl")}/kill/${second}`, {
-      method: "POST",
-      headers: { [TEST_CALL_HEADER]: "1" },
+      const before = { first: await metricsOf(first), second: await metricsOf(second) };
+      const solved = await api("POST", "/v1/solve", QUERY);
+      expect(solved.status, JSON.stringify(solved.body)).toBe(200);
+      expect(solved.body).toMatchObject({ source: "graft", route: { blockId } });
+      const after = { first: await metricsOf(first), second: await metricsOf(second) };
+      expect(after.second.grafts.hot - before.second.grafts.hot).toBe(1);
+      expect(after.second.requests - before.second.requests).toBe(1);
+      expect(after.first.requests).toBe(before.first.requests);
     });
-    expect(killed.status).toBe(200);
-    // The registry still has it up with a fresh heartbeat: the first attempt goes there and fails.
-    const before = { first: await metricsOf(first), second: await metricsOf(second) };
-    const solved = await api("POST", "/v1/solve", QUERY);
-    expect(solved.status, JSON.stringify(solved.body)).toBe(200);
-    expect(solved.body).toMatchObject({ source: "graft", route: { blockId } });
-    const after = { first: await metricsOf(first), second: await metricsOf(second) };
-    expect(after.second.requests - before.second.requests).toBe(1);
-    expect(after.second.failovers - before.second.failovers).toBe(1);
-    expect(after.first.requests - before.first.requests).toBe(1);
-    expect(after.first.grafts.warm + after.first.grafts.cold).toBe(
-      before.first.grafts.warm + before.first.grafts.cold + 1,
-    );
-    // Unreachable: marked down in the registry, so requests on other isolates skip it too.
-    const deadline = Date.now() + 10_000;
-    let listed: { status: number; body: Json };
-    for (;;) {
-      listed = await api("GET", "/admin/nodes");
-      const dead = (listed.body.nodes as Json[] | undefined)?.find((n) => n.id === second);
-      if (dead?.status === "down" || Date.now() > deadline) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
-    expect(listed.body.nodes.find((n: Json) => n.id === second)).toMatchObject({
-      status: "down",
-      live: false,
-    });
-  });
 
-  it("the Cron trigger runs the missed-heartbeat sweep and a full rebalance", async () => {
-    const before = (await api("GET", "/admin/rebalance")).body.rebalance as Json;
-    // The entry module the Worker runs (one module instance in this isolate): its handler, called
-    // as a Cron trigger calls it.
-    await entry.scheduled(
-      createScheduledController({ cron: "* * * * *" }),
-      env as unknown as Record<string, unknown>,
-    );
-    const after = (await api("GET", "/admin/rebalance")).body.rebalance as Json;
-    expect(after.runs).toBeGreaterThan(before.runs);
-    expect(after.last).toMatchObject({ reason: "periodic", liveNodes: 1 });
-    expect(after.last.finishedAt).not.toBeNull();
-  });
-
-  it("every call the Worker made to a GPU node carried the Cloudflare Access service token", async () => {
-    // Recorded by the nodes' loopback proxies (test/helpers/workers-setup.ts).
-    const calls = (await (await fetch(`${inject("controlUrl")}/calls`)).json()) as {
-      method: string;
-      path: string;
-      headers: Record<string, string>;
-    }[];
-    const paths = calls.map((c) => `${c.method} ${c.path}`);
-    expect(paths).toContain("POST /v1/graft");
-    for (const call of calls)
-      expect(call.headers, `${call.method} ${call.path}`).toMatchObject({
-        "cf-access-client-id": WORKERS_ACCESS.clientId,
-        "cf-access-client-secret": WORKERS_ACCESS.clientSecret,
+    it("fails over to the other replica when the node holding the block hot is gone (one retry)", async () => {
+      const killed = await fetch(`${inject("controlUrl")}/kill/${second}`, {
+        method: "POST",
+        headers: { [TEST_CALL_HEADER]: "1" },
       });
+      expect(killed.status).toBe(200);
+      // The registry still has it up with a fresh heartbeat: the first attempt goes there and fails.
+      const before = { first: await metricsOf(first), second: await metricsOf(second) };
+      const solved = await api("POST", "/v1/solve", QUERY);
+      expect(solved.status, JSON.stringify(solved.body)).toBe(200);
+      expect(solved.body).toMatchObject({ source: "graft", route: { blockId } });
+      const after = { first: await metricsOf(first), second: await metricsOf(second) };
+      expect(after.second.requests - before.second.requests).toBe(1);
+      expect(after.second.failovers - before.second.failovers).toBe(1);
+      expect(after.first.requests - before.first.requests).toBe(1);
+      expect(after.first.grafts.warm + after.first.grafts.cold).toBe(
+        before.first.grafts.warm + before.first.grafts.cold + 1,
+      );
+      // Unreachable: marked down in the registry, so requests on other isolates skip it too.
+      const deadline = Date.now() + 10_000;
+      let listed: { status: number; body: Json };
+      for (;;) {
+        listed = await api("GET", "/admin/nodes");
+        const dead = (listed.body.nodes as Json[] | undefined)?.find((n) => n.id === second);
+        if (dead?.status === "down" || Date.now() > deadline) break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+      expect(listed.body.nodes.find((n: Json) => n.id === second)).toMatchObject({
+        status: "down",
+        live: false,
+      });
+    });
+
+    it("the Cron trigger runs the missed-heartbeat sweep and a full rebalance", async () => {
+      const before = (await api("GET", "/admin/rebalance")).body.rebalance as Json;
+      // The entry module the Worker runs (one module instance in this isolate): its handler, called
+      // as a Cron trigger calls it.
+      await entry.scheduled(
+        createScheduledController({ cron: "* * * * *" }),
+        env as unknown as Record<string, unknown>,
+      );
+      const after = (await api("GET", "/admin/rebalance")).body.rebalance as Json;
+      expect(after.runs).toBeGreaterThan(before.runs);
+      expect(after.last).toMatchObject({ reason: "periodic", liveNodes: 1 });
+      expect(after.last.finishedAt).not.toBeNull();
+    });
+
+    it("every call the Worker made to a GPU node carried the Cloudflare Access service token", async () => {
+      // Recorded by the nodes' loopback proxies (test/helpers/workers-setup.ts).
+      const calls = (await (await fetch(`${inject("controlUrl")}/calls`)).json()) as {
+        method: string;
+        path: string;
+        headers: Record<string, string>;
+      }[];
+      const paths = calls.map((c) => `${c.method} ${c.path}`);
+      expect(paths).toContain("POST /v1/graft");
+      for (const call of calls)
+        expect(call.headers, `${call.method} ${call.path}`).toMatchObject({
+          "cf-access-client-id": WORKERS_ACCESS.clientId,
+          "cf-access-client-secret": WORKERS_ACCESS.clientSecret,
+        });
+    });
   });
 });
