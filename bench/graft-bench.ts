@@ -28,6 +28,7 @@ import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { startPowerSampler } from "../gpu-node/telemetry/power.js";
 import { quantile, randomTokens } from "../gpu-node/verify.js";
 import { BLOCK_FORMAT_VERSION, type BlockManifest } from "../shared/protocol.js";
+import { nativeCallTimer } from "./native-call-timer.js";
 import { dropPageCache } from "./page-cache.js";
 
 export interface GraftBenchOptions {
@@ -76,6 +77,14 @@ export interface GraftBenchRow {
    * the npm prebuilt.
    */
   hotLlamaEvalMs: number | null;
+  /**
+   * The hot step's native calls as JavaScript waits for them (native-call-timer.ts): decodeBatch
+   * (the worker's llama_decode + synchronize and the thread hops; minus hotLlamaEvalMs = the hops
+   * and llama.cpp's work before its timer starts) and sampleToken (candidates + sampler chain over
+   * the whole vocabulary). hotMs minus these and hotEraseMs is JavaScript on the main thread.
+   */
+  hotDecodeCallMs: number;
+  hotSampleCallMs: number;
   coldMs: number;
   coldHashMs: number;
   /** The post-restore probe check a verified graft adds (probe-check.ts: one decode step, digest, erase). */
@@ -218,8 +227,11 @@ export async function benchGraft(
             copyCall: [] as number[],
             copyTargetToken: [] as number[],
             hotLlama: [] as number[],
+            hotDecodeCall: [] as number[],
+            hotSampleCall: [] as number[],
           };
           const llamaContext = (a as unknown as { _context: { _ctx: unknown } })._context._ctx;
+          const calls = nativeCallTimer(llamaContext);
           const gate = new ProbeGate(engine.vocabSize, (id) => store.quarantineBlock(id));
           const hashes = new Set<string>();
           let probeEntries = engine.vocabSize;
@@ -269,9 +281,15 @@ export async function benchGraft(
             // Hot: the block is resident in slot A; erase the tail and evaluate the token again.
             api?.takeEvalTimings(llamaContext);
             t = performance.now();
-            await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
-            await oneToken(a);
-            if (timed) times.hot.push(performance.now() - t);
+            const { times: hotCalls } = await calls.measure(async () => {
+              await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
+              await oneToken(a);
+            });
+            if (timed) {
+              times.hot.push(performance.now() - t);
+              times.hotDecodeCall.push(hotCalls.decodeBatchMs);
+              times.hotSampleCall.push(hotCalls.sampleTokenMs);
+            }
             const hotEval = api?.takeEvalTimings(llamaContext);
             if (timed && hotEval && hotEval.tokenEvalMs > 0) times.hotLlama.push(hotEval.tokenEvalMs);
             // The hot step's parts: the erase alone, then the token evaluated without logits.
@@ -385,6 +403,8 @@ export async function benchGraft(
             copyCallMs: times.copyCall.length ? median(times.copyCall) : null,
             copyTargetTokenMs: times.copyTargetToken.length ? median(times.copyTargetToken) : null,
             hotLlamaEvalMs: times.hotLlama.length ? median(times.hotLlama) : null,
+            hotDecodeCallMs: median(times.hotDecodeCall),
+            hotSampleCallMs: median(times.hotSampleCall),
             diskReadGBps: null,
             coldOverDiskBound: null,
             hashesEqual: hashes.size === 1,
@@ -420,7 +440,7 @@ export async function benchGraft(
           o.log(
             `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +
               `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x; load ${row.warmLoadMs.toFixed(1)} ms, ${row.loadGBps.toFixed(1)} GB/s), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
-              `hot step: erase ${row.hotEraseMs.toFixed(2)} ms, llama.cpp eval ${fixedOrDash(row.hotLlamaEvalMs, 2)} ms; ` +
+              `hot step: erase ${row.hotEraseMs.toFixed(2)} ms, decode call ${row.hotDecodeCallMs.toFixed(2)} ms (llama.cpp eval ${fixedOrDash(row.hotLlamaEvalMs, 2)} ms), sample call ${row.hotSampleCallMs.toFixed(2)} ms; ` +
               `copy ${fixedOrDash(row.copyMs, 2)} ms (call ${fixedOrDash(row.copyCallMs, 2)} ms, token alone ${fixedOrDash(row.copyTargetTokenMs, 2)} ms), ` +
               `probe check ${row.probeCheckMs.toFixed(2)} ms, hashes of ${row.probeEntries} entries ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
           );

@@ -149,6 +149,30 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
     for (const s of [a, b, c]) await s.clearHistory();
   });
 
+  it("a device copy onto the slot that just evaluated is exact (the previous graph is reused)", async () => {
+    // llama-patches/stream-copy-keeps-graph.diff: a copy-only cache update keeps the previous graph
+    // and skips the worst-case reserve, so the target's next token runs on the graph built for its
+    // last token: it must see the copied cells, not the slot's old ones.
+    const api = nativeStateApi(engine.llama);
+    if (!api) throw new Error("no api");
+    const [a, b] = [engine.slot(0), engine.slot(1)];
+    const probe = 304 as Token;
+    const [s1, s2] = [tokensOf(120, 9), tokensOf(120, 10)];
+    await a.evaluateWithoutGeneratingNewTokens(s1);
+    const expected = await evaluateProbe(a, probe, engine.vocabSize);
+    await b.evaluateWithoutGeneratingNewTokens(s2);
+    const old = await evaluateProbe(b, probe, engine.vocabSize);
+    expect(old.sha256).not.toBe(expected.sha256);
+    await a.eraseContextTokenRanges([{ start: s1.length, end: a.nextTokenIndex }]);
+    await b.eraseContextTokenRanges([{ start: s2.length, end: b.nextTokenIndex }]);
+    await copySequence(api, a, b);
+    expect((await evaluateProbe(b, probe, engine.vocabSize)).sha256).toBe(expected.sha256);
+    // And the source, evaluated next on its own graph, is unchanged by the copy.
+    await a.eraseContextTokenRanges([{ start: s1.length, end: a.nextTokenIndex }]);
+    expect((await evaluateProbe(a, probe, engine.vocabSize)).sha256).toBe(expected.sha256);
+    for (const s of [a, b]) await s.clearHistory();
+  });
+
   it("reports llama.cpp's own decode timings for single tokens and batches, then resets them", async () => {
     const api = nativeStateApi(engine.llama);
     if (!api) throw new Error("no api");
