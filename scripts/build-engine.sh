@@ -80,7 +80,11 @@ case "$mode" in
         -DLLAMA_CURL=OFF -DGGML_CUDA=OFF >/dev/null
       cmake --build "$work/build" --target llama -j "$(nproc)" >&2
       cp "$work/build/bin/libllama.so" "$out/libllama.$variant.so"
-      patchelf --set-soname "libllama.$variant.so" --replace-needed libggml.so "libggml.$variant.so" "$out/libllama.$variant.so"
+      # two calls: patchelf 0.14 (Debian 12) given both options at once wrote the needed name as the soname
+      patchelf --set-soname "libllama.$variant.so" "$out/libllama.$variant.so"
+      patchelf --replace-needed libggml.so "libggml.$variant.so" "$out/libllama.$variant.so"
+      readelf -d "$out/libllama.$variant.so" | grep -q "soname: \[libllama.$variant.so\]" ||
+        { echo "build-engine: patchelf did not set libllama's soname" >&2; exit 1; }
     fi
     log "compiling the addon against $rel"
     objs=()

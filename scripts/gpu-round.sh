@@ -20,6 +20,8 @@
 #                                         # the same round on a CPU machine, to check the script)
 # KV_ENGINE_DIR=dir (the output of scripts/build-engine.sh cuda-addon: llama-addon.node and, with
 # llama-patches, libllama) replaces the CUDA build's files before the round.
+# BWRAP_DIR=dir (the output of scripts/stage-bwrap.sh) installs bubblewrap first where the machine has
+# none: deposits run their programs in it, and a node without it runs none (fail closed).
 set -euo pipefail
 out=${OUT:-$PWD/out}
 models=${MODELS_DIR:-/root/models}
@@ -35,6 +37,18 @@ model() { # preset -> path (generated once per machine)
   [[ -f $path ]] || $cli synth-model --preset "$1" --seed 0 --out "$path" >&2
   echo "$path"
 }
+if [[ -n ${BWRAP_DIR:-} ]] && ! command -v bwrap >/dev/null; then
+  install -m 0755 "$BWRAP_DIR/bwrap" /usr/local/bin/bwrap.real
+  if ldd /usr/local/bin/bwrap.real | grep -q "not found"; then # its libraries only where missing
+    mkdir -p /opt/bwlib && cp "$BWRAP_DIR"/bwlib/* /opt/bwlib/
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/bwlib exec /usr/local/bin/bwrap.real "$@"\n' > /usr/local/bin/bwrap
+  else
+    printf '#!/bin/sh\nexec /usr/local/bin/bwrap.real "$@"\n' > /usr/local/bin/bwrap
+  fi
+  chmod 0755 /usr/local/bin/bwrap
+  bwrap --ro-bind / / true || { echo "gpu-round: the staged bwrap does not run here" >&2; exit 1; }
+  echo "gpu-round: bubblewrap installed from $BWRAP_DIR" >&2
+fi
 if [[ -n ${KV_ENGINE_DIR:-} ]]; then
   cp "$KV_ENGINE_DIR"/llama-addon.node "$KV_ENGINE_DIR"/*.so node_modules/node-llama-cpp/llama/localBuilds/*/Release/ 2>/dev/null ||
     cp "$KV_ENGINE_DIR"/llama-addon.node node_modules/node-llama-cpp/llama/localBuilds/*/Release/
