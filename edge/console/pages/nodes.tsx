@@ -22,7 +22,7 @@ const MB = 1e6;
 const GB = 1e9;
 
 /** Bytes as text in the largest unit that fits (decimal: 1 MB = 10^6 bytes). */
-export function formatBytes(bytes: number): string {
+function formatBytes(bytes: number): string {
   const [unit, size] =
     bytes >= GB ? ["GB", GB] : bytes >= MB ? ["MB", MB] : bytes >= 1e3 ? ["kB", 1e3] : ["B", 1];
   return size === 1 ? `${bytes} B` : `${(bytes / size).toFixed(1)} ${unit}`;
