@@ -307,6 +307,7 @@ describe("web console in Chromium", () => {
     expect(restore?.series[0]?.values.at(-1)).toBe(0.1);
     expect(await page.locator(".charts canvas").count()).toBe(4);
     expect(await page.textContent("main")).toContain("hot 100%, warm 0%, cold 0% of 1");
+    expect(await page.textContent(".restore-latency")).toBe("hot 0.1 ms, warm none yet, cold none yet");
     // The same counters in the Prometheus text of the API.
     const metrics = await fetch(`${edge.url}/admin/nodes/metrics`, {
       headers: { authorization: `Bearer ${adminKey}` },

@@ -109,6 +109,13 @@ function hitRate(g: { hot: number; warm: number; cold: number }): string {
   return `hot ${pct(g.hot)}, warm ${pct(g.warm)}, cold ${pct(g.cold)} of ${total}`;
 }
 
+/** Mean restore time by tier, as text ("none yet" for a tier no graft came from). */
+function restoreLatency(ms: Record<keyof TierBytes, number | null>): string {
+  const one = (tier: keyof TierBytes) =>
+    `${tier} ${ms[tier] === null ? "none yet" : `${ms[tier].toFixed(1)} ms`}`;
+  return `${one("hot")}, ${one("warm")}, ${one("cold")}`;
+}
+
 export function NodesPage(props: { nodes: NodeRow[]; samples: NodeSample[] }) {
   const data = chartData(
     props.samples,
@@ -166,11 +173,17 @@ export function NodesPage(props: { nodes: NodeRow[]; samples: NodeSample[] }) {
               </dt>
               <dd class="tier-bytes">{tierBytesText(p.bytes)}</dd>
               <dt>
-                <Term tip="Grafts this edge sent to the node, by the tier it expected the block in.">
+                <Term tip="Grafts this edge sent to the node, by the tier the node restored the block from (as it reported it; the tier the edge expected when it did not).">
                   Hit rate
                 </Term>
               </dt>
               <dd>{hitRate(p.restores)}</dd>
+              <dt>
+                <Term tip="Mean restore time of this edge's grafts on the node, by the tier the block came from (the restoreMs the node reports on each graft).">
+                  Restore latency
+                </Term>
+              </dt>
+              <dd class="restore-latency">{restoreLatency(p.restoreMs)}</dd>
               <dt>Queue</dt>
               <dd>
                 {p.queueDepth} waiting; {p.shed} shed (queue full), {p.failures} failed of {p.requests} calls
