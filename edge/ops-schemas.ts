@@ -3,8 +3,9 @@
  * /openapi.json; the request schemas of the flywheel routes, which validate with them.
  */
 import { z } from "zod";
-import { sha256Schema } from "../shared/protocol.js";
+import { sha256Schema, tierBytesSchema } from "../shared/protocol.js";
 import { flywheelStatuses } from "./db/schema.js";
+import { nodeSchema } from "./schemas.js";
 
 const isoDate = z.string().describe("ISO 8601 time");
 const tier = z.enum(["hot", "warm", "cold"]);
@@ -99,3 +100,24 @@ export const flywheelEnqueueSchema = z
   .strict();
 export const flywheelAcceptSchema = z.object({ referenceAnswer: answer.optional() }).strict();
 export const flywheelRejectSchema = z.object({ note: z.string().max(1000).optional() }).strict();
+
+/** A node as `GET /admin/nodes` describes it: the registry row plus liveness, tiers and metrics. */
+export const nodeViewSchema = nodeSchema.extend({
+  lastHeartbeatAt: isoDate.nullable(),
+  createdAt: isoDate.nullable(),
+  live: z.boolean(),
+  source: z.enum(["registry", "static"]).optional(),
+  tiers: z
+    .object({
+      hot: z.array(z.string()),
+      warm: z.array(z.string()),
+      coldCount: z.number().int().nullable(),
+      bytes: tierBytesSchema
+        .nullable()
+        .optional()
+        .describe("Bytes of block state per tier; null from a node too old to report them."),
+    })
+    .optional(),
+  queueDepth: z.number().int().optional(),
+  metrics: z.record(z.string(), z.unknown()).optional(),
+});

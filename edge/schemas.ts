@@ -4,7 +4,13 @@
  */
 import { z } from "zod";
 import { transferRefusalCodes } from "../shared/params.js";
-import { blockManifestSchema, errorBodySchema, LIMITS, sha256Schema } from "../shared/protocol.js";
+import {
+  blockManifestSchema,
+  energySchema,
+  errorBodySchema,
+  LIMITS,
+  sha256Schema,
+} from "../shared/protocol.js";
 import { apiKeyRoles, blockStates } from "./db/schema.js";
 import { answerChecks } from "./routing/answer-checks.js";
 
@@ -138,6 +144,13 @@ export const solveResponseSchema = z.object({
     gpuTokensOut: z.number().int(),
     gpuMs: z.number(),
     edgeMs: z.number(),
+    energy: energySchema
+      .nullable()
+      .describe(
+        "The GPU node's energy for a model solve (nvidia-smi power sampled every 100 ms over the solve's GPU " +
+          "work; other work on the GPU in that window is included); null when not measured: no GPU call, a " +
+          "graft or transfer, or a node without nvidia-smi.",
+      ),
   }),
   hashes: z.object({
     problemFingerprint: sha256Schema,
@@ -323,19 +336,6 @@ export const nodeSchema = z.object({
   lastHeartbeatAt: isoDate,
   missedHeartbeats: z.number().int(),
   createdAt: isoDate,
-});
-
-/** A node as `GET /admin/nodes` describes it: the registry row plus liveness, tiers and metrics. */
-export const nodeViewSchema = nodeSchema.extend({
-  lastHeartbeatAt: isoDate.nullable(),
-  createdAt: isoDate.nullable(),
-  live: z.boolean(),
-  source: z.enum(["registry", "static"]).optional(),
-  tiers: z
-    .object({ hot: z.array(z.string()), warm: z.array(z.string()), coldCount: z.number().int().nullable() })
-    .optional(),
-  queueDepth: z.number().int().optional(),
-  metrics: z.record(z.string(), z.unknown()).optional(),
 });
 
 export const uploadRequestSchema = z

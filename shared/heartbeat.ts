@@ -10,7 +10,13 @@
  */
 import { z } from "zod";
 import { createLogger, type Logger } from "./http/logger.js";
-import { engineFingerprintSchema, type Health, modelFingerprintSchema, sha256Schema } from "./protocol.js";
+import {
+  engineFingerprintSchema,
+  type Health,
+  modelFingerprintSchema,
+  sha256Schema,
+  tierBytesSchema,
+} from "./protocol.js";
 import { signRequest } from "./signing.js";
 
 /** Edge path the heartbeats go to (outside `/v1` and `/admin`: it is signed, not keyed). */
@@ -36,6 +42,11 @@ export const heartbeatSchema = z
       hot: z.array(sha256Schema).max(10_000),
       warm: z.array(sha256Schema).max(100_000),
       coldCount: z.number().int().nonnegative(),
+      /**
+       * Optional: nodes older than this field send none. Inside `tiers`, not at the top level, so an
+       * older edge (which drops unknown keys here but refuses them at the top) accepts a newer node.
+       */
+      bytes: tierBytesSchema.optional(),
     }),
     queue: z.object({ depth: z.number().int().nonnegative(), capacity: z.number().int().nonnegative() }),
   })

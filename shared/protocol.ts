@@ -192,13 +192,31 @@ export const sandboxRunRequestSchema = z
   })
   .strict();
 
+/**
+ * Bytes of block state in each tier: hot, the state of every slot holding a block (a block in two
+ * slots counts twice); warm, the RAM copies; cold, every block on the node's disk (hot and warm
+ * blocks are on disk too). Sizes are the manifests' `sizeBytes`.
+ */
+export const tierBytesSchema = z.object({
+  hot: z.number().int().nonnegative(),
+  warm: z.number().int().nonnegative(),
+  cold: z.number().int().nonnegative(),
+});
+export type TierBytes = z.infer<typeof tierBytesSchema>;
+
 export const healthSchema = z.object({
   /** `degraded`: a slot could not be wiped after a failed load and is out of service. */
   status: z.enum(["ok", "degraded", "draining"]),
   model: modelFingerprintSchema,
   engine: engineFingerprintSchema,
   slots: z.object({ total: z.number().int(), busy: z.number().int(), retired: z.number().int().optional() }),
-  tiers: z.object({ hot: z.array(sha256Schema), warm: z.array(sha256Schema), coldCount: z.number().int() }),
+  tiers: z.object({
+    hot: z.array(sha256Schema),
+    warm: z.array(sha256Schema),
+    coldCount: z.number().int(),
+    /** Absent from nodes older than this field (the edge shows "n/a"). */
+    bytes: tierBytesSchema.optional(),
+  }),
   queue: z.object({ depth: z.number().int(), capacity: z.number().int() }),
   /** `isolation` "none", with the reason, when the node runs no programs (no bubblewrap or python3, or disabled). */
   sandbox: z.object({ isolation: z.string(), reason: z.string().optional() }).optional(),
@@ -323,6 +341,20 @@ export const solveSampleSchema = z.object({
 });
 export type SolveSample = z.infer<typeof solveSampleSchema>;
 
+/**
+ * A solve's GPU energy: `nvidia-smi` power draw sampled every `intervalMs` from the moment the
+ * solve holds its slot to the end of its last program run, integrated over time (trapezoids). It
+ * is the whole GPU's draw: other work on the GPU in that window is included.
+ */
+export const energySchema = z.object({
+  wh: z.number(),
+  joules: z.number(),
+  meanWatts: z.number(),
+  samples: z.number().int(),
+  intervalMs: z.number(),
+});
+export type Energy = z.infer<typeof energySchema>;
+
 export const solveResultSchema = z.object({
   /** Majority over program outputs and stated answers; null when nothing answered. */
   answer: z.string().nullable(),
@@ -340,16 +372,8 @@ export const solveResultSchema = z.object({
   /** Wall time of the program runs, summed (they overlap with generation). */
   sandboxMs: z.number(),
   totalMs: z.number(),
-  /** From `nvidia-smi` power sampling at `intervalMs`; null without an NVIDIA GPU. */
-  energy: z
-    .object({
-      wh: z.number(),
-      joules: z.number(),
-      meanWatts: z.number(),
-      samples: z.number().int(),
-      intervalMs: z.number(),
-    })
-    .nullable(),
+  /** Null without an NVIDIA GPU (`nvidia-smi` does not answer). */
+  energy: energySchema.nullable(),
   /** SHA-256 of the samples' generated text (reasoning and final part, in order). */
   outputSha256: sha256Schema,
   isolation: z.string(),

@@ -21,6 +21,7 @@ import { addSolution, registerBlock, registerProblem } from "../edge/db/library.
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import { createApiKey } from "../edge/services/keys.service.js";
 import { sha256Hex } from "../shared/hash.js";
+import { sendHeartbeat } from "../shared/heartbeat.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import { LIMITS } from "../shared/protocol.js";
@@ -40,6 +41,8 @@ const SECRET = "console-e2e-secret-0123456789abcdef";
 /** A rewording of the first starter problem (test/fixtures/router-dev-rewordings.jsonl): routed "similar". */
 const REWORDED = "How much change is Sam owed if he pays with a $20 bill for 12 apples priced at $0.75 each?";
 const NEW_PROBLEM = "A farmer has 17 sheep and buys 26 more, then sells 9. How many sheep are left?";
+/** The state size the loopback node's deposits claim: 24 MiB, so the tier sizes read in MB. */
+const BLOCK_BYTES = 24 * 2 ** 20;
 
 const starter = readFileSync(join(root, "edge", "starter-library.jsonl"), "utf8")
   .split("\n")
@@ -137,7 +140,7 @@ beforeAll(async () => {
   if (!CHROMIUM) return;
   mkdirSync(SHOTS, { recursive: true });
   dir = mkdtempSync(join(tmpdir(), "kvgraft-console-"));
-  gpu = await startLoopbackGpu({ sandbox: false });
+  gpu = await startLoopbackGpu({ sandbox: false, depositBytes: BLOCK_BYTES });
   edge = await startEdgeServer({
     env: {
       LIBSQL_URL: `file:${join(dir, "edge.db")}`,
@@ -204,6 +207,7 @@ describe("web console in Chromium", () => {
     expect(await page.textContent("#gpu-tokens")).toBe("0");
     expect(await page.textContent("#answer")).toBe(first?.answer);
     expect(await page.textContent("#verified")).toContain("yes");
+    expect(await page.textContent("#energy")).toBe("not measured");
     await expectAccessible(page);
     readmeShot(await shot(page, "playground"), "console-playground.png");
   });
@@ -222,6 +226,11 @@ describe("web console in Chromium", () => {
     expect(await page.textContent("#stream-text")).toBe("Let me think. No idea.");
     expect(await page.textContent("#source")).toBe("model");
     expect(Number(await page.textContent("#gpu-tokens"))).toBeGreaterThan(0);
+    // The loopback node has no nvidia-smi: its solve reports no energy, and the tooltip says how it is measured.
+    expect(await page.textContent("#energy")).toBe("not measured");
+    expect(await page.getByText("Energy", { exact: true }).getAttribute("title")).toContain(
+      "nvidia-smi power draw sampled every 100 ms over this request's GPU work",
+    );
     expect(await page.textContent(".answer")).toContain("queued for a heavier solve");
     expect(gpu.requests).toContain("/v1/solve");
     await expectAccessible(page);
@@ -264,7 +273,7 @@ describe("web console in Chromium", () => {
     await shot(page, "flywheel");
   });
 
-  it("draws each node's tier charts from the samples of its views", async () => {
+  it("draws each node's tier charts (bytes and blocks) from the samples of its views", async () => {
     const { page } = admin;
     await page.goto(`${edge.url}/console/nodes`);
     // A reworded library problem is grafted with its block (the loopback node restores it "hot").
@@ -279,17 +288,26 @@ describe("web console in Chromium", () => {
     await page.waitForSelector(".charts canvas");
     const data = JSON.parse((await page.textContent("#node-samples")) ?? "{}") as {
       times: number[];
-      nodes: { charts: { title: string; series: { values: (number | null)[] }[] }[] }[];
+      nodes: { charts: { title: string; unit: string; series: { values: (number | null)[] }[] }[] }[];
     };
     expect(data.times.length).toBeGreaterThanOrEqual(2);
     const charts = data.nodes[0]?.charts ?? [];
     const tiers = charts.find((c) => c.title === "Blocks by tier");
     expect(tiers?.series[0]?.values.every((v) => v === starter.length)).toBe(true);
+    // Bytes by tier in MB (10^6 bytes): the three blocks are hot (in slots) and cold (on disk), none warm.
+    const heldMb = Math.round(((starter.length * BLOCK_BYTES) / 1e6) * 1000) / 1000;
+    const bytes = charts.find((c) => c.title === "Bytes by tier");
+    expect(bytes?.unit).toBe("MB");
+    expect(bytes?.series.map((s) => s.values.at(-1))).toEqual([heldMb, 0, heldMb]);
+    expect(bytes?.series[0]?.values.every((v) => v === heldMb)).toBe(true);
+    expect(await page.locator("figure", { hasText: "Bytes by tier (MB)" }).locator("canvas").count()).toBe(1);
+    expect(await page.textContent(".tier-bytes")).toBe("75.5 MB hot, 0 B warm, 75.5 MB cold");
     // The loopback node reports a restore of 0.1 ms from the hot tier.
     const restore = charts.find((c) => c.title === "Mean restore latency by tier");
     expect(restore?.series[0]?.values.at(-1)).toBe(0.1);
-    expect(await page.locator(".charts canvas").count()).toBe(3);
+    expect(await page.locator(".charts canvas").count()).toBe(4);
     expect(await page.textContent("main")).toContain("hot 100%, warm 0%, cold 0% of 1");
+    expect(await page.textContent(".restore-latency")).toBe("hot 0.1 ms, warm none yet, cold none yet");
     // The same counters in the Prometheus text of the API.
     const metrics = await fetch(`${edge.url}/admin/nodes/metrics`, {
       headers: { authorization: `Bearer ${adminKey}` },
@@ -300,6 +318,28 @@ describe("web console in Chromium", () => {
     expect(await page.textContent(".health")).toContain("live");
     await expectAccessible(page);
     readmeShot(await shot(page, "nodes"), "console-nodes.png");
+    // A node of the previous version reports no tier bytes: accepted, and shown as "n/a". It
+    // registers draining (so down), which keeps it out of the routing of the tests after this one.
+    const { model, engine } = await manifestFor("");
+    await sendHeartbeat(
+      { edgeUrl: edge.url, secret: SECRET },
+      {
+        id: "older-node",
+        url: "http://127.0.0.1:9",
+        status: "draining",
+        model,
+        engine,
+        capacity: { slots: 1, queueCapacity: 4, tiers: ["hot", "warm", "cold"] },
+        tiers: { hot: [], warm: [], coldCount: 0 },
+        queue: { depth: 0, capacity: 4 },
+      },
+    );
+    await page.reload();
+    const older = page.locator("section", { has: page.getByRole("heading", { name: "older-node" }) });
+    expect(await older.locator(".tier-bytes").textContent()).toBe(
+      "n/a (the node does not report tier sizes)",
+    );
+    expect(await older.locator(".tier-blocks").textContent()).toBe("0 hot, 0 warm, 0 cold blocks");
   });
 
   it("creates a key, shows its plaintext once, and revokes it", async () => {

@@ -99,6 +99,12 @@ describe("admin views of the single configured GPU node", () => {
     const [view] = listed.body.nodes;
     expect(view).toMatchObject({ id: NODE_ID, source: "static", live: true, status: "up" });
     expect(view.tiers).toEqual(health.tiers);
+    // Bytes per tier from the manifests: cold is every block, hot one state per slot holding a block.
+    const sizes = new Map((await node.client.listBlocks()).map((m) => [m.sha256, m.sizeBytes]));
+    const total = (ids: string[]) => ids.reduce((n, id) => n + (sizes.get(id) ?? 0), 0);
+    expect(health.tiers.bytes?.cold).toBe(total([...sizes.keys()]));
+    expect(health.tiers.bytes?.warm).toBe(total(health.tiers.warm));
+    expect(health.tiers.bytes?.hot).toBeGreaterThanOrEqual(total(health.tiers.hot));
     expect(view.health).toMatchObject({ status: health.status, tiers: health.tiers, queue: health.queue });
     expect(view.capacity).toMatchObject({ slots: health.slots.total, queueCapacity: health.queue.capacity });
     expect(view.modelFingerprint).toBe(health.model.sha256);

@@ -9,7 +9,7 @@
 import { unavailable } from "../../shared/errors.js";
 import { createGpuClient, type GpuNodeClient } from "../../shared/gpu-client.js";
 import { type Heartbeat, heartbeatFrom } from "../../shared/heartbeat.js";
-import type { Health } from "../../shared/protocol.js";
+import type { Health, TierBytes } from "../../shared/protocol.js";
 import type { Database } from "../db/database.js";
 import { type GpuNode, listNodes } from "../db/nodes.js";
 import { isLive, type NodeView } from "./placement.js";
@@ -22,6 +22,8 @@ export interface PoolNode extends NodeView {
   missedHeartbeats: number;
   capacity: Record<string, unknown>;
   coldCount: number | null;
+  /** Bytes of block state per tier as the node last reported them; null from a node too old to report them. */
+  tierBytes: TierBytes | null;
   /** What the node last reported (its heartbeat, or the static node's /health); `{error}` when unreachable. */
   health: Record<string, unknown>;
 }
@@ -92,7 +94,7 @@ function registryView(
   timing: { heartbeatMs: number; downAfter: number },
 ): PoolNode {
   const health = row.health as {
-    tiers?: { hot?: string[]; warm?: string[]; coldCount?: number };
+    tiers?: { hot?: string[]; warm?: string[]; coldCount?: number; bytes?: TierBytes };
     queue?: { depth?: number };
   };
   const last = row.lastHeartbeatAt.getTime();
@@ -111,6 +113,7 @@ function registryView(
     missedHeartbeats: row.missedHeartbeats,
     capacity: row.capacity,
     coldCount: health.tiers?.coldCount ?? null,
+    tierBytes: health.tiers?.bytes ?? null,
     health: row.health,
   };
 }
@@ -137,6 +140,7 @@ function staticNodeView(
     missedHeartbeats: 0,
     capacity: beat ? { ...beat.capacity } : {},
     coldCount: beat?.tiers.coldCount ?? null,
+    tierBytes: beat?.tiers.bytes ?? null,
     health: { ...(beat ? reportedHealth(beat) : {}), ...(error !== null ? { error } : {}) },
   };
 }

@@ -4,6 +4,7 @@
  * (at most one per `minGapMs`; a view sooner replaces the newest sample): the charts show the
  * views of the last hour, and start empty when the process (or Worker isolate) starts.
  */
+import type { TierBytes } from "../../shared/protocol.js";
 import type { RouteTier } from "../cluster/placement.js";
 
 /** One node at one moment: counts are from its last health report, counters from this edge. */
@@ -14,6 +15,8 @@ export interface NodePoint {
   hot: number;
   warm: number;
   cold: number | null;
+  /** Bytes of block state per tier; null from a node too old to report them. */
+  bytes: TierBytes | null;
   requests: number;
   failures: number;
   shed: number;
@@ -33,7 +36,12 @@ export interface DescribedNode {
   id: string;
   live: boolean;
   capacity?: Record<string, unknown>;
-  tiers?: { hot: readonly string[]; warm: readonly string[]; coldCount: number | null };
+  tiers?: {
+    hot: readonly string[];
+    warm: readonly string[];
+    coldCount: number | null;
+    bytes?: TierBytes | null;
+  };
   queueDepth?: number;
   metrics?: unknown;
 }
@@ -64,6 +72,7 @@ export function pointOf(node: DescribedNode): NodePoint {
     hot: node.tiers?.hot.length ?? 0,
     warm: node.tiers?.warm.length ?? 0,
     cold: node.tiers?.coldCount ?? null,
+    bytes: node.tiers?.bytes ?? null,
     requests: m.requests ?? 0,
     failures: m.failures ?? 0,
     shed: m.shed ?? 0,

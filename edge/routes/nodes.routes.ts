@@ -10,8 +10,12 @@ import { sha256Schema } from "../../shared/protocol.js";
 import { type GpuPool, isGpuPool } from "../cluster/gpu-pool.js";
 import { renderNodeMetrics } from "../cluster/metrics-text.js";
 import type { AppEnv, Deps } from "../http.js";
-import { placementSchema, rebalanceReportSchema, rebalanceStatusSchema } from "../ops-schemas.js";
-import { nodeViewSchema } from "../schemas.js";
+import {
+  nodeViewSchema,
+  placementSchema,
+  rebalanceReportSchema,
+  rebalanceStatusSchema,
+} from "../ops-schemas.js";
 import { describeNodes } from "../services/nodes.service.js";
 import {
   adminRoute,

@@ -65,7 +65,7 @@ export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
       missedHeartbeats: n.missedHeartbeats,
       capacity: n.capacity,
       health: n.health,
-      tiers: { hot: n.hot, warm: n.warm, coldCount: n.coldCount },
+      tiers: { hot: n.hot, warm: n.warm, coldCount: n.coldCount, bytes: n.tierBytes },
       queueDepth: n.queueDepth,
       metrics: pool.metrics(n.id),
       createdAt: row?.createdAt ?? null,

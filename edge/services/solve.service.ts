@@ -15,7 +15,7 @@ import { answersEqual, extractAnswer } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
-import type { GenerationResult, SolveResult } from "../../shared/protocol.js";
+import type { Energy, GenerationResult, SolveResult } from "../../shared/protocol.js";
 import type { ModelCallOptions } from "../cluster/gpu.js";
 import { enqueueForKey } from "../db/flywheel-queue.js";
 import { logQuery, setBlockState } from "../db/library.js";
@@ -38,13 +38,14 @@ type Outcome = Omit<
 > & {
   verification?: SolveResponse["verification"];
   transferRefused?: SolveResponse["transferRefused"];
-  gpu: { tokensIn: number; tokensOut: number; ms: number };
+  /** `energy`: measured by the GPU node on the sampled solve only (null elsewhere, or without nvidia-smi). */
+  gpu: { tokensIn: number; tokensOut: number; ms: number; energy: Energy | null };
   outputSha256: string | null;
   /** Set by the sampled model path: only an unsure answer queues for the flywheel. */
   unsure?: boolean;
 };
 
-const NO_GPU = { tokensIn: 0, tokensOut: 0, ms: 0 };
+const NO_GPU = { tokensIn: 0, tokensOut: 0, ms: 0, energy: null };
 
 /**
  * Solves one problem; see the module comment for the order of the paths. With `model.onToken` the
@@ -87,6 +88,7 @@ export async function solve(
     gpuTokensOut: outcome.gpu.tokensOut,
     gpuMs: round(outcome.gpu.ms),
     edgeMs: Math.max(0, edgeMs),
+    energy: outcome.gpu.energy,
   };
   // With the flywheel switched off nothing is queued (edge/config.ts KVGRAFT_FLYWHEEL).
   const queued =
@@ -193,7 +195,7 @@ async function route(
           score: 1,
           reason: "template_transfer",
         },
-        gpu: { tokensIn: 0, tokensOut: 0, ms: transfer.ms },
+        gpu: { tokensIn: 0, tokensOut: 0, ms: transfer.ms, energy: null },
         outputSha256: null,
       };
     // Not a transfer (the response says why): fall through to grafting the decision's block.
@@ -247,7 +249,7 @@ function sampled(result: SolveResult, ms: number, r: Outcome["route"]): Outcome 
     verified: false,
     confidence: result.confidence,
     route: r,
-    gpu: { tokensIn: result.tokensIn, tokensOut: result.tokensOut, ms },
+    gpu: { tokensIn: result.tokensIn, tokensOut: result.tokensOut, ms, energy: result.energy },
     outputSha256: result.outputSha256,
     unsure: result.unsure,
   };
@@ -295,7 +297,7 @@ function generated(
     verified: false,
     confidence: null,
     route: r,
-    gpu: { tokensIn: result.tokensIn, tokensOut: result.tokensOut, ms },
+    gpu: { tokensIn: result.tokensIn, tokensOut: result.tokensOut, ms, energy: null },
     outputSha256: result.outputSha256,
   };
 }

@@ -122,16 +122,15 @@ export class BlockService implements Blocks {
         "block_too_long",
         `the text is ${tokens.length} tokens; a slot holds ${this.engine.options.contextSize - 1}`,
       );
-    const key = text;
-    const pending = this.depositsInFlight.get(key);
+    const pending = this.depositsInFlight.get(text);
     if (pending) return pending;
     // One deposit at a time: it holds two slots, and two deposits each holding one would deadlock.
     const made = this.depositChain.then(() => this.depositNow(text, tokens));
     this.depositChain = made.catch(() => undefined);
     // The upload runs outside the chain: it holds no slot.
     const work = made.then((manifest) => this.disk.makeDurable(manifest));
-    this.depositsInFlight.set(key, work);
-    return work.finally(() => this.depositsInFlight.delete(key));
+    this.depositsInFlight.set(text, work);
+    return work.finally(() => this.depositsInFlight.delete(text));
   }
 
   private async depositNow(text: string, tokens: Token[]): Promise<BlockManifest> {
@@ -374,6 +373,7 @@ export class BlockService implements Blocks {
       hot,
       warm: this.memory?.tier.blocks() ?? this.warm.blocks(),
       coldCount: this.store.list().length,
+      bytes: this.store.tierBytes(this.pool.hotBlocks(), this.memory?.tier.blocks() ?? this.warm.blocks()),
       slots: { total: this.pool.slots.length, busy: this.pool.busyCount, retired: this.pool.retiredCount },
       queue: { depth: this.pool.queueDepth, capacity: this.pool.maxWaiting },
       hits: { ...this.restorer.stats.hits },

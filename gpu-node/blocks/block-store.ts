@@ -9,7 +9,7 @@ import { createReadStream } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { conflict, notFound } from "../../shared/errors.js";
-import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
+import { type BlockManifest, blockManifestSchema, type TierBytes } from "../../shared/protocol.js";
 import { HASH_CHUNK_BYTES, hashFileWithChunks, verifyFileChunks } from "./file-hash.js";
 
 /** Streams a file through SHA-256. */
@@ -241,6 +241,16 @@ export class BlockStore {
   }
 
   /** Bytes used by block state files. */
+  /**
+   * Bytes of block state per tier, from the manifests: the blocks in slots (one entry per slot, so
+   * a block in two slots counts twice), the warm tier's blocks, and every block stored here.
+   */
+  tierBytes(inSlots: readonly string[], warm: readonly string[]): TierBytes {
+    const sizeOf = (ids: readonly string[]) =>
+      ids.reduce((total, id) => total + (this.manifests.get(id)?.sizeBytes ?? 0), 0);
+    return { hot: sizeOf(inSlots), warm: sizeOf(warm), cold: this.diskUsage() };
+  }
+
   diskUsage(): number {
     let total = 0;
     for (const m of this.manifests.values()) total += m.sizeBytes;

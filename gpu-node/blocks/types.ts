@@ -1,6 +1,6 @@
 /** The block service's surface, shared by the HTTP layer, the CLI and the benchmarks. */
 
-import type { BlockManifest, GenerationResult, Tier } from "../../shared/protocol.js";
+import type { BlockManifest, GenerationResult, Tier, TierBytes } from "../../shared/protocol.js";
 import type { BucketUpload } from "./bucket-import.js";
 
 /** Decoding options; temperature 0 decodes greedily. */
@@ -26,6 +26,8 @@ export interface TierSnapshot {
   hot: string[];
   warm: string[];
   coldCount: number;
+  /** Bytes of block state per tier (shared/protocol.ts `tierBytesSchema` says what each counts). */
+  bytes: TierBytes;
   slots: { total: number; busy: number; retired: number };
   queue: { depth: number; capacity: number };
   hits: Record<Tier, number>;

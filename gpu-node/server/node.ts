@@ -171,7 +171,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
           queueCapacity: service.queue.capacity,
           tiers: ["hot", "warm", "cold"],
         },
-        tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount },
+        tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount, bytes: s.bytes },
         queue: { depth: service.queue.depth, capacity: service.queue.capacity },
       };
     };

@@ -2,7 +2,9 @@
  * A loopback GPU node for edge tests that need no model: `/v1/sandbox/run` is the real sandbox
  * (or, without one, a 503 `sandbox_unavailable`), a deposit (`POST /v1/blocks`) answers a manifest
  * for the text (what a node without a model can truthfully hash), `/v1/graft` a fixed generation
- * and `/v1/solve` an unsure sampled solve (both as server-sent events with `stream: true`); `/health` reports the deposited blocks as hot. Imports
+ * and `/v1/solve` an unsure sampled solve (both as server-sent events with `stream: true`, energy
+ * not measured); `/health` reports the deposited blocks as hot and on disk, with their manifests'
+ * sizes as the tier bytes. Imports
  * (`/v1/imports*`, with an upload grant header) take a block's chunks, check each one's SHA-256 and
  * keep the manifest (served by `GET /v1/blocks/:id`); the grant itself is checked by the real node's
  * tests, not here. It records the work paths it served.
@@ -16,13 +18,13 @@ import { BLOCK_FORMAT_VERSION, gpuPaths } from "../../shared/protocol.js";
 
 const WORK = new Set<string>([gpuPaths.graft, gpuPaths.sandboxRun, gpuPaths.generate, gpuPaths.solve]);
 
-/** A block manifest for a deposited text. */
-export async function manifestFor(text: string) {
+/** A block manifest for a deposited text; `sizeBytes` is the state size it claims. */
+export async function manifestFor(text: string, sizeBytes = 1) {
   const hex = (s: string) => sha256Hex(s);
   return {
     formatVersion: BLOCK_FORMAT_VERSION,
     sha256: await hex(`state:${text}`),
-    sizeBytes: 1,
+    sizeBytes,
     tokenCount: 1,
     tokensSha256: await hex(`tokens:${text}`),
     textSha256: await hex(text),
@@ -55,8 +57,13 @@ export interface LoopbackGpu {
   close(): Promise<void>;
 }
 
-/** Starts the loopback node on 127.0.0.1, with a real sandbox unless `sandbox` is false. */
-export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Promise<LoopbackGpu> {
+/**
+ * Starts the loopback node on 127.0.0.1, with a real sandbox unless `sandbox` is false; its
+ * deposits' manifests claim `depositBytes` of state (default 1).
+ */
+export async function startLoopbackGpu(
+  options: { sandbox?: boolean; depositBytes?: number } = {},
+): Promise<LoopbackGpu> {
   const runner = options.sandbox === false ? null : await localProgramRunner();
   const requests: string[] = [];
   const hot: string[] = [];
@@ -87,7 +94,7 @@ export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Pro
         return send(200, await runner.runProgram({ program, params, expect }));
       }
       if (req.url === gpuPaths.blocks && req.method === "POST") {
-        const manifest = await manifestFor(JSON.parse(body).text);
+        const manifest = await manifestFor(JSON.parse(body).text, options.depositBytes);
         if (!hot.includes(manifest.sha256)) hot.push(manifest.sha256);
         manifests.set(manifest.sha256, manifest);
         return send(200, manifest);
@@ -103,7 +110,12 @@ export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Pro
           model,
           engine,
           slots: { total: 2, busy: 0 },
-          tiers: { hot, warm: [], coldCount: hot.length },
+          tiers: {
+            hot,
+            warm: [],
+            coldCount: hot.length,
+            bytes: { hot: heldBytes(), warm: 0, cold: heldBytes() },
+          },
           queue: { depth: 0, capacity: 8 },
           uptimeS: 1,
         });
@@ -142,6 +154,8 @@ export async function startLoopbackGpu(options: { sandbox?: boolean } = {}): Pro
       send(404, { error: { code: "not_found", message: "not here" } });
     });
   });
+  /** Bytes of the blocks held (each is in a slot and on disk). */
+  const heldBytes = () => hot.reduce((n, id) => n + (manifests.get(id)?.sizeBytes ?? 0), 0);
   /** One step of an import, or null when the request is not one. */
   async function importStep(
     method: string,

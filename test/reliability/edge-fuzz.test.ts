@@ -12,6 +12,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { nodeViewSchema } from "../../edge/ops-schemas.js";
 import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import {
   adminBlockRegisterSchema,
@@ -28,7 +29,6 @@ import {
   libraryQuerySchema,
   nodeRegisterSchema,
   nodeSchema,
-  nodeViewSchema,
   solveRequestSchema,
   solveResponseSchema,
   uploadGrantSchema,

@@ -1,9 +1,11 @@
 /**
- * Nodes and tiers (admin): each GPU node's health, slots, blocks per tier, queue, shed requests and
- * restore latency by tier, now and as charts (uPlot) over the samples of the last hour. The chart
- * data travels in a JSON block that the page's script (console.js) reads; nothing inline runs.
+ * Nodes and tiers (admin): each GPU node's health, slots, blocks and bytes per tier, queue, shed
+ * requests and restore latency by tier, now and as charts (uPlot) over the samples of the last
+ * hour. The chart data travels in a JSON block that the page's script (console.js) reads; nothing
+ * inline runs.
  */
 
+import type { TierBytes } from "../../../shared/protocol.js";
 import { Layout, Term } from "../layout.js";
 import type { DescribedNode, NodeSample } from "../node-samples.js";
 import { pointOf } from "../node-samples.js";
@@ -16,19 +18,57 @@ export interface NodeRow extends DescribedNode {
   health: Record<string, unknown>;
 }
 
+const MB = 1e6;
+const GB = 1e9;
+
+/** Bytes as text in the largest unit that fits (decimal: 1 MB = 10^6 bytes). */
+function formatBytes(bytes: number): string {
+  const [unit, size] =
+    bytes >= GB ? ["GB", GB] : bytes >= MB ? ["MB", MB] : bytes >= 1e3 ? ["kB", 1e3] : ["B", 1];
+  return size === 1 ? `${bytes} B` : `${(bytes / size).toFixed(1)} ${unit}`;
+}
+
+/** The tier sizes as text; "n/a" for a node too old to report them. */
+function tierBytesText(bytes: TierBytes | null): string {
+  if (!bytes) return "n/a (the node does not report tier sizes)";
+  return `${formatBytes(bytes.hot)} hot, ${formatBytes(bytes.warm)} warm, ${formatBytes(bytes.cold)} cold`;
+}
+
+type Point = NonNullable<NodeSample["nodes"][string]>;
+
 /** Per node, the series the charts draw: x is seconds since the epoch. */
 function chartData(samples: NodeSample[], ids: string[]) {
   const times = samples.map((s) => Math.round(s.at / 1000));
-  const series = (id: string, pick: (p: NonNullable<NodeSample["nodes"][string]>) => number | null) =>
+  const series = (id: string, pick: (p: Point) => number | null) =>
     samples.map((s) => {
       const p = s.nodes[id];
       return p ? pick(p) : null;
     });
+  /** One unit per chart: GB once any sample of the node reaches a gigabyte, else MB. */
+  const bytesChart = (id: string) => {
+    const all = samples.flatMap((s) => {
+      const b = s.nodes[id]?.bytes;
+      return b ? [b.hot, b.warm, b.cold] : [];
+    });
+    const [unit, size] = Math.max(0, ...all) >= GB ? ["GB", GB] : ["MB", MB];
+    const scaled = (tier: keyof TierBytes) => (p: Point) =>
+      p.bytes ? Math.round((p.bytes[tier] / size) * 1000) / 1000 : null;
+    return {
+      title: "Bytes by tier",
+      unit,
+      series: [
+        { label: "hot (in slots)", values: series(id, scaled("hot")) },
+        { label: "warm (RAM)", values: series(id, scaled("warm")) },
+        { label: "cold (disk)", values: series(id, scaled("cold")) },
+      ],
+    };
+  };
   return {
     times,
     nodes: ids.map((id) => ({
       id,
       charts: [
+        bytesChart(id),
         {
           title: "Blocks by tier",
           unit: "blocks",
@@ -69,6 +109,13 @@ function hitRate(g: { hot: number; warm: number; cold: number }): string {
   return `hot ${pct(g.hot)}, warm ${pct(g.warm)}, cold ${pct(g.cold)} of ${total}`;
 }
 
+/** Mean restore time by tier, as text ("none yet" for a tier no graft came from). */
+function restoreLatency(ms: Record<keyof TierBytes, number | null>): string {
+  const one = (tier: keyof TierBytes) =>
+    `${tier} ${ms[tier] === null ? "none yet" : `${ms[tier].toFixed(1)} ms`}`;
+  return `${one("hot")}, ${one("warm")}, ${one("cold")}`;
+}
+
 export function NodesPage(props: { nodes: NodeRow[]; samples: NodeSample[] }) {
   const data = chartData(
     props.samples,
@@ -85,8 +132,9 @@ export function NodesPage(props: { nodes: NodeRow[]; samples: NodeSample[] }) {
       <p>
         The charts hold one sample per view of this page (at most one a second), kept in this edge process's
         memory for an hour: {props.samples.length} sample{props.samples.length === 1 ? "" : "s"} so far. Tiers
-        are counted in blocks (the nodes report which blocks they hold, not their bytes); calls, shed requests
-        and restore latency are this edge's counters since it started.
+        are shown in bytes of block state (the manifests' sizes, as each node reports them; a block in two
+        slots counts twice in hot, and cold counts every block on the node's disk) and in blocks; calls, shed
+        requests and restore latency are this edge's counters since it started.
       </p>
       {props.nodes.length === 0 && <p>No GPU node is known to this edge.</p>}
       {props.nodes.map((n) => {
@@ -115,15 +163,27 @@ export function NodesPage(props: { nodes: NodeRow[]; samples: NodeSample[] }) {
                   Tiers
                 </Term>
               </dt>
-              <dd>
-                {p.hot} hot, {p.warm} warm, {p.cold ?? "unknown"} cold
+              <dd class="tier-blocks">
+                {p.hot} hot, {p.warm} warm, {p.cold ?? "unknown"} cold blocks
               </dd>
               <dt>
-                <Term tip="Grafts this edge sent to the node, by the tier it expected the block in.">
+                <Term tip="Bytes of block state in each tier, from the blocks' manifests: hot (the state in the node's slots; a block in two slots counts twice), warm (RAM copies), cold (every block on the node's disk, hot and warm ones too). 1 MB = 10^6 bytes.">
+                  Tier sizes
+                </Term>
+              </dt>
+              <dd class="tier-bytes">{tierBytesText(p.bytes)}</dd>
+              <dt>
+                <Term tip="Grafts this edge sent to the node, by the tier the node restored the block from (as it reported it; the tier the edge expected when it did not).">
                   Hit rate
                 </Term>
               </dt>
               <dd>{hitRate(p.restores)}</dd>
+              <dt>
+                <Term tip="Mean restore time of this edge's grafts on the node, by the tier the block came from (the restoreMs the node reports on each graft).">
+                  Restore latency
+                </Term>
+              </dt>
+              <dd class="restore-latency">{restoreLatency(p.restoreMs)}</dd>
               <dt>Queue</dt>
               <dd>
                 {p.queueDepth} waiting; {p.shed} shed (queue full), {p.failures} failed of {p.requests} calls

@@ -29,6 +29,8 @@ const TIPS = {
   gpuTokens: "Tokens the GPU node read (in) and generated (out) for this answer.",
   gpuMs: "Time spent on the GPU node.",
   edgeMs: "Time spent at the edge, from request to answer.",
+  energy:
+    "GPU energy of the model's sampled solve, measured on the GPU node: nvidia-smi power draw sampled every 100 ms over this request's GPU work, integrated over time. Other work on the GPU in that window is included. Not measured for library answers, transfers and grafts, or on a node without nvidia-smi.",
   problemFingerprint:
     "SHA-256 of the normalized problem: the same problem in any formatting has the same one.",
   answerSha256: "SHA-256 of the answer text.",
@@ -104,6 +106,16 @@ export function PlaygroundPage(props: PlaygroundProps) {
   );
 }
 
+/** The energy figure as text: joules and watt-hours, mean power and samples; "not measured" when null. */
+function energyText(energy: SolveResponse["cost"]["energy"]): string {
+  if (energy === null) return "not measured";
+  const plural = energy.samples === 1 ? "" : "s";
+  return (
+    `${energy.joules.toFixed(1)} J (${energy.wh.toPrecision(3)} Wh), mean ${energy.meanWatts.toFixed(0)} W ` +
+    `over ${energy.samples} sample${plural} ${energy.intervalMs} ms apart`
+  );
+}
+
 /** The answer panel (also rendered alone, as the last event of a streamed ask). */
 export function Answer({ result }: { result: SolveResponse }) {
   const r = result;
@@ -153,9 +165,12 @@ export function Answer({ result }: { result: SolveResponse }) {
           <Term tip={`${TIPS.gpuMs} ${TIPS.edgeMs}`}>Time</Term>
         </dt>
         <dd>
-          GPU {r.cost.gpuMs.toFixed(1)} ms, edge {r.cost.edgeMs.toFixed(1)} ms (energy: not reported by the
-          solve API)
+          GPU {r.cost.gpuMs.toFixed(1)} ms, edge {r.cost.edgeMs.toFixed(1)} ms
         </dd>
+        <dt>
+          <Term tip={TIPS.energy}>Energy</Term>
+        </dt>
+        <dd id="energy">{energyText(r.cost.energy)}</dd>
         <dt>
           <Term tip={TIPS.queued}>Flywheel</Term>
         </dt>

@@ -13,7 +13,7 @@ export function healthRoute(app: Hono<GpuEnv>, ctx: ServerContext): void {
       model: options.fingerprints.model,
       engine: options.fingerprints.engine,
       slots: s.slots,
-      tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount },
+      tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount, bytes: s.bytes },
       queue: { depth: ctx.queue.depth, capacity: ctx.queue.capacity },
       sandbox: options.sandbox
         ? { isolation: options.sandbox.isolation }

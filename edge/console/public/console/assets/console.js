@@ -5,6 +5,8 @@
 
 /** Colors with at least 3:1 contrast against the white page, one per series of a chart. */
 const COLORS = ["#0b5cad", "#b4400d", "#287233"];
+/** Line dashes per series: the third is dashed, so a line under it (hot bytes equal to cold) shows through. */
+const DASHES = [undefined, undefined, [8, 6]];
 
 function drawNodeCharts() {
   const block = document.getElementById("node-samples");
@@ -36,6 +38,7 @@ function drawNodeCharts() {
             ...chart.series.map((s, i) => ({
               label: s.label,
               stroke: COLORS[i % COLORS.length],
+              dash: DASHES[i % DASHES.length],
               width: 2,
               points: { show: true },
               spanGaps: true,
