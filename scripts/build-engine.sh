@@ -20,12 +20,15 @@ nlc="$root/node_modules/node-llama-cpp/llama"
 mode=${1:-}
 log() { echo "build-engine: $*" >&2; }
 
+# Copies our addon sources in and applies addon/*.diff to node-llama-cpp's (skipping those applied).
 patch_addon() {
+  local p
   cp "$native/addon/KvgraftState.cpp" "$native/addon/KvgraftState.h" "$nlc/addon/"
-  if ! grep -q kvgraftStateInit "$nlc/addon/addon.cpp"; then
-    patch --quiet -p1 -d "$nlc/addon" < "$native/addon/addon.cpp.diff"
-    log "addon patched"
-  fi
+  for p in "$native"/addon/*.diff; do
+    if patch --quiet --dry-run --reverse --force -p1 -d "$nlc/addon" < "$p" >/dev/null 2>&1; then continue; fi
+    patch --quiet -p1 -d "$nlc/addon" < "$p"
+    log "addon: applied $(basename "$p")"
+  done
 }
 
 # Applies llama-patches/*.diff to a llama.cpp checkout (skipping those already applied).
