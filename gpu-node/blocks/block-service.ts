@@ -83,7 +83,10 @@ export class BlockService implements Blocks {
       byRecentUse: () => store.byRecentUse(),
       has: (sha) => store.has(sha),
       isWarm: (sha) => (memory ? memory.tier.has(sha) : warm.path(sha) !== null),
-      room: () => ({ usedBytes: this.snapshot().warmBytes, budgetBytes: this.snapshot().warmBudgetBytes }),
+      room: () => ({
+        usedBytes: memory ? memory.tier.usedBytes : warm.usedBytes,
+        budgetBytes: memory ? memory.tier.budgetBytes : warm.budgetBytes,
+      }),
       warmCopy: (manifest) => this.restorer.warmCopy(manifest),
     });
   }
