@@ -321,7 +321,7 @@ export class BlockService implements Blocks {
   }
 
   /** Re-checks a stored block: restore from disk (hash-checked) and compare the probe hash. */
-  verify(blockId: string): Promise<BlockCheck> {
+  async verify(blockId: string): Promise<BlockCheck> {
     const manifest = this.store.get(blockId);
     assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
     return this.restorer.verifyFromDisk(manifest);
