@@ -5,7 +5,9 @@
  * register through signed heartbeats; deposits a library of B blocks (B above one node's hot tier,
  * which the nodes report), each on R = 2 nodes; then runs the graft workload (bench edge's
  * constant-rate loop, requests spread uniformly over the library) at increasing rates against one
- * node (the others stopped) and then all N, every node restarted before each (all blocks cold). Per rate: offered, ok, failed, throughput, p50/p95/p99,
+ * node (the others stopped) and then all N, every node restarted before each (its warm tier empty
+ * until warm start refills it from disk; by default a phase waits for that, and the tiers each node
+ * reports then are recorded). Per rate: offered, ok, failed, throughput, p50/p95/p99,
  * and affinity: the share of grafts the nodes served from a block that was hot or warm (their own
  * tier counters). Then the failover run (bench/scale-out/failover.ts) and a check that every
  * deposited block still grafts with its first output hash. One JSON document.
@@ -13,6 +15,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, platform, release, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Health } from "../shared/protocol.js";
 import { type LoadReport, percentiles, runLoad, tinyModel } from "./load-bench.js";
 import { type Cluster, ScaleOutSetupError, startCluster, type TierHits } from "./scale-out/cluster.js";
 
@@ -44,6 +47,8 @@ export interface ScaleOutOptions {
   /** A run is sustained when its p99 stays under this (default: 5x the p50 of the first one-node run). */
   p99BoundMs?: number;
   heartbeatMs: number;
+  /** Begin each phase only once warm start has finished on every node (default in the CLI). */
+  waitWarmStart: boolean;
   /** Null: no failover run. `rate` auto: 80% of the measured capacity of all nodes. */
   failover: { rate: number | "auto"; durationS: number; killAtS: number; downS: number } | null;
   env: Record<string, string | undefined>;
@@ -62,6 +67,22 @@ export interface ScaleOutRun extends LoadReport {
   sustained: boolean;
 }
 
+/** The nodes' tiers when a phase begins: after their restart and (when waited for) their warm start. */
+export interface PhaseStart {
+  waitedForWarmStart: boolean;
+  nodes: Record<
+    string,
+    {
+      hot: number;
+      warm: number;
+      stored: number;
+      warmBytes: number | null;
+      warmBudgetBytes: number | null;
+      warmStart: Health["warmStart"] | null;
+    }
+  >;
+}
+
 export interface ScaleOutResult {
   bench: "scale-out";
   machine: { cpus: number; node: string; platform: string };
@@ -76,11 +97,19 @@ export interface ScaleOutResult {
     maxTokens: number;
     durationS: number;
     heartbeatMs: number;
+    waitWarmStart: boolean;
   };
   /** The closed-loop probe of one node (auto rates): its rate, and its failures by error code. */
   probe: { concurrency: number; durationS: number; okPerS: number; failures: Record<string, number> } | null;
   p99BoundMs: number;
-  topologies: { nodes: number; runs: ScaleOutRun[]; capacityRps: number }[];
+  /** Per topology: its runs, its capacity, the tiers at its start and the hot-or-warm share of all its runs. */
+  topologies: {
+    nodes: number;
+    runs: ScaleOutRun[];
+    capacityRps: number;
+    phaseStart: PhaseStart;
+    hotOrWarmShare: number | null;
+  }[];
   /** Capacity of all nodes over the capacity of one, under the same p99 bound. */
   speedup: number | null;
   failover: FailoverReport | null;
@@ -167,16 +196,20 @@ async function measure(
       bodies,
     );
 
-  // Each topology starts from the same state: every node restarted, so every block is cold (on
-  // disk) and no node keeps the hot and warm tiers an earlier phase filled (routing prefers them).
+  // Each topology starts from the same state: every node restarted, so no node keeps the hot and
+  // warm tiers an earlier phase filled (routing prefers them); what is warm then is what each
+  // node's warm start read back from its disk.
   const [first] = ids as [string, ...string[]];
-  const restart = async (up: string[]) => {
+  const restart = async (up: string[]): Promise<PhaseStart> => {
     await Promise.all(ids.map((id) => cluster.stopNode(id)));
-    const since = Date.now();
+    let since = Date.now();
     await Promise.all(up.map((id) => cluster.startNode(id)));
+    // A heartbeat sent after warm start ended tells the edge which blocks are warm.
+    if (o.waitWarmStart) since = await cluster.waitWarmStart(up);
     await cluster.waitLive(up, since);
+    return phaseStart(cluster, up, o.waitWarmStart, log);
   };
-  await restart([first]);
+  const oneStart = await restart([first]);
   let probe: ScaleOutResult["probe"] = null;
   let rates = o.rates;
   if (rates === "auto") {
@@ -190,12 +223,12 @@ async function measure(
   const oneRuns = await ladder(cluster, [first], 1, rates.one, load, o, log);
   const p99BoundMs = o.p99BoundMs ?? Math.max(1, 5 * (oneRuns[0]?.latencyMs?.p50 ?? 200));
 
-  await restart(ids);
+  const allStart = await restart(ids);
   if (o.warmupS > 0) await load(rates.all[0] as number, o.warmupS);
   const allRuns = await ladder(cluster, ids, ids.length, rates.all, load, o, log);
   const topologies = [
-    { nodes: 1, runs: oneRuns },
-    { nodes: ids.length, runs: allRuns },
+    { nodes: 1, runs: oneRuns, phaseStart: oneStart },
+    { nodes: ids.length, runs: allRuns, phaseStart: allStart },
   ].map((t) => {
     for (const r of t.runs)
       r.sustained =
@@ -203,9 +236,18 @@ async function measure(
         r.throughputRps >= 0.9 * r.rate &&
         (r.latencyMs?.p99 ?? Infinity) <= p99BoundMs;
     const capacityRps = Math.max(0, ...t.runs.filter((r) => r.sustained).map((r) => r.throughputRps));
-    return { ...t, capacityRps };
+    const served = t.runs.reduce((n, r) => n + r.affinity.hot + r.affinity.warm + r.affinity.cold, 0);
+    const hotOrWarm = t.runs.reduce((n, r) => n + r.affinity.hot + r.affinity.warm, 0);
+    return {
+      ...t,
+      capacityRps,
+      hotOrWarmShare: served > 0 ? Math.round((hotOrWarm / served) * 1000) / 1000 : null,
+    };
   });
   const [one, all] = topologies as [(typeof topologies)[0], (typeof topologies)[0]];
+  log(
+    `hot or warm: 1 node ${one.hotOrWarmShare ?? "-"}, ${ids.length} nodes ${all.hotOrWarmShare ?? "-"} of the grafts served`,
+  );
   log(
     `capacity: 1 node ${one.capacityRps} req/s, ${ids.length} nodes ${all.capacityRps} req/s (p99 <= ${p99BoundMs} ms)`,
   );
@@ -254,6 +296,7 @@ async function measure(
       maxTokens: o.maxTokens,
       durationS: o.durationS,
       heartbeatMs: o.heartbeatMs,
+      waitWarmStart: o.waitWarmStart,
     },
     probe,
     p99BoundMs,
@@ -262,6 +305,41 @@ async function measure(
     failover,
     library: { afterDeposit, atEnd },
   };
+}
+
+/** The tiers each running node reports now (its own `/health`), logged one line a node. */
+async function phaseStart(
+  cluster: Cluster,
+  up: string[],
+  waited: boolean,
+  log: (line: string) => void,
+): Promise<PhaseStart> {
+  const mb = (bytes: number | null | undefined) =>
+    bytes == null ? "-" : String(Math.round(bytes / 2 ** 20));
+  const nodes: PhaseStart["nodes"] = {};
+  for (const id of up) {
+    const h = await cluster.health(id);
+    const view = {
+      hot: h.tiers.hot.length,
+      warm: h.tiers.warm.length,
+      stored: h.tiers.coldCount,
+      warmBytes: h.warmBytes?.used ?? null,
+      warmBudgetBytes: h.warmBytes?.budget ?? null,
+      warmStart: h.warmStart ?? null,
+    };
+    nodes[id] = view;
+    const ws = view.warmStart;
+    log(
+      `phase start: ${id} ${view.warm}/${view.stored} blocks warm (${mb(view.warmBytes)} of ${mb(view.warmBudgetBytes)} MB), ${view.hot} hot; ` +
+        `warm start ${ws ? `${ws.state}, ${ws.blocks} blocks read${ws.ms !== null ? ` in ${ws.ms} ms` : ""}, ${ws.skipped} left cold, ${ws.corrupt.length} corrupt` : "not reported"}`,
+    );
+  }
+  log(
+    waited
+      ? "phase begins after warm start finished on every node"
+      : "phase begins without waiting for warm start (--no-wait-warm-start)",
+  );
+  return { waitedForWarmStart: waited, nodes };
 }
 
 /** Each rate in turn against the running nodes, with the nodes' tier counters and the edge's routing around each. */

@@ -58,6 +58,13 @@ const envSchema = z.object({
    * blocks that are safe in the bucket are deleted locally. Unset: no limit.
    */
   KVGRAFT_DISK_BUDGET_BYTES: z.coerce.number().int().positive().optional(),
+  /**
+   * Warm start: `on` (default) fills the warm tier from the local block store after each start,
+   * most recently used first; `off` leaves it empty until grafts fill it.
+   */
+  KVGRAFT_WARM_START: z.enum(["on", "off"], { error: "must be on or off" }).default("on"),
+  /** Bytes of block state the warm tier holds in RAM (pinned on our engine build); 0 turns it off. Default 2 GiB. */
+  KVGRAFT_WARM_BUDGET_BYTES: z.coerce.number().int().nonnegative().optional(),
 });
 
 const envSchemaChecked = envSchema.superRefine((env, ctx) => {

@@ -220,6 +220,20 @@ export const healthSchema = z.object({
   queue: z.object({ depth: z.number().int(), capacity: z.number().int() }),
   /** `isolation` "none", with the reason, when the node runs no programs (no bubblewrap or python3, or disabled). */
   sandbox: z.object({ isolation: z.string(), reason: z.string().optional() }).optional(),
+  /** Filling the warm tier from disk after the start: blocks and bytes warmed, left cold, quarantined. */
+  warmStart: z
+    .object({
+      state: z.enum(["off", "pending", "running", "done"]),
+      stored: z.number().int(),
+      blocks: z.number().int(),
+      bytes: z.number().int(),
+      skipped: z.number().int(),
+      corrupt: z.array(sha256Schema),
+      ms: z.number().nullable(),
+    })
+    .optional(),
+  /** The warm tier's RAM in use and its budget, in bytes. */
+  warmBytes: z.object({ used: z.number().int(), budget: z.number().int() }).optional(),
   uptimeS: z.number(),
 });
 export type Health = z.infer<typeof healthSchema>;

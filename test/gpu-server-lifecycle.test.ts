@@ -2,7 +2,7 @@
  * `kvgraft serve gpu` as a child process, the way `npm start` and operators run it: bad
  * configuration exits 2, readiness is a JSON line, SIGTERM drains (health says so, new work is
  * refused, the request in flight finishes or is cut short cleanly) and exits 0, and a restart on
- * the same data directory serves the blocks it had.
+ * the same data directory serves the blocks it had (warm again after warm start).
  */
 import type { ChildProcess } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -131,11 +131,14 @@ describe("kvgraft serve gpu", () => {
     expect(await node.exited).toBe(0);
     expect(node.stderr()).toMatch(/stopped/);
 
-    // A restart re-indexes the store and serves the same block again.
+    // A restart re-indexes the store and serves the same block again, from RAM once warm start
+    // has read it back (gpu-node/blocks/warm-start.ts).
     const again = await startNode(["--drain-timeout-ms", "200"]);
     expect((await again.client.listBlocks()).map((m) => m.sha256)).toContain(block.sha256);
+    while ((await again.client.health()).warmStart?.state !== "done")
+      await new Promise((r) => setTimeout(r, 50));
     const graft = await again.client.graft({ blockId: block.sha256, query: " Check:", maxTokens: 4 });
-    expect(graft.tier).toBe("cold");
+    expect(graft.tier).toBe("warm");
 
     // A request longer than the drain timeout is cut short cleanly, and the process still exits 0.
     const long = await streaming(again, 800);

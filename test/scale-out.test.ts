@@ -58,6 +58,15 @@ describe("kvgraft bench scale-out", () => {
         expect(Object.values(r.graftsByNode).reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(r.ok);
       }
       expect(t.capacityRps).toBeGreaterThanOrEqual(0);
+      // Each phase began after warm start had read all 3 blocks back on every restarted node, so
+      // no graft was served cold.
+      expect(t.phaseStart.waitedForWarmStart).toBe(true);
+      expect(Object.keys(t.phaseStart.nodes).sort()).toEqual(t.nodes === 1 ? ["gpu-0"] : ["gpu-0", "gpu-1"]);
+      for (const n of Object.values(t.phaseStart.nodes)) {
+        expect(n).toMatchObject({ hot: 0, warm: 3, stored: 3 });
+        expect(n.warmStart).toMatchObject({ state: "done", blocks: 3, corrupt: [] });
+      }
+      expect(t.hotOrWarmShare).toBe(1);
     }
 
     const f = result.failover;

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { createGpuClient } from "../../shared/gpu-client.js";
+import { type Health, healthSchema } from "../../shared/protocol.js";
 import { kvgraftSameEntryArgs, readyUrl, type Supervised, supervise } from "../../tools/process/supervise.js";
 import { edgeReady } from "../load-bench.js";
 
@@ -63,6 +64,13 @@ export interface Cluster {
   waitLive(ids: string[], sinceMs?: number): Promise<void>;
   /** Each running node's tier counters, asked directly (signed). */
   tierHits(): Promise<Record<string, TierHits>>;
+  /** A running node's own `GET /health` (its tiers and warm start). */
+  health(id: string): Promise<Health>;
+  /**
+   * Waits until warm start has finished on each of these nodes (`/health` `warmStart.state` done
+   * or off); resolves with the wall clock (ms) at which the last one was seen done.
+   */
+  waitWarmStart(ids: string[]): Promise<number>;
   /** Signed clients of the running nodes. */
   client(id: string): ReturnType<typeof createGpuClient>;
   /** Stops everything; the edge's exit code. */
@@ -191,6 +199,25 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
     }
   };
 
+  const health = async (id: string): Promise<Health> => {
+    const node = running.get(id);
+    if (!node) throw new Error(`node ${id} is not running`);
+    const res = await fetch(`${node.url}/health`, { signal: AbortSignal.timeout(30_000) });
+    return healthSchema.parse(await res.json());
+  };
+  const waitWarmStart = async (ids: string[]): Promise<number> => {
+    const end = Date.now() + READY_TIMEOUT_MS;
+    for (const id of ids)
+      for (;;) {
+        const state = (await health(id)).warmStart?.state ?? "off";
+        if (state === "done" || state === "off") break;
+        if (Date.now() > end)
+          throw new Error(`warm start of ${id} still ${state} after ${READY_TIMEOUT_MS} ms`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    return Date.now();
+  };
+
   const cluster: Cluster = {
     edgeUrl,
     key,
@@ -204,6 +231,8 @@ export async function startCluster(o: ClusterOptions): Promise<Cluster> {
         return s.exited;
       }),
     waitLive,
+    health,
+    waitWarmStart,
     tierHits: async () => {
       const out: Record<string, TierHits> = {};
       await Promise.all(

@@ -1,4 +1,5 @@
 /** `kvgraft bench scale-out`: flags to bench/scale-out.ts options, a summary table, the JSON document. */
+import type { ScaleOutResult } from "../../bench/scale-out.js";
 import { intFlag, parseFlags, printJson, requireGgufFile, UsageError } from "../args.js";
 import { inheritedEnv } from "../config.js";
 import { readCliGpuEnv } from "../gpu-env.js";
@@ -7,13 +8,15 @@ export const SCALE_OUT_HELP = `usage: kvgraft bench scale-out [--model FILE] [--
          [--blocks B] [--block-tokens 2000] [--max-tokens 4] [--rates-one R,.. --rates-all R,..]
          [--duration 10] [--warmup 5] [--pause 2] [--p99-bound-ms MS] [--timeout-ms 30000]
          [--heartbeat-ms 1000] [--failover-rate auto|R] [--failover-duration 40] [--kill-at 10]
-         [--down 5] [--no-failover] [--data-dir DIR] [--json]
+         [--down 5] [--no-failover] [--no-wait-warm-start] [--data-dir DIR] [--json]
 
 Starts kvgraft serve edge and N kvgraft serve gpu nodes (own data directory and port each; --devices
 gives each node its CUDA_VISIBLE_DEVICES), registered through heartbeats, and deposits B blocks of
 about --block-tokens tokens (default B: 3x one node's hot slots; B must exceed them), each on 2 nodes.
 Then the graft workload (bench edge's constant-rate loop, spread over the library) at each rate
-against 1 node (the others stopped) and against all N: offered, ok, failed, throughput,
+against 1 node (the others stopped) and against all N, every node restarted before each; a phase
+begins once warm start (the nodes refilling their warm tier from disk) has finished on every node,
+unless --no-wait-warm-start, and the tiers each node reports then are printed: offered, ok, failed, throughput,
 p50/p95/p99, and the share of grafts the nodes served hot or warm. Without --rates-one/--rates-all
 the rates come from a closed-loop probe of one node (0.5-1.25x its capacity; 0.5-1.15xN for N).
 A run is sustained with <= 1% errors, >= 90% of its rate served and p99 <= --p99-bound-ms (default
@@ -47,6 +50,7 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
     "kill-at": { type: "string" },
     down: { type: "string" },
     "no-failover": { type: "boolean", default: false },
+    "no-wait-warm-start": { type: "boolean", default: false },
     "data-dir": { type: "string" },
     json: { type: "boolean", default: false },
   });
@@ -95,6 +99,7 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
     ...(flags["p99-bound-ms"] ? { p99BoundMs: positiveNumber(flags["p99-bound-ms"], "p99-bound-ms") } : {}),
     timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000),
     heartbeatMs: intFlag(flags["heartbeat-ms"], "heartbeat-ms", 1000, 50),
+    waitWarmStart: !flags["no-wait-warm-start"],
     failover: flags["no-failover"] ? null : { rate: failoverRate, durationS: failoverS, killAtS, downS },
     env: inheritedEnv(),
     log: (line) => process.stderr.write(`[${Math.round(performance.now() / 100) / 10} s] ${line}\n`),
@@ -115,6 +120,7 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
     "| nodes | rate/s | offered | ok | failed | req/s | p50 ms | p95 ms | p99 ms | hot/warm | sustained |\n" +
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n" +
       `${rows.join("\n")}\n` +
+      `${result.topologies.map(phaseLine).join("\n")}\n` +
       `capacity (p99 <= ${result.p99BoundMs} ms): ${result.topologies.map((t) => `${t.nodes} node(s) ${t.capacityRps} req/s`).join(", ")}; speedup ${result.speedup ?? "-"}\n` +
       (f
         ? `failover @ ${f.rate}/s: ${f.failed} failed of ${f.load.offered}; window p99 ${f.window.latencyMs?.p99 ?? "-"} ms ` +
@@ -124,6 +130,17 @@ export async function benchScaleOutCommand(argv: string[]): Promise<number> {
   );
   if (flags.json) printJson(result);
   return result.library.atEnd.lost.length === 0 && result.edgeExitCode === 0 ? 0 : 1;
+}
+
+/** One topology's start (tiers per node, waited for warm start or not) and its hot-or-warm share. */
+function phaseLine(t: ScaleOutResult["topologies"][number]): string {
+  const nodes = Object.entries(t.phaseStart.nodes)
+    .map(([id, n]) => `${id} ${n.warm}/${n.stored} warm, ${n.hot} hot`)
+    .join("; ");
+  return (
+    `${t.nodes} node(s): at the start ${nodes} (${t.phaseStart.waitedForWarmStart ? "after warm start" : "not waiting for warm start"}); ` +
+    `hot or warm ${t.hotOrWarmShare ?? "-"} of the grafts`
+  );
 }
 
 /** A positive number flag (fractions allowed), or a usage error. */

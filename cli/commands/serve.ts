@@ -21,7 +21,9 @@ signed HTTP API on loopback by default. It prints the URL once ready (--json: a 
 {url, model, engine}). SIGTERM, SIGINT or SIGHUP drains: new work is refused with 503, running requests
 finish (or are aborted after the drain timeout), then it exits 0. Bad configuration exits 2.
 Environment: KVGRAFT_GPU_SECRET (required, >= 16 characters), MODEL_PATH (when --model is absent),
-KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_LOG_LEVEL=debug|info|warn|error|silent, KVGRAFT_ACCESS_AUD + KVGRAFT_ACCESS_TEAM_DOMAIN (require
+KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_LOG_LEVEL=debug|info|warn|error|silent,
+KVGRAFT_WARM_BUDGET_BYTES (the warm tier's RAM, default 2 GiB), KVGRAFT_WARM_START=on|off (fill it from
+disk after the start, most recently used first; default on), KVGRAFT_ACCESS_AUD + KVGRAFT_ACCESS_TEAM_DOMAIN (require
 a Cloudflare Access JWT on every signed route). With --edge-url (or KVGRAFT_EDGE_URL) the node
 registers with that edge and sends signed heartbeats (id: --node-id / KVGRAFT_NODE_ID, default one
 kept in the data dir; URL the edge calls: --public-url / KVGRAFT_PUBLIC_URL, default the listening one).`;
@@ -76,6 +78,10 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
     ...(bucketConfig(env) ? { bucket: bucketConfig(env) } : {}),
     ...(env.KVGRAFT_DISK_BUDGET_BYTES ? { diskBudgetBytes: env.KVGRAFT_DISK_BUDGET_BYTES } : {}),
+    ...(env.KVGRAFT_WARM_BUDGET_BYTES !== undefined
+      ? { warmBudgetBytes: env.KVGRAFT_WARM_BUDGET_BYTES }
+      : {}),
+    warmStart: env.KVGRAFT_WARM_START === "on",
     ...(env.KVGRAFT_ACCESS_AUD || env.KVGRAFT_ACCESS_TEAM_DOMAIN
       ? { access: { audience: env.KVGRAFT_ACCESS_AUD, teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN } }
       : {}),

@@ -10,7 +10,7 @@ import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
-import { badRequest, unprocessable } from "../../shared/errors.js";
+import { badRequest, conflict, unprocessable } from "../../shared/errors.js";
 import { sha256Hex, sha256OfTokens } from "../../shared/hash.js";
 import {
   BLOCK_FORMAT_VERSION,
@@ -34,6 +34,7 @@ import type { ProbeGate } from "./probe-check.js";
 import { Restorer } from "./restore.js";
 import { SlotPool } from "./slot-pool.js";
 import type { BlockCheck, Blocks, GenerationOptions, TierSnapshot } from "./types.js";
+import { WarmStart } from "./warm-start.js";
 import { sweepDeadWarmDirs, WarmTier } from "./warm-tier.js";
 
 export interface BlockServiceOptions {
@@ -62,6 +63,8 @@ export class BlockService implements Blocks {
   private readonly importer: BlockImporter;
   /** Local disk as a cache of the bucket (when there is one). */
   readonly disk: DiskCache;
+  /** Fills the warm tier from disk after a start (the node begins it once it listens). */
+  readonly warmStart: WarmStart;
 
   private constructor(
     readonly engine: Engine,
@@ -76,6 +79,16 @@ export class BlockService implements Blocks {
     this.restorer = new Restorer({ engine, store, warm, pool, memory });
     this.disk = new DiskCache(store, { ...options, warm: memory }, (sha) => this.delete(sha));
     this.importer = new BlockImporter(engine, store, pool, (sha) => this.probes.markChecked(sha));
+    this.warmStart = new WarmStart({
+      byRecentUse: () => store.byRecentUse(),
+      has: (sha) => store.has(sha),
+      isWarm: (sha) => (memory ? memory.tier.has(sha) : warm.path(sha) !== null),
+      room: () => ({
+        usedBytes: memory ? memory.tier.usedBytes : warm.usedBytes,
+        budgetBytes: memory ? memory.tier.budgetBytes : warm.budgetBytes,
+      }),
+      warmCopy: (manifest) => this.restorer.warmCopy(manifest),
+    });
   }
 
   /** The post-restore probe check and its counters. */
@@ -127,8 +140,11 @@ export class BlockService implements Blocks {
     // One deposit at a time: it holds two slots, and two deposits each holding one would deadlock.
     const made = this.depositChain.then(() => this.depositNow(text, tokens));
     this.depositChain = made.catch(() => undefined);
-    // The upload runs outside the chain: it holds no slot.
-    const work = made.then((manifest) => this.disk.makeDurable(manifest));
+    // The warm copy and the upload run outside the chain: they hold no slot.
+    const work = made.then(async (manifest) => {
+      await this.keepWarm(manifest);
+      return this.disk.makeDurable(manifest);
+    });
     this.depositsInFlight.set(text, work);
     return work.finally(() => this.depositsInFlight.delete(text));
   }
@@ -286,14 +302,10 @@ export class BlockService implements Blocks {
   private async prefetchLocal(manifest: BlockManifest, tier: "hot" | "warm"): Promise<Tier> {
     const blockId = manifest.sha256;
     if (tier === "warm" || !this.engine.canTruncate) {
-      if (this.memory) {
-        const fetched = await this.memory.prefetch(manifest, this.store.statePath(blockId));
-        if (fetched === "corrupt") await this.restorer.forget(blockId);
-        return fetched === "warm" ? "warm" : "cold";
-      }
-      if (this.warm.path(blockId)) return "warm";
-      const path = await this.restorer.checkedPath(blockId);
-      return (await this.warm.add(blockId, path, manifest.sizeBytes)) ? "warm" : "cold";
+      const copied = await this.restorer.warmCopy(manifest);
+      if (copied === "corrupt")
+        throw conflict("block_corrupt", `block ${blockId} failed its hash check and was quarantined`);
+      return copied === "warm" ? "warm" : "cold";
     }
     assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
     const lease = await this.pool.acquire(blockId);
@@ -311,39 +323,15 @@ export class BlockService implements Blocks {
   async verify(blockId: string): Promise<BlockCheck> {
     const manifest = this.store.get(blockId);
     assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
-    const lease = await this.pool.acquire(null);
-    let keep: string | null = null;
-    try {
-      const started = performance.now();
-      await loadSequenceState(lease.slot.sequence, await this.restorer.checkedPath(blockId));
-      const restoreMs = performance.now() - started;
-      const probe = await evaluateProbe(
-        lease.slot.sequence,
-        manifest.probe.token as Token,
-        this.engine.vocabSize,
-      );
-      await truncate(lease.slot.sequence, manifest.tokenCount);
-      const ok = probe.sha256 === manifest.probe.sha256;
-      if (ok) this.probes.markChecked(blockId);
-      if (ok && this.engine.canTruncate) keep = blockId;
-      return {
-        blockSha256: blockId,
-        ok,
-        expectedProbeSha256: manifest.probe.sha256,
-        probeSha256: probe.sha256,
-        tier: "cold",
-        restoreMs,
-      };
-    } finally {
-      if (keep) lease.release(keep);
-      else await this.pool.releaseWiped(lease);
-    }
+    return this.restorer.verifyFromDisk(manifest);
   }
 
   /** Adds a block file built elsewhere after checking its hash, fingerprints and probe. */
   async importFile(tempPath: string, manifest: BlockManifest): Promise<BlockManifest> {
     try {
-      return await this.importer.importFile(tempPath, manifest);
+      const stored = await this.importer.importFile(tempPath, manifest);
+      await this.keepWarm(stored);
+      return stored;
     } finally {
       await rm(tempPath, { force: true });
     }
@@ -352,6 +340,14 @@ export class BlockService implements Blocks {
   /** Verifies and stores a block an admin uploaded to the bucket (bucket-import.ts). */
   importFromBucket(upload: BucketUpload): Promise<BlockManifest> {
     return importFromBucket(this, upload);
+  }
+
+  /**
+   * A new block (deposit, import) goes into the warm tier: a deposit on our engine build is there
+   * already (saved into the arena), otherwise the file just written is copied, hash-checked.
+   */
+  private async keepWarm(manifest: BlockManifest): Promise<void> {
+    await this.restorer.warmCopy(manifest).catch(() => undefined);
   }
 
   /** Drops the block's RAM copy (the warm tier), keeping it on disk and in any slot. */
@@ -382,11 +378,13 @@ export class BlockService implements Blocks {
       bytesLoaded: { ...this.restorer.stats.bytesLoaded },
       warmBytes: this.memory?.tier.usedBytes ?? this.warm.usedBytes,
       warmBudgetBytes: this.memory?.tier.budgetBytes ?? this.warm.budgetBytes,
+      warmStart: { ...this.warmStart.status, corrupt: [...this.warmStart.status.corrupt] },
     };
   }
 
   /** Removes the warm tier's RAM folder; the engine is disposed by its owner. */
   async close(): Promise<void> {
+    await this.warmStart.stop();
     await this.warm.close();
   }
 

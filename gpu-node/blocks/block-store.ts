@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm, stat, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import { conflict, notFound } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema, type TierBytes } from "../../shared/protocol.js";
@@ -52,6 +52,8 @@ export interface StoreRecovery {
 /** The on-disk block store. */
 export class BlockStore {
   private readonly manifests = new Map<string, BlockManifest>();
+  /** When `touch` last wrote each block's mtime (ms since the epoch). */
+  private readonly touched = new Map<string, number>();
   readonly blocksDir: string;
   readonly tmpDir: string;
   readonly quarantineDir: string;
@@ -135,6 +137,32 @@ export class BlockStore {
     const m = this.manifests.get(sha);
     if (!m) throw notFound("block_not_found", `no block ${sha}`);
     return m;
+  }
+
+  /**
+   * Records a use of the block in its state file's modification time, so the most-recently-used
+   * order (warm start's) survives restarts; at most once a second per block.
+   */
+  touch(sha: string): void {
+    const now = Date.now();
+    if (now - (this.touched.get(sha) ?? 0) < 1000) return;
+    this.touched.set(sha, now);
+    const time = new Date(now);
+    void utimes(this.statePath(sha), time, time).catch(() => undefined);
+  }
+
+  /** Stored blocks, most recently used first: by state file mtime (written, or `touch`ed by a restore). */
+  async byRecentUse(): Promise<BlockManifest[]> {
+    const timed = await Promise.all(
+      this.list().map(async (m) => ({
+        m,
+        mtime: await stat(this.statePath(m.sha256)).then(
+          (s) => s.mtimeMs,
+          () => 0,
+        ),
+      })),
+    );
+    return timed.sort((a, b) => b.mtime - a.mtime).map((t) => t.m);
   }
 
   statePath(sha: string): string {

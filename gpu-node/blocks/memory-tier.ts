@@ -52,6 +52,8 @@ export class MemoryTier {
   private readonly entries = new Map<string, Entry>();
   /** Ranges being filled (a cold read or a deposit) before they become entries. */
   private readonly reserved = new Set<{ offset: number; bytes: number; used: number }>();
+  /** Cold reads in flight, by block. */
+  private readonly reading = new Map<string, Promise<"read" | "mismatch" | null>>();
   private used = 0;
   private clock = 0;
 
@@ -136,6 +138,17 @@ export class MemoryTier {
   async readChecked(sha: string, path: string, hash: ChunkedHash): Promise<MemoryLease | "mismatch" | null> {
     const existing = this.acquire(sha);
     if (existing) return existing;
+    // A read of this block already under way (warm start, another graft): wait for it, not a second read.
+    let reading = this.reading.get(sha);
+    if (!reading) {
+      reading = this.readNew(sha, path, hash).finally(() => this.reading.delete(sha));
+      this.reading.set(sha, reading);
+    }
+    const outcome = await reading;
+    return outcome === "read" ? this.acquire(sha) : outcome;
+  }
+
+  private async readNew(sha: string, path: string, hash: ChunkedHash): Promise<"read" | "mismatch" | null> {
     const range = this.reserve(hash.sizeBytes);
     if (!range) return null;
     let ok = false;
@@ -144,7 +157,9 @@ export class MemoryTier {
     } finally {
       if (!ok) this.reserved.delete(range);
     }
-    return ok ? this.commit(sha, range, hash.sizeBytes) : "mismatch";
+    if (!ok) return "mismatch";
+    this.commit(sha, range, hash.sizeBytes).release();
+    return "read";
   }
 
   /** Drops a block (deleted or quarantined); its space is reused once no one reads it. */

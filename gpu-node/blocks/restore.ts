@@ -16,7 +16,8 @@ import { truncate } from "./generation.js";
 import type { MemoryPath } from "./memory-path.js";
 import { ProbeGate } from "./probe-check.js";
 import type { SlotLease, SlotPool } from "./slot-pool.js";
-import type { WarmTier } from "./warm-tier.js";
+import type { BlockCheck } from "./types.js";
+import type { WarmCopy, WarmTier } from "./warm-tier.js";
 
 const zeroTiers = (): Record<Tier, number> => ({ hot: 0, warm: 0, cold: 0 });
 
@@ -87,9 +88,42 @@ export class Restorer {
     } else if (this.probes.needed(manifest.sha256, tier, verifyProbe)) await this.probes.check(seq, manifest);
     // Only a block that passed its checks gets a RAM copy.
     if (coldPath) void this.tiers.warm.add(manifest.sha256, coldPath, manifest.sizeBytes);
+    this.tiers.store.touch(manifest.sha256);
     this.stats.hits[tier]++;
     this.stats.restoreMsSum[tier] += performance.now() - started;
     return tier;
+  }
+
+  /**
+   * Re-checks a stored block: restores it from disk (hash-checked) into a free slot and compares
+   * its probe hash; a block that passes stays resident there on engines that can truncate.
+   */
+  async verifyFromDisk(manifest: BlockManifest): Promise<BlockCheck> {
+    const { engine, pool } = this.tiers;
+    const blockId = manifest.sha256;
+    const lease = await pool.acquire(null);
+    let keep: string | null = null;
+    try {
+      const started = performance.now();
+      await loadSequenceState(lease.slot.sequence, await this.checkedPath(blockId));
+      const restoreMs = performance.now() - started;
+      const probe = await evaluateProbe(lease.slot.sequence, manifest.probe.token as Token, engine.vocabSize);
+      await truncate(lease.slot.sequence, manifest.tokenCount);
+      const ok = probe.sha256 === manifest.probe.sha256;
+      if (ok) this.probes.markChecked(blockId);
+      if (ok && engine.canTruncate) keep = blockId;
+      return {
+        blockSha256: blockId,
+        ok,
+        expectedProbeSha256: manifest.probe.sha256,
+        probeSha256: probe.sha256,
+        tier: "cold",
+        restoreMs,
+      };
+    } finally {
+      if (keep) lease.release(keep);
+      else await pool.releaseWiped(lease);
+    }
   }
 
   /** Forgets a block in every tier and quarantines its files (a failed hash or probe check). */
@@ -98,6 +132,22 @@ export class Restorer {
     this.tiers.memory?.tier.remove(sha);
     await this.tiers.warm.remove(sha);
     await this.tiers.store.quarantineBlock(sha);
+  }
+
+  /**
+   * Puts a block into the warm tier in one read of its file, checked as a cold read checks it
+   * (pinned arena: every chunk's SHA-256; tmpfs copy: the size and the whole file's SHA-256, which
+   * is the block's name), so nothing unchecked becomes warm. A corrupt block is forgotten in every
+   * tier and its files quarantined.
+   */
+  async warmCopy(manifest: BlockManifest): Promise<WarmCopy> {
+    const { memory, warm, store } = this.tiers;
+    const path = store.statePath(manifest.sha256);
+    const outcome = memory
+      ? await memory.prefetch(manifest, path)
+      : await warm.add(manifest.sha256, path, manifest.sizeBytes);
+    if (outcome === "corrupt") await this.forget(manifest.sha256);
+    return outcome;
   }
 
   /** Drops the block's RAM copy (the warm tier), keeping it on disk and in any slot. */
@@ -162,6 +212,9 @@ export class Restorer {
     manifest: BlockManifest,
     otherEngine: boolean,
   ): Promise<{ tier: Tier; coldPath: string | null }> {
+    // A copy into RAM under way (warm start, a prefetch): this restore reads that copy, not the disk.
+    if ((await this.tiers.warm.pending(manifest.sha256)) === "corrupt")
+      throw conflict("block_corrupt", `block ${manifest.sha256} failed its hash check and was quarantined`);
     const warmPath = this.tiers.warm.path(manifest.sha256);
     const tier: Tier = warmPath ? "warm" : "cold";
     const path = warmPath ?? (await this.checkedPath(manifest.sha256));

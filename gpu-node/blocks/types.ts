@@ -2,6 +2,7 @@
 
 import type { BlockManifest, GenerationResult, Tier, TierBytes } from "../../shared/protocol.js";
 import type { BucketUpload } from "./bucket-import.js";
+import type { WarmStartStatus } from "./warm-start.js";
 
 /** Decoding options; temperature 0 decodes greedily. */
 export interface Sampling {
@@ -36,6 +37,8 @@ export interface TierSnapshot {
   bytesLoaded: Record<Tier, number>;
   warmBytes: number;
   warmBudgetBytes: number;
+  /** Filling the warm tier from disk after the start (warm-start.ts). */
+  warmStart: WarmStartStatus;
 }
 
 /** Result of re-checking a stored block: restore it and compare its probe hash. */

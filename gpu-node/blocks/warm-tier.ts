@@ -9,11 +9,14 @@ import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 
+/** Outcome of putting a block into a warm tier (tmpfs copy or pinned arena). */
+export type WarmCopy = "warm" | "corrupt" | "unavailable";
+
 export class WarmTier {
   private readonly entries = new Map<string, { bytes: number; lastUsed: number }>();
   private used = 0;
   private clock = 0;
-  private readonly inFlight = new Map<string, Promise<boolean>>();
+  private readonly inFlight = new Map<string, Promise<WarmCopy>>();
 
   private constructor(
     readonly dir: string,
@@ -43,13 +46,19 @@ export class WarmTier {
     return join(this.dir, `${sha}.state`);
   }
 
+  /** The copy of `sha` being made now, if any (a restore waits for it rather than reading the file again). */
+  pending(sha: string): Promise<WarmCopy> | undefined {
+    return this.inFlight.get(sha);
+  }
+
   /**
-   * Copies a block file in, evicting least-recently-used copies to fit. Returns false when the
-   * block alone exceeds the budget or the copy's hash differs from `sha`.
+   * Copies a block file in, evicting least-recently-used copies to fit, in one read that hashes
+   * the bytes: "corrupt" when their size or SHA-256 differ from the block's (nothing is kept),
+   * "unavailable" when the block alone exceeds the budget or the copy fails otherwise.
    */
-  add(sha: string, sourcePath: string, bytes: number): Promise<boolean> {
-    if (this.entries.has(sha)) return Promise.resolve(true);
-    if (bytes > this.budgetBytes) return Promise.resolve(false);
+  add(sha: string, sourcePath: string, bytes: number): Promise<WarmCopy> {
+    if (this.entries.has(sha)) return Promise.resolve("warm");
+    if (bytes > this.budgetBytes) return Promise.resolve("unavailable");
     const pending = this.inFlight.get(sha);
     if (pending) return pending;
     const work = this.copy(sha, sourcePath, bytes).finally(() => this.inFlight.delete(sha));
@@ -57,24 +66,31 @@ export class WarmTier {
     return work;
   }
 
-  private async copy(sha: string, sourcePath: string, bytes: number): Promise<boolean> {
+  private async copy(sha: string, sourcePath: string, bytes: number): Promise<WarmCopy> {
     await this.makeRoom(bytes);
     const target = join(this.dir, `${sha}.state`);
     const temp = `${target}.tmp`;
     const hash = createHash("sha256");
+    let read = 0;
     const source = createReadStream(sourcePath, { highWaterMark: 1 << 24 });
-    source.on("data", (chunk) => hash.update(chunk as Buffer));
+    source.on("data", (chunk) => {
+      hash.update(chunk as Buffer);
+      read += chunk.length;
+    });
     try {
       await pipeline(source, createWriteStream(temp, { mode: 0o600 }));
-      if (hash.digest("hex") !== sha) throw new Error("hash mismatch");
-      await rename(temp, target);
     } catch {
       await rm(temp, { force: true });
-      return false;
+      return "unavailable";
     }
+    if (read !== bytes || hash.digest("hex") !== sha) {
+      await rm(temp, { force: true });
+      return "corrupt";
+    }
+    await rename(temp, target);
     this.entries.set(sha, { bytes, lastUsed: ++this.clock });
     this.used += bytes;
-    return true;
+    return "warm";
   }
 
   /** Drops a copy (after deletion or quarantine of the block). */

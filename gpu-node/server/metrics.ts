@@ -88,6 +88,24 @@ export class GpuMetrics {
     this.gauge("kvgraft_warm_tier_bytes", "RAM used by the warm tier.", [], () => [
       { value: snap().warmBytes },
     ]);
+    this.gauge("kvgraft_warm_tier_budget_bytes", "RAM the warm tier may use.", [], () => [
+      { value: snap().warmBudgetBytes },
+    ]);
+    this.total("kvgraft_warm_start_blocks_total", "Blocks warm start read into the warm tier.", [], () => [
+      { value: snap().warmStart.blocks },
+    ]);
+    this.total("kvgraft_warm_start_bytes_total", "Bytes warm start read into the warm tier.", [], () => [
+      { value: snap().warmStart.bytes },
+    ]);
+    this.total(
+      "kvgraft_warm_start_corrupt_total",
+      "Blocks warm start found corrupt (quarantined).",
+      [],
+      () => [{ value: snap().warmStart.corrupt.length }],
+    );
+    this.gauge("kvgraft_warm_start_running", "1 while warm start fills the warm tier.", [], () => [
+      { value: snap().warmStart.state === "running" ? 1 : 0 },
+    ]);
     this.gauge("kvgraft_slots_busy", "Engine slots in use.", [], () => [{ value: snap().slots.busy }]);
     this.gauge("kvgraft_queue_depth", "Model jobs running or waiting for admission.", [], () => [
       { value: sources.queue.depth },

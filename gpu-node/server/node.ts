@@ -67,6 +67,10 @@ export const gpuNodeConfigSchema = z
       .optional(),
     /** With a bucket: bytes of block files kept locally (`KVGRAFT_DISK_BUDGET_BYTES`); default no limit. */
     diskBudgetBytes: z.number().int().positive().optional(),
+    /** Bytes of the warm tier (RAM; `KVGRAFT_WARM_BUDGET_BYTES`); 0 turns it off; default 2 GiB. */
+    warmBudgetBytes: z.number().int().nonnegative().optional(),
+    /** Fill the warm tier from disk after the start (`KVGRAFT_WARM_START`, warm-start.ts). */
+    warmStart: z.boolean().default(true),
   })
   .strict();
 export type GpuNodeConfig = z.input<typeof gpuNodeConfigSchema>;
@@ -108,6 +112,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
       dataDir: config.dataDir,
       ...(config.bucket ? { bucket: new BlockBucket(config.bucket) } : {}),
       ...(config.diskBudgetBytes ? { diskBudgetBytes: config.diskBudgetBytes } : {}),
+      ...(config.warmBudgetBytes !== undefined ? { warmBudgetBytes: config.warmBudgetBytes } : {}),
     });
     const openedBlocks = blocks;
     let sandboxUnavailable = "disabled (--no-sandbox)";
@@ -186,6 +191,10 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
           logger: log,
         })
       : null;
+    // After the node is ready, never before: grafts are served while the warm tier fills, and
+    // the edge hears of the warm blocks from a heartbeat sent as soon as it is full.
+    if (config.warmStart) void openBlocks.warmStart.start(log).then(() => heartbeat?.beat());
+    else openBlocks.warmStart.disable();
     let stopping: Promise<void> | undefined;
     return {
       url,

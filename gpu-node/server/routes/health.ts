@@ -18,6 +18,8 @@ export function healthRoute(app: Hono<GpuEnv>, ctx: ServerContext): void {
       sandbox: options.sandbox
         ? { isolation: options.sandbox.isolation }
         : { isolation: "none", reason: ctx.noSandbox },
+      warmStart: s.warmStart,
+      warmBytes: { used: s.warmBytes, budget: s.warmBudgetBytes },
       uptimeS: Math.round((Date.now() - ctx.started) / 1000),
     };
     // 503 while draining tells load balancers to stop sending; the body says why.
