@@ -6,6 +6,7 @@ import {
   majorityGroup,
   type NodeView,
   planRebalance,
+  preferIdle,
   routeCandidates,
 } from "../edge/cluster/placement.js";
 import { rendezvousPick, rendezvousRank } from "../shared/rendezvous.js";
@@ -64,6 +65,20 @@ describe("placement", () => {
     // Not a holder: never a candidate, even when live.
     expect(routeCandidates(BLOCK, new Set([r0]), nodes)).toEqual([{ id: r0, tier: "cold" }]);
     expect(routeCandidates(BLOCK, new Set([r3]), nodes)).toEqual([]);
+  });
+
+  it("balances grafts among the holders that have the block hot or warm by calls open, never before a cold one", () => {
+    const route = [
+      { id: "h", tier: "hot" as const },
+      { id: "w", tier: "warm" as const },
+      { id: "c", tier: "cold" as const },
+    ];
+    const open = (counts: Record<string, number>) => (id: string) => counts[id] ?? 0;
+    // Idle everywhere: the order of the route (hot, warm, cold) stays.
+    expect(preferIdle(route, open({})).map((c) => c.id)).toEqual(["h", "w", "c"]);
+    // The hot holder busy: the warm one, idle, goes first; the idle cold one stays last.
+    expect(preferIdle(route, open({ h: 2 })).map((c) => c.id)).toEqual(["w", "h", "c"]);
+    expect(preferIdle(route, open({ h: 3, w: 3 })).map((c) => c.id)).toEqual(["h", "w", "c"]);
   });
 
   it("plans copies to missing desired nodes, and drops only once all desired nodes hold the block", () => {

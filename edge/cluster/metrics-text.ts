@@ -45,6 +45,12 @@ export function renderNodeMetrics(
     "gauge",
     nodes.map((n) => [{ node: n.id }, n.live ? 1 : 0]),
   );
+  metric(
+    "in_flight",
+    "Calls this edge has open on the node now.",
+    "gauge",
+    nodes.map((n): Sample => [{ node: n.id }, metricsOf(n.id).inFlight]),
+  );
   for (const [name, help, read] of COUNTERS)
     metric(
       name,

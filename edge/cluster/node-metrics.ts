@@ -4,6 +4,8 @@ import type { RouteTier } from "./placement.js";
 /** Per-node counters kept by this edge process. */
 export interface NodeMetrics {
   requests: number;
+  /** Calls this edge process has open on the node now (a gauge; graft routing balances on it). */
+  inFlight: number;
   failures: number;
   /** Calls that failed here and were retried on another node. */
   failovers: number;
@@ -27,6 +29,7 @@ export interface MetricsBook {
 
 const newMetrics = (): NodeMetrics => ({
   requests: 0,
+  inFlight: 0,
   failures: 0,
   failovers: 0,
   grafts: { hot: 0, warm: 0, cold: 0 },

@@ -87,6 +87,22 @@ export function routeCandidates(
     .map(({ id, tier }) => ({ id, tier }));
 }
 
+/**
+ * Graft candidates with load balanced among the fast ones: a node holding the block hot or warm
+ * (a restore of milliseconds) with fewer calls open goes first; cold holders stay last, and
+ * equals keep their order (hot before warm, then rendezvous rank). Without it every graft of a
+ * block goes to the same holder however busy it is, while the other holder has it warm too.
+ */
+export function preferIdle<T extends { id: string; tier: RouteTier }>(
+  candidates: readonly T[],
+  inFlight: (nodeId: string) => number,
+): T[] {
+  return candidates
+    .map((c, i) => ({ c, i, slow: c.tier === "cold" ? 1 : 0, load: inFlight(c.id) }))
+    .sort((a, b) => a.slow - b.slow || a.load - b.load || a.i - b.i)
+    .map(({ c }) => c);
+}
+
 /** The fingerprint group most live nodes share (where new deposits go); null when none is live. */
 export function majorityGroup(nodes: readonly NodeView[]): Fingerprints | null {
   const counts = new Map<string, { f: Fingerprints; n: number }>();

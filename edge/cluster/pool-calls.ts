@@ -18,7 +18,7 @@ import { blockFingerprints, recordedHolders, removeReplica } from "../db/replica
 import { type ModelCallOptions, modelCall, toDomainError } from "./gpu.js";
 import type { NodeDirectory, PoolNode } from "./node-directory.js";
 import type { MetricsBook } from "./node-metrics.js";
-import { majorityGroup, type RouteTier, routeCandidates } from "./placement.js";
+import { majorityGroup, preferIdle, type RouteTier, routeCandidates } from "./placement.js";
 
 /** What the pool's calls share. */
 export interface CallContext {
@@ -140,6 +140,7 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
       const t0 = performance.now();
       const m = deps.metrics.of(nodeId);
       m.requests++;
+      m.inFlight++;
       try {
         const opts = {
           deadlineMs: Math.max(1, Math.floor(left)),
@@ -167,6 +168,8 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
         else if (kind === "suspect") deps.markSuspect(nodeId);
         if (started) throw toDomainError(failure, timeoutMs);
         m.failovers++;
+      } finally {
+        m.inFlight--;
       }
     }
     if (lastError === undefined) throw noReplica(deps.timing);
@@ -270,7 +273,10 @@ export async function graftRouted(
   req: { blockId: string; query: string; maxTokens: number },
   opts?: ModelCallOptions,
 ): Promise<Routed<GenerationResult>> {
-  const candidates = await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes());
+  const candidates = preferIdle(
+    await graftCandidates(ctx.db, req.blockId, await ctx.directory.nodes()),
+    (id) => ctx.metrics.of(id).inFlight,
+  );
   if (candidates.length === 0) throw noReplica(ctx.settings, req.blockId);
   const out = await ctx.failover(
     candidates.map((c) => c.id),
