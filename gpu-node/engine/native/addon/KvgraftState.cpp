@@ -214,13 +214,17 @@ Napi::Value SequenceStateSize(const Napi::CallbackInfo& info) {
 // (context, sourceSequence, targetSequence): the target gets the source's cells. Across KV
 // streams llama.cpp copies the stream's data on the device at the next update (before the next
 // decode; with llama-patches/seq-copy-used-cells.diff only the cells in use, and the cell
-// bookkeeping in one piece), so the caller evaluates next, and the target is emptied first.
+// bookkeeping in one piece), so the caller evaluates next. With a stream per sequence (not
+// kv_unified) the copy replaces the target's stream whole, so the target is not emptied first:
+// emptying it would free the cell sets the copy can reuse. In one shared stream it is.
 Napi::Value CopySequence(const Napi::CallbackInfo& info) {
     AddonContext* context = unwrapContext(info[0]);
     const llama_seq_id source = info[1].As<Napi::Number>().Int32Value();
     const llama_seq_id target = info[2].As<Napi::Number>().Int32Value();
     llama_memory_t memory = llama_get_memory(context->ctx);
-    llama_memory_seq_rm(memory, target, -1, -1);
+    if (context->context_params.kv_unified) {
+        llama_memory_seq_rm(memory, target, -1, -1);
+    }
     llama_memory_seq_cp(memory, source, target, -1, -1);
     return info.Env().Undefined();
 }
