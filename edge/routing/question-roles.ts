@@ -20,6 +20,11 @@ export interface QuestionRoles {
   counts: Map<string, string>;
   /** Whether the question counts back in time (`how many years ago`). */
   backInTime: boolean;
+  /**
+   * Pairs of concepts the text relates as two of a kind (`nickels and dimes`, `Tom is 8 years
+   * older than his sister`), as `x|y` both ways: what a swap of asked and given can exchange.
+   */
+  related: Set<string>;
 }
 
 /** The problem's concepts, and its question's roles. */
@@ -73,7 +78,34 @@ export function questionRoles(
     if (concept !== null && !counts.has(m[1] as string)) counts.set(m[1] as string, concept);
   }
   const negations = question.match(NEGATION)?.length ?? 0;
-  return { question: concepts, negated: negations % 2 === 1, counts, backInTime: /\bago\b/.test(question) };
+  return {
+    question: concepts,
+    negated: negations % 2 === 1,
+    counts,
+    backInTime: /\bago\b/.test(question),
+    related: relatedPairs(text, conceptOf),
+  };
+}
+
+/** Words that relate two things of a kind: `x and y`, `x or y`, `x is older than y`. */
+const RELATING = new Set(["and", "or", "nor", "than", "versus", "vs"]);
+/** How many words apart two related things may stand (`tom is 8 years older than his sister`). */
+const RELATED_WITHIN = 6;
+
+/** The pairs of concepts within `RELATED_WITHIN` words of each other with a relating word between. */
+function relatedPairs(text: string, conceptOf: (word: string) => string | null): Set<string> {
+  const words = text.match(/[a-z]+/g) ?? [];
+  const concepts = words.map(conceptOf);
+  const pairs = new Set<string>();
+  words.forEach((word, i) => {
+    if (!RELATING.has(word)) return;
+    for (let x = Math.max(0, i - RELATED_WITHIN + 1); x < i; x++)
+      for (let y = i + 1; y < Math.min(words.length, x + RELATED_WITHIN + 1); y++) {
+        const [cx, cy] = [concepts[x], concepts[y]];
+        if (cx && cy && cx !== cy) pairs.add(`${cx}|${cy}`).add(`${cy}|${cx}`);
+      }
+  });
+  return pairs;
 }
 
 /**
@@ -97,16 +129,29 @@ export function questionsDiffer(a: Compared, b: Compared): boolean {
     const y = group.filter((m) => b.question.has(m));
     if (x.length > 0 && y.length > 0 && x.join() !== y.join()) return true;
   }
-  if (asksAboutData(a, b) && asksAboutData(b, a)) return true;
+  if (swapped(a, b)) return true;
   if (sameDataOtherQuestion(a, b)) return true;
   return countsSwapped(a, b);
 }
 
-/** Whether `a`'s question asks about something `b` states but does not ask about (a unit asks in it). */
-function asksAboutData(a: Compared, b: Compared): boolean {
-  for (const c of a.question)
-    if (b.concepts.has(c) && !b.question.has(c) && !UNIT_CONCEPTS.has(c)) return true;
+/**
+ * Whether the questions swap asked and given: `a` asks about some `x` that `b` states only as data,
+ * `b` about some `y` that `a` states only as data, and one text relates `x` and `y` as two of a
+ * kind (`nickels and dimes`, `older than his sister`). A re-wording also moves words between the
+ * question and the data (`how many draws are black` for `both balls`), but not between two things
+ * the problem sets side by side.
+ */
+function swapped(a: Compared, b: Compared): boolean {
+  const xs = asksAboutData(a, b);
+  const ys = asksAboutData(b, a);
+  for (const x of xs)
+    for (const y of ys) if (a.related.has(`${x}|${y}`) || b.related.has(`${x}|${y}`)) return true;
   return false;
+}
+
+/** What `a`'s question asks about that `b` states but does not ask about (a unit asks in it). */
+function asksAboutData(a: Compared, b: Compared): string[] {
+  return [...a.question].filter((c) => b.concepts.has(c) && !b.question.has(c) && !UNIT_CONCEPTS.has(c));
 }
 
 /**
