@@ -16,8 +16,11 @@ export interface QuestionRoles {
   question: Set<string>;
   /** Whether the question is negated (`not divisible`, `isn't yellow`, `other than`). */
   negated: boolean;
-  /** Each number of the text (as written) -> the concept right after it (`2 women` -> `women`). */
-  counts: Map<string, string>;
+  /**
+   * Each number of the text (as written) -> the concepts right after it, one per place the number
+   * stands (`2 women` -> `women`; `8 workers ... 8 hours` -> `worker`, `hour`).
+   */
+  counts: Map<string, Set<string>>;
   /** Whether the question counts back in time (`how many years ago`). */
   backInTime: boolean;
   /**
@@ -59,7 +62,7 @@ export const QUESTION_ALTERNATIVES: string[][] = [
  * they state conditions (`no member holds more than 1 office`) that re-wordings move out of the
  * question or say as `at most`.
  */
-const NEGATION = /\b(?:not|never|none|neither|nor|except|non)\b|\bother than\b/g;
+const NEGATION = /\b(?:not|never|neither|nor|except|non)\b|\bnone(?= of\b)|\bother than\b/g;
 
 /**
  * The roles of a problem: `text` the whole (lower-cased, thesaurus phrases applied), `question` its
@@ -72,10 +75,13 @@ export function questionRoles(
   concepts: Set<string>,
   conceptOf: (word: string) => string | null,
 ): QuestionRoles {
-  const counts = new Map<string, string>();
+  const counts = new Map<string, Set<string>>();
   for (const m of text.matchAll(/(\d+(?:\.\d+)?)\s+([a-z]+)/g)) {
     const concept = conceptOf(m[2] as string);
-    if (concept !== null && !counts.has(m[1] as string)) counts.set(m[1] as string, concept);
+    if (concept === null) continue;
+    const counted = counts.get(m[1] as string);
+    if (counted) counted.add(concept);
+    else counts.set(m[1] as string, new Set([concept]));
   }
   const negations = question.match(NEGATION)?.length ?? 0;
   return {
@@ -89,8 +95,12 @@ export function questionRoles(
 
 /** Words that relate two things of a kind: `x and y`, `x or y`, `x is older than y`. */
 const RELATING = new Set(["and", "or", "nor", "than", "versus", "vs"]);
-/** How many words apart two related things may stand (`tom is 8 years older than his sister`). */
-const RELATED_WITHIN = 6;
+/**
+ * How many words may stand between a thing and the relating word (`tom is 8 years older than`),
+ * and between the relating word and the other thing (`and her daughter`).
+ */
+const RELATED_BEFORE = 4;
+const RELATED_AFTER = 2;
 
 /** The pairs of concepts within `RELATED_WITHIN` words of each other with a relating word between. */
 function relatedPairs(text: string, conceptOf: (word: string) => string | null): Set<string> {
@@ -99,8 +109,8 @@ function relatedPairs(text: string, conceptOf: (word: string) => string | null):
   const pairs = new Set<string>();
   words.forEach((word, i) => {
     if (!RELATING.has(word)) return;
-    for (let x = Math.max(0, i - RELATED_WITHIN + 1); x < i; x++)
-      for (let y = i + 1; y < Math.min(words.length, x + RELATED_WITHIN + 1); y++) {
+    for (let x = Math.max(0, i - RELATED_BEFORE - 1); x < i; x++)
+      for (let y = i + 1; y < Math.min(words.length, i + RELATED_AFTER + 2); y++) {
         const [cx, cy] = [concepts[x], concepts[y]];
         if (cx && cy && cx !== cy) pairs.add(`${cx}|${cy}`).add(`${cy}|${cx}`);
       }
@@ -127,7 +137,7 @@ export function questionsDiffer(a: Compared, b: Compared): boolean {
   for (const group of QUESTION_ALTERNATIVES) {
     const x = group.filter((m) => a.question.has(m));
     const y = group.filter((m) => b.question.has(m));
-    if (x.length > 0 && y.length > 0 && x.join() !== y.join()) return true;
+    if (x.length > 0 && y.length > 0 && !x.some((m) => y.includes(m))) return true;
   }
   if (swapped(a, b)) return true;
   if (sameDataOtherQuestion(a, b)) return true;
@@ -156,19 +166,22 @@ function asksAboutData(a: Compared, b: Compared): string[] {
 
 /**
  * Whether one number counts different things in the two problems, each of which the other problem
- * counts too (`exactly 2 women` vs `exactly 2 men`, both from 6 men and 5 women). Symmetric.
+ * counts too (`exactly 2 women` vs `exactly 2 men`, both from 6 men and 5 women); a number that
+ * stands in several places counts something the same in both when any of its things are shared
+ * (`8 workers ... 8 hours` vs `10 workers ... 8 hours`). Symmetric.
  */
 function countsSwapped(a: Compared, b: Compared): boolean {
-  for (const [n, x] of a.counts) {
-    const y = b.counts.get(n);
-    if (y !== undefined && y !== x && countsSomething(b, x) && countsSomething(a, y)) return true;
+  for (const [n, xs] of a.counts) {
+    const ys = b.counts.get(n);
+    if (ys === undefined || [...xs].some((x) => ys.has(x))) continue;
+    if ([...xs].some((x) => countsSomething(b, x)) && [...ys].some((y) => countsSomething(a, y))) return true;
   }
   return false;
 }
 
 /** Whether some number of `p` counts `thing`. */
 function countsSomething(p: Compared, thing: string): boolean {
-  for (const counted of p.counts.values()) if (counted === thing) return true;
+  for (const counted of p.counts.values()) if (counted.has(thing)) return true;
   return false;
 }
 

@@ -57,13 +57,55 @@ export const PHRASES: [RegExp, string][] = [
   [/\b(?:months?|monthly)\b/g, " month "],
   [/\b(?:weeks?|weekly)\b/g, " week "],
   [/\b(?:days?|daily)\b/g, " day "],
+  // Whether a symbol may be used again (license plates, codes, digits): before `more than`, which
+  // `more than once` is not. The negated forms first: `no letter may repeat` holds `may repeat`.
+  [
+    /\b(?:without|no) (?:repetitions?|repeats?)\b|\b(?:can ?not|can't|may not|must not|not|never|no \w+(?: (?:and|or) no \w+)?) (?:be )?(?:may |can )?(?:repeat\w*|reused|used more than once)/g,
+    " norepeat ",
+  ],
+  [
+    /\b(?:with )?(?:repetitions?|repeats?) (?:is |are )?(?:allowed|permitted)\b|\bwith (?:repetitions?|repeats)\b|\b(?:may|can) (?:be )?repeat\w*|\b(?:even )?more than once\b/g,
+    " withrepeat ",
+  ],
+  // `even` as an adverb (`even no toppings`, `even more than once`) is no parity.
+  [/\beven (?=(?:no|none|zero|more|less|fewer|if|though|when|once|with|without|including|the|a|an|so)\b)/g, " "],
+  // `18 degrees larger than`, `2 seats more than`: a difference, not a condition (below).
+  [/(?<=\d (?!(?:is|are|was|were|be|not) )[a-z]+ )(?:more|greater|larger|bigger|higher|less|fewer|smaller|lower) than\b/g, " differ "],
+  // A count asked as an extreme (`the least number of cans`) is a count.
+  [/\b(?:smallest|least|fewest|minimum|lowest) (?:possible )?number of\b/g, " many "],
+  // The way around a figure, and the length of all its sides, are its perimeter.
+  [
+    /\b(?:distance|length) (?:all )?(?:the way )?around\b|\baround (?:its|the|their) (?:edges?|outside|boundary|border|rim)\b|\b(?:total )?length of (?:all )?(?:its|the) (?:\w+ )?sides\b/g,
+    " perimeter ",
+  ],
+  [/\bcurrent(?= ages?\b)/g, " now "],
+  // `how many kilometers apart`: a distance (`degrees apart` is an angle).
+  [/(?<=\bhow many (?:kilometer|meter|centimeter|millimeter|miles?|feet|yards?|inch(?:es)?) )apart\b/g, " distance "],
+  // `the foot of the ladder` is its base, `a rectangular yard` a place: units only after a number
+  // or a word that takes a unit.
+  [/(?<!(?:\d|square|cubic|per|in|many|much|each|every|a|one|of)\s?)\bfoot\b/g, " base "],
+  [/(?<!(?:\d|square|cubic|per|in|many|much|each|every|a|one|of)\s?)\byards?\b/g, " yardplace "],
+  [/\bnet (?:gain|win\w*)\b/g, " profit "],
+  [/\b(?:leaves?|leaving|with|has|have) no remainder\b/g, " divisible "],
+  [/\bthe remainder\b(?! (?:when|of|after|on|is|upon))/g, " the rest "],
+  // A `30% salt solution` is a mixture, not an equation's root.
+  [
+    /(?<=percent (?:[a-z]+ )?)solutions?\b|\bsolutions?\b(?! (?:of|to|for)\b)(?=[^.?]*\b(?:percent|salt|sugar|acid|alcohol|concentration)\b)/g,
+    " mixture ",
+  ],
+  // `no member holds more than 1 office`: each holds at most 1.
+  [/(?<=\b(?:no (?:[a-z]+ ){1,2}|nobody (?:[a-z]+ ){0,2}))(?:more|greater) than\b/g, " atmost "],
+  [/\btakes? away\b|\btook away\b/g, " remove "],
   [/\b(?:at least|no (?:less|fewer) than|greater than or equal to|>=)/g, " atleast "],
   [/\b(?:at most|no (?:more|greater) than|less than or equal to|<=)/g, " atmost "],
   // `3 more than the one before` is a difference, not a condition.
   [/(?<!\d )\b(?:more|greater|larger|bigger|higher) than\b|(?<!\S)>(?!\S)/g, " morethan "],
   [/(?<!\d )\b(?:less|fewer|smaller|lower) than\b|(?<!\S)<(?!\S)/g, " lessthan "],
-  [/\bwithout replac\w*|\bnot (?:replac|put) ?\w*(?: back)?/g, " withoutreplacement "],
-  [/\bwith replac\w*/g, " withreplacement "],
+  [
+    /\bwithout (?:replac|putting|returning)\w*(?: (?:it|them|the \w+(?: one)?|each \w+))?(?: back)?|\bnot (?:replac|put|return) ?\w*(?: back)?/g,
+    " withoutreplacement ",
+  ],
+  [/\bwith replac\w*|\b(?:put|puts|putting|placed|returned|returns?|returning) (?:it |them )?back\b|\breturn (?:it|them)\b/g, " withreplacement "],
   [/\b(?:towards?|approach\w*) (?:each other|one another)\b/g, " toward "],
   [/\b(?:in the same direction|catch(?:es)? up(?: with)?|overtakes?)\b/g, " samedirection "],
   [/\b(?:lined|line) up\b|\bin (?:a )?(?:row|line)\b|\bin (?:different |distinct )?orders?\b/g, " arrange "],
@@ -174,6 +216,16 @@ const SYNONYMS: Record<string, string> = {
   drop: "decrease",
   fell: "decrease",
   fall: "decrease",
+  likely: "probability",
+  old: "age",
+  present: "now",
+  today: "now",
+  outside: "surface",
+  subtract: "remove",
+  minus: "remove",
+  deduct: "remove",
+  task: "job",
+  project: "job",
 };
 
 /** Concepts that name what a question asks for (compared in the question sentence). */
@@ -209,6 +261,9 @@ export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
   { members: ["faster", "slower"], strict: false },
   { members: ["even", "odd"], strict: true },
   { members: ["discount", "markup"], strict: false },
+  { members: ["withrepeat", "norepeat"], strict: false },
+  { members: ["complementary", "supplementary"], strict: false },
+  { members: ["add", "remove"], strict: false },
 ];
 
 /** Concepts that are units of measure: a question says them to ask in a unit, not about a thing. */
@@ -246,7 +301,7 @@ export const STOP_WORDS = new Set(
     "left possible different particular specific certain given respectively follow following show " +
     "need needed take taken takes make made let suppose assume equal equals dollar dollars cent cents " +
     "unit units alone own itself themselves another whole entire altogether total round rounded precisely " +
-    "nearest decimal place places"
+    "nearest decimal place places measure measures measured measuring measurement combined"
   ).split(" "),
 );
 
