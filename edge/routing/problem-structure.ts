@@ -9,6 +9,7 @@ import {
   canonicalConcept,
   EXCLUSIVE,
   FORMAT_CLAUSES,
+  FRACTIONS,
   MULTIPLES,
   NUMBER_WORDS,
   ORDINALS,
@@ -119,15 +120,16 @@ export function differences(
 /**
  * Whether two problems state the same numbers: every digit number of each is among the other's
  * numbers (digits or words), and only one side has number words the other lacks (`the other four`
- * adds a count; `three dice` for `two dice` changes the problem).
+ * adds a count; `three dice` for `two dice` changes the problem). A number stated again is the same
+ * number (`pages 1 through 250 ... (the book has 250 pages)`): each side's numbers count once.
  */
 export function sameNumbers(a: Numbers, b: Numbers): boolean {
-  const all = (n: Numbers) => [...n.digits, ...n.words];
+  const all = (n: Numbers) => [...new Set([...n.digits, ...n.words])];
   const aExtra = without(all(a), all(b));
   const bExtra = without(all(b), all(a));
   return (
-    without(a.digits, all(b)).length === 0 &&
-    without(b.digits, all(a)).length === 0 &&
+    without([...new Set(a.digits)], all(b)).length === 0 &&
+    without([...new Set(b.digits)], all(a)).length === 0 &&
     (aExtra.length === 0 || bExtra.length === 0)
   );
 }
@@ -146,11 +148,17 @@ function without(xs: string[], ys: string[]): string[] {
 
 function numbersOf(text: string): Numbers {
   // The text is normalized: numbers are canonical digit runs (`0.5`, `12500`), signs aside.
-  const digits = text.match(/\d+(?:\.\d+)?/g) ?? [];
+  // `3 and a half` is 3.5.
+  const digits =
+    text
+      .replace(/(\d+) and an? (half|quarter)\b/g, (_, n: string, f: string) => String(Number(n) + (FRACTIONS[f] ?? 0)))
+      .match(/\d+(?:\.\d+)?/g) ?? [];
   const words: string[] = [];
   // Number words, compounds included: `three hundred and sixty`, `twenty-five`, `a dozen`.
   let value: number | null = null;
   let chunk = 0;
+  // How far a fraction after a number has come: 1 after `and`, 2 after `and a`.
+  let fraction = 0;
   const flush = () => {
     if (value !== null) words.push(String(value + chunk));
     value = null;
@@ -159,6 +167,7 @@ function numbersOf(text: string): Numbers {
   for (const word of text.match(/[a-z]+/g) ?? []) {
     const n = NUMBER_WORDS[word];
     if (n !== undefined) {
+      fraction = 0;
       if (value === null) value = 0;
       if (n === 100) chunk = (chunk || 1) * 100;
       else if (n === 1000) {
@@ -166,8 +175,16 @@ function numbersOf(text: string): Numbers {
         chunk = 0;
       } else chunk += n;
     } else if (word === "and" && value !== null) {
-      // `three hundred and sixty` goes on.
+      // `three hundred and sixty` goes on; `three and a half` ends with its fraction.
+      fraction = 1;
+    } else if ((word === "a" || word === "an") && fraction === 1) {
+      fraction = 2;
+    } else if (fraction === 2 && FRACTIONS[word] !== undefined) {
+      chunk += FRACTIONS[word] as number;
+      fraction = 0;
+      flush();
     } else {
+      fraction = 0;
       flush();
       const m = ORDINALS[word] ?? MULTIPLES[word];
       if (m !== undefined) words.push(String(m));

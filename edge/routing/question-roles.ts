@@ -60,7 +60,8 @@ export const QUESTION_ALTERNATIVES: string[][] = [
  * an odd count asks for the complement (`not divisible`, `isn't yellow`, `other than yellow`); two
  * cancel. `no` and `nobody` are left out:
  * they state conditions (`no member holds more than 1 office`) that re-wordings move out of the
- * question or say as `at most`.
+ * question or say as `at most`; so is `none` but in `none of` (`any number of toppings, including
+ * none` allows a count of zero).
  */
 const NEGATION = /\b(?:not|never|neither|nor|except|non)\b|\bnone(?= of\b)|\bother than\b/g;
 

@@ -108,6 +108,8 @@ export const PHRASES: [RegExp, string][] = [
   [/\bwith replac\w*|\b(?:put|puts|putting|placed|returned|returns?|returning) (?:it |them )?back\b|\breturn (?:it|them)\b/g, " withreplacement "],
   [/\b(?:towards?|approach\w*) (?:each other|one another)\b/g, " toward "],
   [/\b(?:in the same direction|catch(?:es)? up(?: with)?|overtakes?)\b/g, " samedirection "],
+  // Seats around a round table (or in a circle) are counted up to rotation; in a row they are not.
+  [/\b(?:round|circular) (?:\w+ )?table\b|\bin a (?:circle|ring)\b|\bcircular arrangements?\b/g, " roundtable "],
   [/\b(?:lined|line) up\b|\bin (?:a )?(?:row|line)\b|\bin (?:different |distinct )?orders?\b/g, " arrange "],
   [/\badd(?:s|ed)? up\b|\btotal of\b|\btotal(?:s|ing|ling)\b/g, " sum "],
   [/\btaken away\b|\btake away\b|\btaken out\b|\btake out\b/g, " remove "],
@@ -262,6 +264,7 @@ export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
   { members: ["even", "odd"], strict: true },
   { members: ["discount", "markup"], strict: false },
   { members: ["withrepeat", "norepeat"], strict: false },
+  { members: ["roundtable"], strict: true },
   { members: ["complementary", "supplementary"], strict: false },
   { members: ["add", "remove"], strict: false },
 ];
@@ -338,6 +341,9 @@ export const NUMBER_WORDS: Record<string, number> = {
   thousand: 1000,
   dozen: 12,
 };
+
+/** Fractions said after a number: `three and a half`, `2 and a quarter`. */
+export const FRACTIONS: Record<string, number> = { half: 0.5, quarter: 0.25 };
 
 /** Ordinals that are positions (`the tenth term` = `the 10th term`); `first`..`third` are too common. */
 export const ORDINALS: Record<string, number> = {
