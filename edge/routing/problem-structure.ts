@@ -3,16 +3,13 @@
  * concepts over the math thesaurus (thesaurus.ts), what its question sentence asks for, its
  * numbers (digits and number words), its formulas; and the comparisons of two structures.
  */
+import { FRACTIONS, MULTIPLES, NUMBER_WORDS, ORDINALS } from "./number-words.js";
 import { type QuestionRoles, questionRoles, questionsDiffer } from "./question-roles.js";
 import {
   ASKED,
   canonicalConcept,
   EXCLUSIVE,
   FORMAT_CLAUSES,
-  FRACTIONS,
-  MULTIPLES,
-  NUMBER_WORDS,
-  ORDINALS,
   PHRASES,
   SEARCH_EXPANSIONS,
   STOP_WORDS,
@@ -151,7 +148,9 @@ function numbersOf(text: string): Numbers {
   // `3 and a half` is 3.5.
   const digits =
     text
-      .replace(/(\d+) and an? (half|quarter)\b/g, (_, n: string, f: string) => String(Number(n) + (FRACTIONS[f] ?? 0)))
+      .replace(/(\d+) and an? (half|quarter)\b/g, (_, n: string, f: string) =>
+        String(Number(n) + (FRACTIONS[f] ?? 0)),
+      )
       .match(/\d+(?:\.\d+)?/g) ?? [];
   const words: string[] = [];
   // Number words, compounds included: `three hundred and sixty`, `twenty-five`, `a dozen`.

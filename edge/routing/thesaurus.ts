@@ -68,9 +68,15 @@ export const PHRASES: [RegExp, string][] = [
     " withrepeat ",
   ],
   // `even` as an adverb (`even no toppings`, `even more than once`) is no parity.
-  [/\beven (?=(?:no|none|zero|more|less|fewer|if|though|when|once|with|without|including|the|a|an|so)\b)/g, " "],
+  [
+    /\beven (?=(?:no|none|zero|more|less|fewer|if|though|when|once|with|without|including|the|a|an|so)\b)/g,
+    " ",
+  ],
   // `18 degrees larger than`, `2 seats more than`: a difference, not a condition (below).
-  [/(?<=\d (?!(?:is|are|was|were|be|not) )[a-z]+ )(?:more|greater|larger|bigger|higher|less|fewer|smaller|lower) than\b/g, " differ "],
+  [
+    /(?<=\d (?!(?:is|are|was|were|be|not) )[a-z]+ )(?:more|greater|larger|bigger|higher|less|fewer|smaller|lower) than\b/g,
+    " differ ",
+  ],
   // A count asked as an extreme (`the least number of cans`) is a count.
   [/\b(?:smallest|least|fewest|minimum|lowest) (?:possible )?number of\b/g, " many "],
   // The way around a figure, and the length of all its sides, are its perimeter.
@@ -80,7 +86,10 @@ export const PHRASES: [RegExp, string][] = [
   ],
   [/\bcurrent(?= ages?\b)/g, " now "],
   // `how many kilometers apart`: a distance (`degrees apart` is an angle).
-  [/(?<=\bhow many (?:kilometer|meter|centimeter|millimeter|miles?|feet|yards?|inch(?:es)?) )apart\b/g, " distance "],
+  [
+    /(?<=\bhow many (?:kilometer|meter|centimeter|millimeter|miles?|feet|yards?|inch(?:es)?) )apart\b/g,
+    " distance ",
+  ],
   // `the foot of the ladder` is its base, `a rectangular yard` a place: units only after a number
   // or a word that takes a unit.
   [/(?<!(?:\d|square|cubic|per|in|many|much|each|every|a|one|of)\s?)\bfoot\b/g, " base "],
@@ -105,11 +114,17 @@ export const PHRASES: [RegExp, string][] = [
     /\bwithout (?:replac|putting|returning)\w*(?: (?:it|them|the \w+(?: one)?|each \w+))?(?: back)?|\bnot (?:replac|put|return) ?\w*(?: back)?/g,
     " withoutreplacement ",
   ],
-  [/\bwith replac\w*|\b(?:put|puts|putting|placed|returned|returns?|returning) (?:it |them )?back\b|\breturn (?:it|them)\b/g, " withreplacement "],
+  [
+    /\bwith replac\w*|\b(?:put|puts|putting|placed|returned|returns?|returning) (?:it |them )?back\b|\breturn (?:it|them)\b/g,
+    " withreplacement ",
+  ],
   [/\b(?:towards?|approach\w*) (?:each other|one another)\b/g, " toward "],
   [/\b(?:in the same direction|catch(?:es)? up(?: with)?|overtakes?)\b/g, " samedirection "],
   // Seats around a round table (or in a circle) are counted up to rotation; in a row they are not.
-  [/\b(?:round|circular) (?:\w+ )?table\b|\bin a (?:circle|ring)\b|\bcircular arrangements?\b/g, " roundtable "],
+  [
+    /\b(?:round|circular) (?:\w+ )?table\b|\bin a (?:circle|ring)\b|\bcircular arrangements?\b/g,
+    " roundtable ",
+  ],
   [/\b(?:lined|line) up\b|\bin (?:a )?(?:row|line)\b|\bin (?:different |distinct )?orders?\b/g, " arrange "],
   [/\badd(?:s|ed)? up\b|\btotal of\b|\btotal(?:s|ing|ling)\b/g, " sum "],
   [/\btaken away\b|\btake away\b|\btaken out\b|\btake out\b/g, " remove "],
@@ -307,64 +322,6 @@ export const STOP_WORDS = new Set(
     "nearest decimal place places measure measures measured measuring measurement combined"
   ).split(" "),
 );
-
-export const NUMBER_WORDS: Record<string, number> = {
-  zero: 0,
-  one: 1,
-  two: 2,
-  three: 3,
-  four: 4,
-  five: 5,
-  six: 6,
-  seven: 7,
-  eight: 8,
-  nine: 9,
-  ten: 10,
-  eleven: 11,
-  twelve: 12,
-  thirteen: 13,
-  fourteen: 14,
-  fifteen: 15,
-  sixteen: 16,
-  seventeen: 17,
-  eighteen: 18,
-  nineteen: 19,
-  twenty: 20,
-  thirty: 30,
-  forty: 40,
-  fifty: 50,
-  sixty: 60,
-  seventy: 70,
-  eighty: 80,
-  ninety: 90,
-  hundred: 100,
-  thousand: 1000,
-  dozen: 12,
-};
-
-/** Fractions said after a number: `three and a half`, `2 and a quarter`. */
-export const FRACTIONS: Record<string, number> = { half: 0.5, quarter: 0.25 };
-
-/** Ordinals that are positions (`the tenth term` = `the 10th term`); `first`..`third` are too common. */
-export const ORDINALS: Record<string, number> = {
-  fourth: 4,
-  fifth: 5,
-  sixth: 6,
-  seventh: 7,
-  eighth: 8,
-  ninth: 9,
-  tenth: 10,
-  eleventh: 11,
-  twelfth: 12,
-  fifteenth: 15,
-  twentieth: 20,
-  thirtieth: 30,
-  fiftieth: 50,
-  hundredth: 100,
-};
-
-/** Words that state a factor (`twice as old`, `double the previous term`). */
-export const MULTIPLES: Record<string, number> = { twice: 2, double: 2, doubles: 2, triple: 3, thrice: 3 };
 
 /**
  * A light stemmer: plural and verb endings (`divisors`, `arranged`, `painting`), so word forms of
