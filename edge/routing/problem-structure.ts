@@ -30,6 +30,11 @@ export interface ProblemStructure extends QuestionRoles {
   numbers: Numbers;
   /** The formulas (`x^2-5x+6=0`, `7^100`), sorted. */
   formulas: string[];
+  /**
+   * What the percentages are taken of, each once, sorted: a number, or `?` for anything else
+   * (`24% of 18` -> `18`; `18 is 24% of what number` -> `?`; `40% of the grade` -> `?`).
+   */
+  percentBases: string[];
 }
 
 /** The numbers a problem states: as digits, and as number words (`five`, `tenth`, `twice`). */
@@ -65,8 +70,12 @@ export function analyzeProblem(normalizedText: string): ProblemStructure {
     ),
     numbers: numbersOf(text),
     formulas,
+    percentBases: [...new Set([...text.matchAll(PERCENT_OF)].map((m) => m[1] ?? "?"))].sort(),
   };
 }
+
+/** A percentage of something: `24 percent of 18`, `24 percent of what number`, `30 percent of the price`. */
+const PERCENT_OF = /\d percent of (?:the |a |an |this |that |his |her |its |their )?(\d+(?:\.\d+)?)?/g;
 
 /** A sentence that asks: a wh-word among its first words, or an imperative. */
 const QUESTION_START =
@@ -107,11 +116,34 @@ export function differences(
   for (const group of EXCLUSIVE) {
     const x = [...group.members].filter((m) => a.concepts.has(m));
     const y = [...group.members].filter((m) => b.concepts.has(m));
-    if ((group.strict || (x.length > 0 && y.length > 0)) && x.join() !== y.join()) return "structure_differs";
+    if ((group.strict || (x.length > 0 && y.length > 0)) && x.join() !== y.join()) {
+      if (!(group.unit && renamedUnit(x, y, a, b))) return "structure_differs";
+    }
   }
   if (a.formulas.length > 0 && b.formulas.length > 0 && a.formulas.join(" ") !== b.formulas.join(" "))
     return "structure_differs";
+  if (
+    a.percentBases.length > 0 &&
+    b.percentBases.length > 0 &&
+    a.percentBases.join(" ") !== b.percentBases.join(" ")
+  )
+    return "structure_differs";
   return null;
+}
+
+/**
+ * Whether two problems state their measures in one unit each, another unit of the same dimension
+ * (`46 m of fencing ... in square meters` for `46 cm ... in square centimeters`), and no unit of
+ * another dimension: the same computation in other units, with the same numbers and answer. A
+ * problem mixing units (`years` and `months`), or with a rate (`km/h` with `hours` for `minutes`),
+ * converts between them, and a unit changed there changes the answer.
+ */
+function renamedUnit(x: string[], y: string[], a: ProblemStructure, b: ProblemStructure): boolean {
+  if (x.length !== 1 || y.length !== 1) return false;
+  const otherUnits = EXCLUSIVE.filter((g) => g.unit && !g.members.includes(x[0] as string)).flatMap(
+    (g) => g.members,
+  );
+  return !otherUnits.some((u) => a.concepts.has(u) || b.concepts.has(u));
 }
 
 /**

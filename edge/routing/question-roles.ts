@@ -78,7 +78,9 @@ export function questionRoles(
 ): QuestionRoles {
   const counts = new Map<string, Set<string>>();
   for (const m of text.matchAll(/(\d+(?:\.\d+)?)\s+([a-z]+)/g)) {
-    const concept = conceptOf(m[2] as string);
+    const concept = CURRENCIES.has(m[2] as string)
+      ? canonicalConcept(m[2] as string)
+      : conceptOf(m[2] as string);
     if (concept === null) continue;
     const counted = counts.get(m[1] as string);
     if (counted) counted.add(concept);
@@ -93,6 +95,16 @@ export function questionRoles(
     related: relatedPairs(text, conceptOf),
   };
 }
+
+/**
+ * Currencies count money (`540 dollars` vs `540 euros` converts the other way), though the
+ * router's concepts leave `dollars` out (a price is a price in any currency).
+ */
+const CURRENCIES = new Set(
+  "dollar dollars euro euros pound pounds yen rupee rupees peso pesos franc francs yuan cent cents".split(
+    " ",
+  ),
+);
 
 /** Words that relate two things of a kind: `x and y`, `x or y`, `x is older than y`. */
 const RELATING = new Set(["and", "or", "nor", "than", "versus", "vs"]);

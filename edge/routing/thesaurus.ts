@@ -85,6 +85,14 @@ export const PHRASES: [RegExp, string][] = [
     " perimeter ",
   ],
   [/\bcurrent(?= ages?\b)/g, " now "],
+  // Definitions said instead of the name: the segment's length is the distance between its ends,
+  // the largest number dividing both is their gcd, the multiples of 7 are the numbers divisible by 7.
+  [/\blength of (?:the |a )?(?:line )?segment (?=joining|between|connecting|from)/g, " distance "],
+  [
+    /\b(?:largest|greatest|biggest|highest) (?:\w+ )?(?:that|which) divides (?:both|each of|all of)\b/g,
+    " gcd ",
+  ],
+  [/\bmultiples? of\b(?= \d)/g, " divisible by "],
   // `how many kilometers apart`: a distance (`degrees apart` is an angle).
   [
     /(?<=\bhow many (?:kilometer|meter|centimeter|millimeter|miles?|feet|yards?|inch(?:es)?) )apart\b/g,
@@ -133,8 +141,9 @@ export const PHRASES: [RegExp, string][] = [
   [/(?<=\d)!|\bfactorial\b/g, " factorial "],
   [/\bone or more\b/g, " atleast one "],
   [/\bwhole numbers?\b/g, " integer "],
-  [/°\s?f\b|\bdegrees? f\b/g, " fahrenheit "],
-  [/°\s?c\b|\bdegrees? c\b/g, " celsius "],
+  // Normalization writes `98.6 °F` as `98.6 degreesF`.
+  [/°\s?f\b|\bdegrees? ?f\b/g, " fahrenheit "],
+  [/°\s?c\b|\bdegrees? ?c\b/g, " celsius "],
   [/\bcan't\b|\bcannot\b/g, " can not "],
   [/\bwon't\b/g, " will not "],
   [/n't\b/g, " not "],
@@ -267,8 +276,8 @@ const UNIT_GROUPS = [
  * comparison in a condition, drawing with or without replacement, order mattering or not, the
  * direction of motion). `strict`: absent on one side and present on the other differs too.
  */
-export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
-  ...UNIT_GROUPS.map((members) => ({ members, strict: false })),
+export const EXCLUSIVE: { members: string[]; strict: boolean; unit?: true }[] = [
+  ...UNIT_GROUPS.map((members) => ({ members, strict: false, unit: true as const })),
   { members: ["atleast", "atmost", "morethan", "lessthan"], strict: true },
   { members: ["withoutreplacement", "withreplacement"], strict: false },
   { members: ["arrange", "choose"], strict: false },
