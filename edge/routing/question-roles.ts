@@ -28,6 +28,11 @@ export interface QuestionRoles {
    * older than his sister`), as `x|y` both ways: what a swap of asked and given can exchange.
    */
   related: Set<string>;
+  /**
+   * What a measured question asks for, as `unit|thing` (`how many liters of water` ->
+   * `liter|water`), or null.
+   */
+  measured: string | null;
 }
 
 /** The problem's concepts, and its question's roles. */
@@ -93,6 +98,7 @@ export function questionRoles(
     counts,
     backInTime: /\bago\b/.test(question),
     related: relatedPairs(text, conceptOf),
+    measured: measuredThing(question, conceptOf),
   };
 }
 
@@ -105,6 +111,14 @@ const CURRENCIES = new Set(
     " ",
   ),
 );
+
+/** `how many liters of water` -> `liter|water`; null for a question of another form. */
+function measuredThing(question: string, conceptOf: (word: string) => string | null): string | null {
+  const m = question.match(/\bhow (?:many|much) ([a-z]+) of ([a-z]+)/);
+  if (!m) return null;
+  const [unit, thing] = [conceptOf(m[1] as string), conceptOf(m[2] as string)];
+  return unit && thing ? `${unit}|${thing}` : null;
+}
 
 /** Words that relate two things of a kind: `x and y`, `x or y`, `x is older than y`. */
 const RELATING = new Set(["and", "or", "nor", "than", "versus", "vs"]);
@@ -153,8 +167,22 @@ export function questionsDiffer(a: Compared, b: Compared): boolean {
     if (x.length > 0 && y.length > 0 && !x.some((m) => y.includes(m))) return true;
   }
   if (swapped(a, b)) return true;
+  if (otherThingMeasured(a, b) || otherThingMeasured(b, a)) return true;
   if (sameDataOtherQuestion(a, b)) return true;
   return countsSwapped(a, b);
+}
+
+/**
+ * Whether the two questions measure different things in one unit, and `a`'s thing is one `b`
+ * names elsewhere (`how many liters of salt must be added` to a salt solution, for `how many
+ * liters of water`); a thing the other never names is a word of its own (`pure` in `liters of pure
+ * water`).
+ */
+function otherThingMeasured(a: Compared, b: Compared): boolean {
+  if (a.measured === null || b.measured === null || a.measured === b.measured) return false;
+  const [unitA, thingA] = a.measured.split("|") as [string, string];
+  const [unitB, thingB] = b.measured.split("|") as [string, string];
+  return unitA === unitB && b.concepts.has(thingA) && !a.question.has(thingB);
 }
 
 /**
