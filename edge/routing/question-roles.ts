@@ -8,6 +8,7 @@
  * (a negation, another member of a group of alternatives, a swap of what is asked and what is
  * given), never on a word merely missing.
  */
+import { NUMBER_WORDS } from "./number-words.js";
 import { canonicalConcept, UNIT_CONCEPTS } from "./thesaurus.js";
 
 /** The parts of a problem's question sentence these rules compare. */
@@ -33,6 +34,10 @@ export interface QuestionRoles {
    * `liter|water`), or null.
    */
   measured: string | null;
+  /** What a `how many` question counts (`how many weeks` -> `week`), or null. */
+  countOf: string | null;
+  /** What the text counts with a number in words (`sixteen metres` -> `meter`). */
+  countedInWords: Set<string>;
 }
 
 /** The problem's concepts, and its question's roles. */
@@ -99,6 +104,10 @@ export function questionRoles(
     backInTime: /\bago\b/.test(question),
     related: relatedPairs(text, conceptOf),
     measured: measuredThing(question, conceptOf),
+    countOf: countedThing(question, conceptOf),
+    countedInWords: new Set(
+      [...text.matchAll(COUNTED_IN_WORDS)].flatMap((m) => conceptOf(m[1] as string) ?? []),
+    ),
   };
 }
 
@@ -119,6 +128,19 @@ function measuredThing(question: string, conceptOf: (word: string) => string | n
   const [unit, thing] = [conceptOf(m[1] as string), conceptOf(m[2] as string)];
   return unit && thing ? `${unit}|${thing}` : null;
 }
+
+/** The first concept among the three words after `how many`, or null. */
+function countedThing(question: string, conceptOf: (word: string) => string | null): string | null {
+  const m = question.match(/\bhow many ((?:[a-z]+ ?){1,3})/);
+  for (const word of m?.[1]?.split(" ") ?? []) {
+    const concept = word ? conceptOf(word) : null;
+    if (concept !== null) return concept;
+  }
+  return null;
+}
+
+/** A number in words and the word after it (`sixteen metres`). */
+const COUNTED_IN_WORDS = new RegExp(`\\b(?:${Object.keys(NUMBER_WORDS).join("|")})\\s+([a-z]+)`, "g");
 
 /** Words that relate two things of a kind: `x and y`, `x or y`, `x is older than y`. */
 const RELATING = new Set(["and", "or", "nor", "than", "versus", "vs"]);
@@ -168,6 +190,7 @@ export function questionsDiffer(a: Compared, b: Compared): boolean {
   }
   if (swapped(a, b)) return true;
   if (otherThingMeasured(a, b) || otherThingMeasured(b, a)) return true;
+  if (countAskedIsGiven(a, b) || countAskedIsGiven(b, a)) return true;
   if (sameDataOtherQuestion(a, b)) return true;
   return countsSwapped(a, b);
 }
@@ -183,6 +206,22 @@ function otherThingMeasured(a: Compared, b: Compared): boolean {
   const [unitA, thingA] = a.measured.split("|") as [string, string];
   const [unitB, thingB] = b.measured.split("|") as [string, string];
   return unitA === unitB && b.concepts.has(thingA) && !a.question.has(thingB);
+}
+
+/**
+ * Whether `a` asks how many of something it never counts with a number, and `b` states that count
+ * without asking it (`after how many weeks will he have $201` vs `how much will he have after 201
+ * weeks`): the count is the answer in one and data in the other.
+ */
+function countAskedIsGiven(a: Compared, b: Compared): boolean {
+  const x = a.countOf;
+  return (
+    x !== null &&
+    b.countOf !== x &&
+    !countsSomething(a, x) &&
+    !a.countedInWords.has(x) &&
+    countsSomething(b, x)
+  );
 }
 
 /**
