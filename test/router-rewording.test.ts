@@ -54,8 +54,34 @@ describe("re-wordings reach their problem", () => {
       "Pages 1 to 120 of a book are numbered (the book has 120 pages). How many digits are printed?",
       "How many digits are used to number the pages of a book with 120 pages, starting from page 1?",
     ],
+    [
+      "one unit renamed throughout (meters for centimeters)",
+      "A rectangular pen is enclosed by 30 meters of fencing and is 9 meters long. What is its area in square meters?",
+      "A rectangle has a perimeter of 30 cm and a length of 9 cm. What is its area in square centimeters?",
+    ],
+    [
+      "the gcd said by its definition",
+      "What is the greatest number that divides both 48 and 180?",
+      "Find the greatest common divisor of 48 and 180.",
+    ],
+    [
+      "a distance said as the length of a segment",
+      "Find the length of the segment joining (1, 1) and (4, 5).",
+      "What is the distance between the points (1, 1) and (4, 5)?",
+    ],
+    [
+      "a question naming both of two alternatives (a rebound after a drop)",
+      "How many meters does a ball rise after the 2nd bounce, if each rebound reaches 3/5 of the previous drop from 10 m?",
+      "A ball is dropped from a height of 10 m. Each time it bounces, it rises to 3/5 of the height it fell from. How high, in meters, does it rise after the 2nd bounce?",
+    ],
   ])("%s", (_, query, library) => {
     expect(sameProblem(query, library)).toBe(true);
+  });
+
+  it("reads `°F` as normalization writes it (`degreesF`)", () => {
+    expect(structure("A thermometer shows 50 °F. What is this in degrees Celsius?").concepts).toContain(
+      "fahrenheit",
+    );
   });
 });
 
@@ -85,6 +111,26 @@ describe("near misses the canonical forms keep apart", () => {
       "a row for a round table",
       "In how many ways can 6 people be seated in a row?",
       "In how many ways can 6 people be seated around a round table?",
+    ],
+    [
+      "a percentage of a number for the number a percentage is of",
+      "What is 30% of 45?",
+      "45 is 30% of what number?",
+    ],
+    [
+      "a conversion the other way",
+      "If 1 pound is worth 1.25 dollars, how many dollars do you get for 400 pounds?",
+      "If 1 pound is worth 1.25 dollars, how many pounds do you get for 400 dollars?",
+    ],
+    [
+      "another ingredient measured",
+      "How many liters of sugar must be added to 8 liters of a 25% sugar solution to make a 20% sugar solution?",
+      "How many liters of water must be added to 8 liters of a 25% sugar solution to make a 20% sugar solution?",
+    ],
+    [
+      "a count given that the other asks for",
+      "Mia has $30 and saves $5 every week. How much will she have after 100 weeks?",
+      "Mia has $30 and saves $5 every week. After how many weeks will she have $100?",
     ],
   ])("%s", (_, query, library) => {
     expect(sameProblem(query, library)).toBe(false);
