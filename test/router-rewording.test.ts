@@ -78,6 +78,19 @@ describe("re-wordings reach their problem", () => {
     expect(sameProblem(query, library)).toBe(true);
   });
 
+  it("reads `first`..`third` as positions after a determiner, not as fractions", () => {
+    expect(
+      structure("An arithmetic sequence has 11 as its third term. What is its 9th term?").numbers.words,
+    ).toEqual(["3"]);
+    expect(structure("A third of the 30 pupils walk. How many pupils walk?").numbers.words).toEqual([]);
+    expect(
+      sameProblem(
+        "An arithmetic sequence has 11 as its third term and 27 as its seventh term. What is its fifteenth term?",
+        "The 3rd term of an arithmetic sequence is 11 and the 7th term is 27. What is the 15th term?",
+      ),
+    ).toBe(true);
+  });
+
   it("reads `°F` as normalization writes it (`degreesF`)", () => {
     expect(structure("A thermometer shows 50 °F. What is this in degrees Celsius?").concepts).toContain(
       "fahrenheit",

@@ -39,6 +39,9 @@ export const NUMBER_WORDS: Record<string, number> = {
 /** Fractions said after a number: `three and a half`, `2 and a quarter`. */
 export const FRACTIONS: Record<string, number> = { half: 0.5, quarter: 0.25 };
 
+/** Ordinals that are positions in some places only (problem-structure.ts `LOW_ORDINAL`). */
+export const LOW_ORDINALS: Record<string, number> = { first: 1, second: 2, third: 3 };
+
 /** Ordinals that are positions (`the tenth term` = `the 10th term`); `first`..`third` are too common. */
 export const ORDINALS: Record<string, number> = {
   fourth: 4,

@@ -3,7 +3,7 @@
  * concepts over the math thesaurus (thesaurus.ts), what its question sentence asks for, its
  * numbers (digits and number words), its formulas; and the comparisons of two structures.
  */
-import { FRACTIONS, MULTIPLES, NUMBER_WORDS, ORDINALS } from "./number-words.js";
+import { FRACTIONS, LOW_ORDINALS, MULTIPLES, NUMBER_WORDS, ORDINALS } from "./number-words.js";
 import { type QuestionRoles, questionRoles, questionsDiffer } from "./question-roles.js";
 import {
   ASKED,
@@ -222,8 +222,18 @@ function numbersOf(text: string): Numbers {
     }
   }
   flush();
+  for (const m of text.matchAll(LOW_ORDINAL)) words.push(String(LOW_ORDINALS[m[1] as string]));
   return { digits, words };
 }
+
+/**
+ * `first`, `second` and `third` are positions only after a determiner and not before `of`
+ * (`its third term`, `the first row`; not `a third of the class`, `first of all`, `a second time`).
+ */
+const LOW_ORDINAL = new RegExp(
+  `\\b(?:the|its|their|his|her) (${Object.keys(LOW_ORDINALS).join("|")})\\b(?! (?:of|one|ones|time|times|place|half)\\b)`,
+  "g",
+);
 
 /** Whether a whitespace-separated chunk is a formula: an equation, a power, or arithmetic on symbols. */
 function isFormula(chunk: string): boolean {
