@@ -74,6 +74,11 @@ describe("re-wordings reach their problem", () => {
       "How many meters does a ball rise after the 2nd bounce, if each rebound reaches 3/5 of the previous drop from 10 m?",
       "A ball is dropped from a height of 10 m. Each time it bounces, it rises to 3/5 of the height it fell from. How high, in meters, does it rise after the 2nd bounce?",
     ],
+    [
+      "data in a clause after what is asked (`that begins with 5 and has ratio 3`)",
+      "What is the 6th term of a geometric sequence that starts at 5 and has ratio 3?",
+      "A geometric sequence starts with 5, and each term is 3 times the previous one. What is the 6th term?",
+    ],
   ])("%s", (_, query, library) => {
     expect(sameProblem(query, library)).toBe(true);
   });

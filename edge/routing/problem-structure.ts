@@ -64,7 +64,7 @@ export function analyzeProblem(normalizedText: string): ProblemStructure {
   return {
     concepts: conceptsOf(text),
     ...questionRoles(text, question, questionConcepts, conceptOfWord),
-    asked: new Set([...questionConcepts].filter((c) => ASKED.has(c))),
+    asked: new Set([...conceptsOf(askedClause(question))].filter((c) => ASKED.has(c))),
     askedVariables: new Set(
       (question.match(/(?<![a-z])[b-hj-z](?![a-z(])/g) ?? []).filter((v) => !UNIT_LETTERS.has(v)),
     ),
@@ -76,6 +76,23 @@ export function analyzeProblem(normalizedText: string): ProblemStructure {
 
 /** A percentage of something: `24 percent of 18`, `24 percent of what number`, `30 percent of the price`. */
 const PERCENT_OF = /\d percent of (?:the |a |an |this |that |his |her |its |their )?(\d+(?:\.\d+)?)?/g;
+
+/**
+ * The part of a question sentence that names what is asked: up to a clause of data or conditions
+ * (`the larger of two angles if it exceeds the smaller by 36`; `the 10th term of a sequence that
+ * begins with 3 and has ratio 2`).
+ */
+function askedClause(question: string): string {
+  const cut = question.search(DATA_CLAUSE);
+  return cut > 0 ? question.slice(0, cut) : question;
+}
+
+/**
+ * Where a clause of data or conditions begins in a question sentence, after two words at least.
+ * Not `whose`: it states what defines the asked thing (`the radius of a circle whose circumference
+ * equals the distance`), and what is asked for is then the relation's too.
+ */
+const DATA_CLAUSE = /(?<=\S+\s+\S+\s+.*)\b(?:if|when|given|that|which|where)\b/;
 
 /** A sentence that asks: a wh-word among its first words, or an imperative. */
 const QUESTION_START =
