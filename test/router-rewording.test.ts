@@ -96,6 +96,13 @@ describe("re-wordings reach their problem", () => {
     ).toBe(true);
   });
 
+  it("reads `foot` and `yard` as units only where a unit stands", () => {
+    expect(structure("A six-foot ladder leans on a wall.").concepts).toContain("foot");
+    expect(structure("The foot of the ladder is 5 m from the wall.").concepts).not.toContain("foot");
+    expect(structure("A rectangular yard is 30 m long.").concepts).not.toContain("yard");
+    expect(structure("Fabric costs 3 dollars per yard.").concepts).toContain("yard");
+  });
+
   it("reads `°F` as normalization writes it (`degreesF`)", () => {
     expect(structure("A thermometer shows 50 °F. What is this in degrees Celsius?").concepts).toContain(
       "fahrenheit",

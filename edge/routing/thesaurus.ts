@@ -2,8 +2,10 @@
  * The router's math thesaurus (edge/routing/router.ts, problem-structure.ts): answer-format clauses
  * that are not data, the phrases and synonyms that map the common ways to say one thing to one
  * concept, the concepts a question asks for, the groups whose members change a problem when
- * swapped, function words, number words, and a light stemmer.
+ * swapped, function words, and a light stemmer (number words are in number-words.ts).
  */
+import { NUMBER_WORDS } from "./number-words.js";
+
 /**
  * Clauses that say how to write the answer, not what the problem is: their numbers (`2 decimal
  * places`) are not the problem's.
@@ -19,6 +21,11 @@ export const FORMAT_CLAUSES: [RegExp, string][] = [
   ],
   [/\bin\s+(?:lowest|simplest)\s+(?:terms|form)\b/g, " "],
 ];
+
+/** What a unit follows (`6 foot`, `six-foot`, `per yard`, `how many yards`), as a regex alternation. */
+const TAKES_A_UNIT = ["\\d", "square", "cubic", "per", "in", "many", "much", "each", "every", "a", "of"]
+  .concat(Object.keys(NUMBER_WORDS))
+  .join("|");
 
 /** Phrases for one concept, to one word (applied in order, before the words are split). */
 export const PHRASES: [RegExp, string][] = [
@@ -100,8 +107,8 @@ export const PHRASES: [RegExp, string][] = [
   ],
   // `the foot of the ladder` is its base, `a rectangular yard` a place: units only after a number
   // or a word that takes a unit.
-  [/(?<!(?:\d|square|cubic|per|in|many|much|each|every|a|one|of)\s?)\bfoot\b/g, " base "],
-  [/(?<!(?:\d|square|cubic|per|in|many|much|each|every|a|one|of)\s?)\byards?\b/g, " yardplace "],
+  [new RegExp(`(?<!(?:${TAKES_A_UNIT})[\\s-]?)\\bfoot\\b`, "g"), " base "],
+  [new RegExp(`(?<!(?:${TAKES_A_UNIT})[\\s-]?)\\byards?\\b`, "g"), " yardplace "],
   [/\bnet (?:gain|win\w*)\b/g, " profit "],
   [/\b(?:leaves?|leaving|with|has|have) no remainder\b/g, " divisible "],
   [/\bthe remainder\b(?! (?:when|of|after|on|is|upon))/g, " the rest "],
