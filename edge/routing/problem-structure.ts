@@ -90,9 +90,12 @@ function askedClause(question: string): string {
 /**
  * Where a clause of data or conditions begins in a question sentence, after two words at least.
  * Not `whose`: it states what defines the asked thing (`the radius of a circle whose circumference
- * equals the distance`), and what is asked for is then the relation's too.
+ * equals the distance`), and what is asked for is then the relation's too. Nor `that` before a
+ * subject (`the probability that the sum is 8`): that clause is the asked event, not data about a
+ * thing (`a sequence that begins with 3`).
  */
-const DATA_CLAUSE = /(?<=\S+\s+\S+\s+.*)\b(?:if|when|given|that|which|where)\b/;
+const DATA_CLAUSE =
+  /(?<=\S+\s+\S+\s+.*)\b(?:if|when|given|where|(?:that|which)(?! (?:the|a|an|both|either|neither|it|he|she|they|we|you|i|exactly|at|none|no|all|each|his|her|their|its|this|these|those|one|two|three)\b))\b/;
 
 /** A sentence that asks: a wh-word among its first words, or an imperative. */
 const QUESTION_START =
