@@ -103,6 +103,11 @@ describe("re-wordings reach their problem", () => {
     expect(structure("Fabric costs 3 dollars per yard.").concepts).toContain("yard");
   });
 
+  it("names everyday people and things one way (`grown-ups` and `kids` are adults and children)", () => {
+    const concepts = structure("At the fair, 30 grown-ups and 50 kids paid. What was the revenue?").concepts;
+    expect([...concepts]).toEqual(expect.arrayContaining(["adult", "child", "income"]));
+  });
+
   it("reads `°F` as normalization writes it (`degreesF`)", () => {
     expect(structure("A thermometer shows 50 °F. What is this in degrees Celsius?").concepts).toContain(
       "fahrenheit",

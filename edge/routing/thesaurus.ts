@@ -92,6 +92,7 @@ export const PHRASES: [RegExp, string][] = [
     " perimeter ",
   ],
   [/\bcurrent(?= ages?\b)/g, " now "],
+  [/\bgrown-? ?ups?\b/g, " adult "],
   // Definitions said instead of the name: the segment's length is the distance between its ends,
   // the largest number dividing both is their gcd, the multiples of 7 are the numbers divisible by 7.
   [/\blength of (?:the |a )?(?:line )?segment (?=joining|between|connecting|from)/g, " distance "],
@@ -259,6 +260,16 @@ const SYNONYMS: Record<string, string> = {
   deduct: "remove",
   task: "job",
   project: "job",
+  // Everyday names of the same people and things.
+  kid: "child",
+  children: "child",
+  pupil: "student",
+  laborer: "worker",
+  labourer: "worker",
+  employee: "worker",
+  revenue: "income",
+  earnings: "income",
+  takings: "income",
 };
 
 /** Concepts that name what a question asks for (compared in the question sentence). */
