@@ -3,13 +3,15 @@
  * concepts over the math thesaurus (thesaurus.ts), what its question sentence asks for, its
  * numbers (digits and number words), its formulas; and the comparisons of two structures.
  */
-import { FRACTIONS, LOW_ORDINALS, MULTIPLES, NUMBER_WORDS, ORDINALS } from "./number-words.js";
 import { type QuestionRoles, questionRoles, questionsDiffer } from "./question-roles.js";
 import {
   ASKED,
   canonicalConcept,
   EXCLUSIVE,
   FORMAT_CLAUSES,
+  MULTIPLES,
+  NUMBER_WORDS,
+  ORDINALS,
   PHRASES,
   SEARCH_EXPANSIONS,
   STOP_WORDS,
@@ -30,11 +32,6 @@ export interface ProblemStructure extends QuestionRoles {
   numbers: Numbers;
   /** The formulas (`x^2-5x+6=0`, `7^100`), sorted. */
   formulas: string[];
-  /**
-   * What the percentages are taken of, each once, sorted: a number, or `?` for anything else
-   * (`24% of 18` -> `18`; `18 is 24% of what number` -> `?`; `40% of the grade` -> `?`).
-   */
-  percentBases: string[];
 }
 
 /** The numbers a problem states: as digits, and as number words (`five`, `tenth`, `twice`). */
@@ -64,38 +61,14 @@ export function analyzeProblem(normalizedText: string): ProblemStructure {
   return {
     concepts: conceptsOf(text),
     ...questionRoles(text, question, questionConcepts, conceptOfWord),
-    asked: new Set([...conceptsOf(askedClause(question))].filter((c) => ASKED.has(c))),
+    asked: new Set([...questionConcepts].filter((c) => ASKED.has(c))),
     askedVariables: new Set(
       (question.match(/(?<![a-z])[b-hj-z](?![a-z(])/g) ?? []).filter((v) => !UNIT_LETTERS.has(v)),
     ),
     numbers: numbersOf(text),
     formulas,
-    percentBases: [...new Set([...text.matchAll(PERCENT_OF)].map((m) => m[1] ?? "?"))].sort(),
   };
 }
-
-/** A percentage of something: `24 percent of 18`, `24 percent of what number`, `30 percent of the price`. */
-const PERCENT_OF = /\d percent of (?:the |a |an |this |that |his |her |its |their )?(\d+(?:\.\d+)?)?/g;
-
-/**
- * The part of a question sentence that names what is asked: up to a clause of data or conditions
- * (`the larger of two angles if it exceeds the smaller by 36`; `the 10th term of a sequence that
- * begins with 3 and has ratio 2`).
- */
-function askedClause(question: string): string {
-  const cut = question.search(DATA_CLAUSE);
-  return cut > 0 ? question.slice(0, cut) : question;
-}
-
-/**
- * Where a clause of data or conditions begins in a question sentence, after two words at least.
- * Not `whose`: it states what defines the asked thing (`the radius of a circle whose circumference
- * equals the distance`), and what is asked for is then the relation's too. Nor `that` before a
- * subject (`the probability that the sum is 8`): that clause is the asked event, not data about a
- * thing (`a sequence that begins with 3`).
- */
-const DATA_CLAUSE =
-  /(?<=\S+\s+\S+\s+.*)\b(?:if|when|given|where|(?:that|which)(?! (?:the|a|an|both|either|neither|it|he|she|they|we|you|i|exactly|at|none|no|all|each|his|her|their|its|this|these|those|one|two|three)\b))\b/;
 
 /** A sentence that asks: a wh-word among its first words, or an imperative. */
 const QUESTION_START =
@@ -136,49 +109,25 @@ export function differences(
   for (const group of EXCLUSIVE) {
     const x = [...group.members].filter((m) => a.concepts.has(m));
     const y = [...group.members].filter((m) => b.concepts.has(m));
-    if ((group.strict || (x.length > 0 && y.length > 0)) && x.join() !== y.join()) {
-      if (!(group.unit && renamedUnit(x, y, a, b))) return "structure_differs";
-    }
+    if ((group.strict || (x.length > 0 && y.length > 0)) && x.join() !== y.join()) return "structure_differs";
   }
   if (a.formulas.length > 0 && b.formulas.length > 0 && a.formulas.join(" ") !== b.formulas.join(" "))
-    return "structure_differs";
-  if (
-    a.percentBases.length > 0 &&
-    b.percentBases.length > 0 &&
-    a.percentBases.join(" ") !== b.percentBases.join(" ")
-  )
     return "structure_differs";
   return null;
 }
 
 /**
- * Whether two problems state their measures in one unit each, another unit of the same dimension
- * (`46 m of fencing ... in square meters` for `46 cm ... in square centimeters`), and no unit of
- * another dimension: the same computation in other units, with the same numbers and answer. A
- * problem mixing units (`years` and `months`), or with a rate (`km/h` with `hours` for `minutes`),
- * converts between them, and a unit changed there changes the answer.
- */
-function renamedUnit(x: string[], y: string[], a: ProblemStructure, b: ProblemStructure): boolean {
-  if (x.length !== 1 || y.length !== 1) return false;
-  const otherUnits = EXCLUSIVE.filter((g) => g.unit && !g.members.includes(x[0] as string)).flatMap(
-    (g) => g.members,
-  );
-  return !otherUnits.some((u) => a.concepts.has(u) || b.concepts.has(u));
-}
-
-/**
  * Whether two problems state the same numbers: every digit number of each is among the other's
  * numbers (digits or words), and only one side has number words the other lacks (`the other four`
- * adds a count; `three dice` for `two dice` changes the problem). A number stated again is the same
- * number (`pages 1 through 250 ... (the book has 250 pages)`): each side's numbers count once.
+ * adds a count; `three dice` for `two dice` changes the problem).
  */
 export function sameNumbers(a: Numbers, b: Numbers): boolean {
-  const all = (n: Numbers) => [...new Set([...n.digits, ...n.words])];
+  const all = (n: Numbers) => [...n.digits, ...n.words];
   const aExtra = without(all(a), all(b));
   const bExtra = without(all(b), all(a));
   return (
-    without([...new Set(a.digits)], all(b)).length === 0 &&
-    without([...new Set(b.digits)], all(a)).length === 0 &&
+    without(a.digits, all(b)).length === 0 &&
+    without(b.digits, all(a)).length === 0 &&
     (aExtra.length === 0 || bExtra.length === 0)
   );
 }
@@ -197,19 +146,11 @@ function without(xs: string[], ys: string[]): string[] {
 
 function numbersOf(text: string): Numbers {
   // The text is normalized: numbers are canonical digit runs (`0.5`, `12500`), signs aside.
-  // `3 and a half` is 3.5.
-  const digits =
-    text
-      .replace(/(\d+) and an? (half|quarter)\b/g, (_, n: string, f: string) =>
-        String(Number(n) + (FRACTIONS[f] ?? 0)),
-      )
-      .match(/\d+(?:\.\d+)?/g) ?? [];
+  const digits = text.match(/\d+(?:\.\d+)?/g) ?? [];
   const words: string[] = [];
   // Number words, compounds included: `three hundred and sixty`, `twenty-five`, `a dozen`.
   let value: number | null = null;
   let chunk = 0;
-  // How far a fraction after a number has come: 1 after `and`, 2 after `and a`.
-  let fraction = 0;
   const flush = () => {
     if (value !== null) words.push(String(value + chunk));
     value = null;
@@ -218,7 +159,6 @@ function numbersOf(text: string): Numbers {
   for (const word of text.match(/[a-z]+/g) ?? []) {
     const n = NUMBER_WORDS[word];
     if (n !== undefined) {
-      fraction = 0;
       if (value === null) value = 0;
       if (n === 100) chunk = (chunk || 1) * 100;
       else if (n === 1000) {
@@ -226,34 +166,16 @@ function numbersOf(text: string): Numbers {
         chunk = 0;
       } else chunk += n;
     } else if (word === "and" && value !== null) {
-      // `three hundred and sixty` goes on; `three and a half` ends with its fraction.
-      fraction = 1;
-    } else if ((word === "a" || word === "an") && fraction === 1) {
-      fraction = 2;
-    } else if (fraction === 2 && FRACTIONS[word] !== undefined) {
-      chunk += FRACTIONS[word] as number;
-      fraction = 0;
-      flush();
+      // `three hundred and sixty` goes on.
     } else {
-      fraction = 0;
       flush();
       const m = ORDINALS[word] ?? MULTIPLES[word];
       if (m !== undefined) words.push(String(m));
     }
   }
   flush();
-  for (const m of text.matchAll(LOW_ORDINAL)) words.push(String(LOW_ORDINALS[m[1] as string]));
   return { digits, words };
 }
-
-/**
- * `first`, `second` and `third` are positions only after a determiner and not before `of`
- * (`its third term`, `the first row`; not `a third of the class`, `first of all`, `a second time`).
- */
-const LOW_ORDINAL = new RegExp(
-  `\\b(?:the|its|their|his|her) (${Object.keys(LOW_ORDINALS).join("|")})\\b(?! (?:of|one|ones|time|times|place|half)\\b)`,
-  "g",
-);
 
 /** Whether a whitespace-separated chunk is a formula: an equation, a power, or arithmetic on symbols. */
 function isFormula(chunk: string): boolean {

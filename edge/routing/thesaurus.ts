@@ -2,10 +2,8 @@
  * The router's math thesaurus (edge/routing/router.ts, problem-structure.ts): answer-format clauses
  * that are not data, the phrases and synonyms that map the common ways to say one thing to one
  * concept, the concepts a question asks for, the groups whose members change a problem when
- * swapped, function words, and a light stemmer (number words are in number-words.ts).
+ * swapped, function words, number words, and a light stemmer.
  */
-import { NUMBER_WORDS } from "./number-words.js";
-
 /**
  * Clauses that say how to write the answer, not what the problem is: their numbers (`2 decimal
  * places`) are not the problem's.
@@ -21,11 +19,6 @@ export const FORMAT_CLAUSES: [RegExp, string][] = [
   ],
   [/\bin\s+(?:lowest|simplest)\s+(?:terms|form)\b/g, " "],
 ];
-
-/** What a unit follows (`6 foot`, `six-foot`, `per yard`, `how many yards`), as a regex alternation. */
-const TAKES_A_UNIT = ["\\d", "square", "cubic", "per", "in", "many", "much", "each", "every", "a", "of"]
-  .concat(Object.keys(NUMBER_WORDS))
-  .join("|");
 
 /** Phrases for one concept, to one word (applied in order, before the words are split). */
 export const PHRASES: [RegExp, string][] = [
@@ -64,83 +57,15 @@ export const PHRASES: [RegExp, string][] = [
   [/\b(?:months?|monthly)\b/g, " month "],
   [/\b(?:weeks?|weekly)\b/g, " week "],
   [/\b(?:days?|daily)\b/g, " day "],
-  // Whether a symbol may be used again (license plates, codes, digits): before `more than`, which
-  // `more than once` is not. The negated forms first: `no letter may repeat` holds `may repeat`.
-  [
-    /\b(?:without|no) (?:repetitions?|repeats?)\b|\b(?:can ?not|can't|may not|must not|not|never|no \w+(?: (?:and|or) no \w+)?) (?:be )?(?:may |can )?(?:repeat\w*|reused|used more than once)/g,
-    " norepeat ",
-  ],
-  [
-    /\b(?:with )?(?:repetitions?|repeats?) (?:is |are )?(?:allowed|permitted)\b|\bwith (?:repetitions?|repeats)\b|\b(?:may|can) (?:be )?repeat\w*|\b(?:even )?more than once\b/g,
-    " withrepeat ",
-  ],
-  // `even` as an adverb (`even no toppings`, `even more than once`) is no parity.
-  [
-    /\beven (?=(?:no|none|zero|more|less|fewer|if|though|when|once|with|without|including|the|a|an|so)\b)/g,
-    " ",
-  ],
-  // `18 degrees larger than`, `2 seats more than`: a difference, not a condition (below).
-  [
-    /(?<=\d (?!(?:is|are|was|were|be|not) )[a-z]+ )(?:more|greater|larger|bigger|higher|less|fewer|smaller|lower) than\b/g,
-    " differ ",
-  ],
-  // A count asked as an extreme (`the least number of cans`) is a count.
-  [/\b(?:smallest|least|fewest|minimum|lowest) (?:possible )?number of\b/g, " many "],
-  // The way around a figure, and the length of all its sides, are its perimeter.
-  [
-    /\b(?:distance|length) (?:all )?(?:the way )?around\b|\baround (?:its|the|their) (?:edges?|outside|boundary|border|rim)\b|\b(?:total )?length of (?:all )?(?:its|the) (?:\w+ )?sides\b/g,
-    " perimeter ",
-  ],
-  [/\bcurrent(?= ages?\b)/g, " now "],
-  [/\bgrown-? ?ups?\b/g, " adult "],
-  // Definitions said instead of the name: the segment's length is the distance between its ends,
-  // the largest number dividing both is their gcd, the multiples of 7 are the numbers divisible by 7.
-  [/\blength of (?:the |a )?(?:line )?segment (?=joining|between|connecting|from)/g, " distance "],
-  [
-    /\b(?:largest|greatest|biggest|highest) (?:\w+ )?(?:that|which) divides (?:both|each of|all of)\b/g,
-    " gcd ",
-  ],
-  [/\bmultiples? of\b(?= \d)/g, " divisible by "],
-  // `how many kilometers apart`: a distance (`degrees apart` is an angle).
-  [
-    /(?<=\bhow many (?:kilometer|meter|centimeter|millimeter|miles?|feet|yards?|inch(?:es)?) )apart\b/g,
-    " distance ",
-  ],
-  // `the foot of the ladder` is its base, `a rectangular yard` a place: units only after a number
-  // or a word that takes a unit.
-  [new RegExp(`(?<!(?:${TAKES_A_UNIT})[\\s-]?)\\bfoot\\b`, "g"), " base "],
-  [new RegExp(`(?<!(?:${TAKES_A_UNIT})[\\s-]?)\\byards?\\b`, "g"), " yardplace "],
-  [/\bnet (?:gain|win\w*)\b/g, " profit "],
-  [/\b(?:leaves?|leaving|with|has|have) no remainder\b/g, " divisible "],
-  [/\bthe remainder\b(?! (?:when|of|after|on|is|upon))/g, " the rest "],
-  // A `30% salt solution` is a mixture, not an equation's root.
-  [
-    /(?<=percent (?:[a-z]+ )?)solutions?\b|\bsolutions?\b(?! (?:of|to|for)\b)(?=[^.?]*\b(?:percent|salt|sugar|acid|alcohol|concentration)\b)/g,
-    " mixture ",
-  ],
-  // `no member holds more than 1 office`: each holds at most 1.
-  [/(?<=\b(?:no (?:[a-z]+ ){1,2}|nobody (?:[a-z]+ ){0,2}))(?:more|greater) than\b/g, " atmost "],
-  [/\btakes? away\b|\btook away\b/g, " remove "],
   [/\b(?:at least|no (?:less|fewer) than|greater than or equal to|>=)/g, " atleast "],
   [/\b(?:at most|no (?:more|greater) than|less than or equal to|<=)/g, " atmost "],
   // `3 more than the one before` is a difference, not a condition.
   [/(?<!\d )\b(?:more|greater|larger|bigger|higher) than\b|(?<!\S)>(?!\S)/g, " morethan "],
   [/(?<!\d )\b(?:less|fewer|smaller|lower) than\b|(?<!\S)<(?!\S)/g, " lessthan "],
-  [
-    /\bwithout (?:replac|putting|returning)\w*(?: (?:it|them|the \w+(?: one)?|each \w+))?(?: back)?|\bnot (?:replac|put|return) ?\w*(?: back)?/g,
-    " withoutreplacement ",
-  ],
-  [
-    /\bwith replac\w*|\b(?:put|puts|putting|placed|returned|returns?|returning) (?:it |them )?back\b|\breturn (?:it|them)\b/g,
-    " withreplacement ",
-  ],
+  [/\bwithout replac\w*|\bnot (?:replac|put) ?\w*(?: back)?/g, " withoutreplacement "],
+  [/\bwith replac\w*/g, " withreplacement "],
   [/\b(?:towards?|approach\w*) (?:each other|one another)\b/g, " toward "],
   [/\b(?:in the same direction|catch(?:es)? up(?: with)?|overtakes?)\b/g, " samedirection "],
-  // Seats around a round table (or in a circle) are counted up to rotation; in a row they are not.
-  [
-    /\b(?:round|circular) (?:\w+ )?table\b|\bin a (?:circle|ring)\b|\bcircular arrangements?\b/g,
-    " roundtable ",
-  ],
   [/\b(?:lined|line) up\b|\bin (?:a )?(?:row|line)\b|\bin (?:different |distinct )?orders?\b/g, " arrange "],
   [/\badd(?:s|ed)? up\b|\btotal of\b|\btotal(?:s|ing|ling)\b/g, " sum "],
   [/\btaken away\b|\btake away\b|\btaken out\b|\btake out\b/g, " remove "],
@@ -149,9 +74,8 @@ export const PHRASES: [RegExp, string][] = [
   [/(?<=\d)!|\bfactorial\b/g, " factorial "],
   [/\bone or more\b/g, " atleast one "],
   [/\bwhole numbers?\b/g, " integer "],
-  // Normalization writes `98.6 °F` as `98.6 degreesF`.
-  [/°\s?f\b|\bdegrees? ?f\b/g, " fahrenheit "],
-  [/°\s?c\b|\bdegrees? ?c\b/g, " celsius "],
+  [/°\s?f\b|\bdegrees? f\b/g, " fahrenheit "],
+  [/°\s?c\b|\bdegrees? c\b/g, " celsius "],
   [/\bcan't\b|\bcannot\b/g, " can not "],
   [/\bwon't\b/g, " will not "],
   [/n't\b/g, " not "],
@@ -250,26 +174,6 @@ const SYNONYMS: Record<string, string> = {
   drop: "decrease",
   fell: "decrease",
   fall: "decrease",
-  likely: "probability",
-  old: "age",
-  present: "now",
-  today: "now",
-  outside: "surface",
-  subtract: "remove",
-  minus: "remove",
-  deduct: "remove",
-  task: "job",
-  project: "job",
-  // Everyday names of the same people and things.
-  kid: "child",
-  children: "child",
-  pupil: "student",
-  laborer: "worker",
-  labourer: "worker",
-  employee: "worker",
-  revenue: "income",
-  earnings: "income",
-  takings: "income",
 };
 
 /** Concepts that name what a question asks for (compared in the question sentence). */
@@ -294,8 +198,8 @@ const UNIT_GROUPS = [
  * comparison in a condition, drawing with or without replacement, order mattering or not, the
  * direction of motion). `strict`: absent on one side and present on the other differs too.
  */
-export const EXCLUSIVE: { members: string[]; strict: boolean; unit?: true }[] = [
-  ...UNIT_GROUPS.map((members) => ({ members, strict: false, unit: true as const })),
+export const EXCLUSIVE: { members: string[]; strict: boolean }[] = [
+  ...UNIT_GROUPS.map((members) => ({ members, strict: false })),
   { members: ["atleast", "atmost", "morethan", "lessthan"], strict: true },
   { members: ["withoutreplacement", "withreplacement"], strict: false },
   { members: ["arrange", "choose"], strict: false },
@@ -305,10 +209,6 @@ export const EXCLUSIVE: { members: string[]; strict: boolean; unit?: true }[] = 
   { members: ["faster", "slower"], strict: false },
   { members: ["even", "odd"], strict: true },
   { members: ["discount", "markup"], strict: false },
-  { members: ["withrepeat", "norepeat"], strict: false },
-  { members: ["roundtable"], strict: true },
-  { members: ["complementary", "supplementary"], strict: false },
-  { members: ["add", "remove"], strict: false },
 ];
 
 /** Concepts that are units of measure: a question says them to ask in a unit, not about a thing. */
@@ -346,9 +246,64 @@ export const STOP_WORDS = new Set(
     "left possible different particular specific certain given respectively follow following show " +
     "need needed take taken takes make made let suppose assume equal equals dollar dollars cent cents " +
     "unit units alone own itself themselves another whole entire altogether total round rounded precisely " +
-    "nearest decimal place places measure measures measured measuring measurement combined"
+    "nearest decimal place places"
   ).split(" "),
 );
+
+export const NUMBER_WORDS: Record<string, number> = {
+  zero: 0,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+  eleven: 11,
+  twelve: 12,
+  thirteen: 13,
+  fourteen: 14,
+  fifteen: 15,
+  sixteen: 16,
+  seventeen: 17,
+  eighteen: 18,
+  nineteen: 19,
+  twenty: 20,
+  thirty: 30,
+  forty: 40,
+  fifty: 50,
+  sixty: 60,
+  seventy: 70,
+  eighty: 80,
+  ninety: 90,
+  hundred: 100,
+  thousand: 1000,
+  dozen: 12,
+};
+
+/** Ordinals that are positions (`the tenth term` = `the 10th term`); `first`..`third` are too common. */
+export const ORDINALS: Record<string, number> = {
+  fourth: 4,
+  fifth: 5,
+  sixth: 6,
+  seventh: 7,
+  eighth: 8,
+  ninth: 9,
+  tenth: 10,
+  eleventh: 11,
+  twelfth: 12,
+  fifteenth: 15,
+  twentieth: 20,
+  thirtieth: 30,
+  fiftieth: 50,
+  hundredth: 100,
+};
+
+/** Words that state a factor (`twice as old`, `double the previous term`). */
+export const MULTIPLES: Record<string, number> = { twice: 2, double: 2, doubles: 2, triple: 3, thrice: 3 };
 
 /**
  * A light stemmer: plural and verb endings (`divisors`, `arranged`, `painting`), so word forms of
