@@ -116,6 +116,8 @@ export interface GraftBenchRow {
   /** Cold time over (state bytes / disk bandwidth): 1.0 means only the read itself. */
   coldOverDiskBound: number | null;
   hashesEqual: boolean;
+  /** The probe's full-distribution SHA-256 when every path gave the same (compare across builds). */
+  probeSha256: string | null;
   /** Nonzero probabilities that went into each hash (fewest over all paths and runs). */
   probeEntries: number;
   peakVramBytes: number | null;
@@ -408,6 +410,7 @@ export async function benchGraft(
             diskReadGBps: null,
             coldOverDiskBound: null,
             hashesEqual: hashes.size === 1,
+            probeSha256: hashes.size === 1 ? ([...hashes][0] as string) : null,
             probeEntries,
             peakVramBytes: engine.llama.gpu === false ? null : peakVram,
           };
