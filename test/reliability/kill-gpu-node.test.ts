@@ -139,10 +139,18 @@ describe("a damaged block found on read", () => {
       ids.push(manifest.sha256);
       problemIds.push(problem.id);
     }
-    // A fresh node, so the blocks are read from disk (cold) rather than from a slot.
+    // A fresh node, so the blocks are read from disk (cold) rather than from a slot. Warm start off:
+    // it would read them at start and find the damage first (test/warm-start.test.ts covers that);
+    // this case is the graft's own read.
     await killHard(gpu);
     for (const [i, c] of cases.entries()) c.damage(join(dir, "blocks", `${ids[i]}.state`));
-    const restarted = await startGpuChild({ modelPath: model, dataDir: dir, secret: SECRET, port: gpu.port });
+    const restarted = await startGpuChild({
+      modelPath: model,
+      dataDir: dir,
+      secret: SECRET,
+      port: gpu.port,
+      env: { KVGRAFT_WARM_START: "off" },
+    });
     nodes.push(restarted);
     gpu = restarted;
 
