@@ -81,7 +81,9 @@ export interface GraftBenchRow {
    * The hot step's native calls as JavaScript waits for them (native-call-timer.ts): decodeBatch
    * (the worker's llama_decode + synchronize and the thread hops; minus hotLlamaEvalMs = the hops
    * and llama.cpp's work before its timer starts) and sampleToken (candidates + sampler chain over
-   * the whole vocabulary). hotMs minus these and hotEraseMs is JavaScript on the main thread.
+   * the whole vocabulary). hotMs minus these and hotEraseMs is what lies between and around those
+   * calls: node-llama-cpp's evaluation queue in JavaScript and its scheduling of them (main-thread
+   * busy time alone: bench/hot-step-loop.ts).
    */
   hotDecodeCallMs: number;
   hotSampleCallMs: number;

@@ -21,6 +21,9 @@ const { values } = parseArgs({
   },
 });
 if (!values.model) throw new Error("--model is required");
+const binaries: readonly LlamaBinary[] = ["cpu", "lastBuild", "auto"];
+if (!binaries.includes(values.binary as LlamaBinary))
+  throw new Error(`--binary must be one of ${binaries.join(", ")}, got ${values.binary}`);
 const length = Number(values.tokens);
 const steps = Number(values.steps);
 const engine = await Engine.open({

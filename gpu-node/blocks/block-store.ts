@@ -268,7 +268,6 @@ export class BlockStore {
     await fsyncPath(this.blocksDir);
   }
 
-  /** Bytes used by block state files. */
   /**
    * Bytes of block state per tier, from the manifests: the blocks in slots (one entry per slot, so
    * a block in two slots counts twice), the warm tier's blocks, and every block stored here.
@@ -279,6 +278,7 @@ export class BlockStore {
     return { hot: sizeOf(inSlots), warm: sizeOf(warm), cold: this.diskUsage() };
   }
 
+  /** Bytes used by block state files. */
   diskUsage(): number {
     let total = 0;
     for (const m of this.manifests.values()) total += m.sizeBytes;
