@@ -21,6 +21,7 @@ import { BlockStore } from "../gpu-node/blocks/block-store.js";
 import { MemoryTier } from "../gpu-node/blocks/memory-tier.js";
 import { ProbeGate } from "../gpu-node/blocks/probe-check.js";
 import { Engine, type EngineOptions, type KvType } from "../gpu-node/engine/engine.js";
+import { greedyStep } from "../gpu-node/engine/greedy-step.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
 import { loadSequenceState } from "../gpu-node/engine/state.js";
 import { copySequence, loadSequenceFromMemory, nativeStateApi } from "../gpu-node/engine/state-memory.js";
@@ -58,7 +59,13 @@ export interface GraftBenchRow {
   length: number;
   kv: KvType;
   recomputeMs: number;
+  /**
+   * Erase + the token as a graft serves it: on our engine build one native greedy step
+   * (gpu-node/engine/greedy-step.ts), on the npm prebuilt node-llama-cpp's evaluation.
+   */
   hotMs: number;
+  /** Erase + the same token through node-llama-cpp's evaluation (decode call, then sample call), same run. */
+  hotLibraryMs: number;
   warmMs: number;
   /** The warm path's load alone (memory path: one host-to-device copy from the pinned tier), without the token. */
   warmLoadMs: number;
@@ -73,17 +80,17 @@ export interface GraftBenchRow {
   /**
    * llama.cpp's own time for the hot step's token (llama_perf_context on the engine build: from the
    * decode's start to the synchronize that ends it: graph build, compute, device wait); hotMs minus
-   * this and hotEraseMs is node-llama-cpp's and our JavaScript, the binding and the sampling. Null on
-   * the npm prebuilt.
+   * this and hotEraseMs is the greedy step's thread hop, argmax and JavaScript. Null on the npm
+   * prebuilt.
    */
   hotLlamaEvalMs: number | null;
   /**
    * The hot step's native calls as JavaScript waits for them (native-call-timer.ts): decodeBatch
    * (the worker's llama_decode + synchronize and the thread hops; minus hotLlamaEvalMs = the hops
    * and llama.cpp's work before its timer starts) and sampleToken (candidates + sampler chain over
-   * the whole vocabulary). hotMs minus these and hotEraseMs is what lies between and around those
-   * calls: node-llama-cpp's evaluation queue in JavaScript and its scheduling of them (main-thread
-   * busy time alone: bench/hot-step-loop.ts).
+   * the whole vocabulary), on the node-llama-cpp path. hotLibraryMs minus these and hotEraseMs is
+   * what lies between and around those calls: node-llama-cpp's evaluation queue in JavaScript and
+   * its scheduling of them (main-thread busy time alone: bench/hot-step-loop.ts).
    */
   hotDecodeCallMs: number;
   hotSampleCallMs: number;
@@ -217,6 +224,7 @@ export async function benchGraft(
           const times = {
             recompute: [] as number[],
             hot: [] as number[],
+            hotLibrary: [] as number[],
             warm: [] as number[],
             warmLoad: [] as number[],
             warmFileLoad: [] as number[],
@@ -239,9 +247,12 @@ export async function benchGraft(
           const gate = new ProbeGate(engine.vocabSize, (id) => store.quarantineBlock(id));
           const hashes = new Set<string>();
           let probeEntries = engine.vocabSize;
-          /** The timed token: one decode step of the probe, as a graft serves a token. */
-          const oneToken = (seq: LlamaContextSequence) =>
+          /** node-llama-cpp's decode step of the probe (its evaluation: decode call, then sample call). */
+          const libraryToken = (seq: LlamaContextSequence) =>
             seq.controlledEvaluate([[probe, { generateNext: { token: true } }]]);
+          /** The timed token: one decode step of the probe, as a graft serves a token (generation.ts). */
+          const oneToken = (seq: LlamaContextSequence) =>
+            api ? greedyStep(api, seq, [probe]) : libraryToken(seq);
           /** Untimed: erases that token and hashes the full distribution at the same position. */
           const prove = async (seq: LlamaContextSequence) => {
             await seq.eraseContextTokenRanges([{ start: length, end: seq.nextTokenIndex }]);
@@ -285,17 +296,22 @@ export async function benchGraft(
             // Hot: the block is resident in slot A; erase the tail and evaluate the token again.
             api?.takeEvalTimings(llamaContext);
             t = performance.now();
+            await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
+            await oneToken(a);
+            if (timed) times.hot.push(performance.now() - t);
+            const hotEval = api?.takeEvalTimings(llamaContext);
+            if (timed && hotEval && hotEval.tokenEvalMs > 0) times.hotLlama.push(hotEval.tokenEvalMs);
+            // The same through node-llama-cpp's evaluation, its native calls timed.
+            t = performance.now();
             const { times: hotCalls } = await calls.measure(async () => {
               await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
-              await oneToken(a);
+              await libraryToken(a);
             });
             if (timed) {
-              times.hot.push(performance.now() - t);
+              times.hotLibrary.push(performance.now() - t);
               times.hotDecodeCall.push(hotCalls.decodeBatchMs);
               times.hotSampleCall.push(hotCalls.sampleTokenMs);
             }
-            const hotEval = api?.takeEvalTimings(llamaContext);
-            if (timed && hotEval && hotEval.tokenEvalMs > 0) times.hotLlama.push(hotEval.tokenEvalMs);
             // The hot step's parts: the erase alone, then the token evaluated without logits.
             t = performance.now();
             await a.eraseContextTokenRanges([{ start: length, end: a.nextTokenIndex }]);
@@ -385,6 +401,7 @@ export async function benchGraft(
             kv,
             recomputeMs: median(times.recompute),
             hotMs: median(times.hot),
+            hotLibraryMs: median(times.hotLibrary),
             warmMs: median(times.warm),
             warmLoadMs: median(times.warmLoad),
             loadGBps: stateBytes / 1e9 / (median(times.warmLoad) / 1000),
@@ -445,7 +462,7 @@ export async function benchGraft(
           o.log(
             `${kv} ${length} tokens: recompute ${row.recomputeMs.toFixed(1)} ms, hot ${row.hotMs.toFixed(2)} ms (${row.hotSpeedup.toFixed(1)}x), ` +
               `warm ${row.warmMs.toFixed(1)} ms (${row.warmSpeedup.toFixed(2)}x; load ${row.warmLoadMs.toFixed(1)} ms, ${row.loadGBps.toFixed(1)} GB/s), cold ${row.coldMs.toFixed(1)} ms (${row.coldSpeedup.toFixed(2)}x), ` +
-              `hot step: erase ${row.hotEraseMs.toFixed(2)} ms, decode call ${row.hotDecodeCallMs.toFixed(2)} ms (llama.cpp eval ${fixedOrDash(row.hotLlamaEvalMs, 2)} ms), sample call ${row.hotSampleCallMs.toFixed(2)} ms; ` +
+              `hot step: erase ${row.hotEraseMs.toFixed(2)} ms, llama.cpp eval ${fixedOrDash(row.hotLlamaEvalMs, 2)} ms; node-llama-cpp's path ${row.hotLibraryMs.toFixed(2)} ms: decode call ${row.hotDecodeCallMs.toFixed(2)} ms, sample call ${row.hotSampleCallMs.toFixed(2)} ms; ` +
               `copy ${fixedOrDash(row.copyMs, 2)} ms (call ${fixedOrDash(row.copyCallMs, 2)} ms, token alone ${fixedOrDash(row.copyTargetTokenMs, 2)} ms), ` +
               `probe check ${row.probeCheckMs.toFixed(2)} ms, hashes of ${row.probeEntries} entries ${row.hashesEqual ? "equal" : "DIFFERENT"}`,
           );

@@ -33,7 +33,7 @@ describe("kvgraft bench graft (CPU smoke check, no timing assertions)", () => {
       expect(row.hashesEqual).toBe(true);
       expect(row.probeEntries).toBe(1024);
       expect(row.stateBytes).toBeGreaterThan(0);
-      for (const k of ["recomputeMs", "hotMs", "warmMs", "coldMs", "probeCheckMs"])
+      for (const k of ["recomputeMs", "hotMs", "hotLibraryMs", "warmMs", "coldMs", "probeCheckMs"])
         expect(row[k]).toBeGreaterThan(0);
     }
   });

@@ -7,6 +7,7 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { sha256OfTokens } from "../../shared/hash.js";
 import type { GenerationResult, Tier } from "../../shared/protocol.js";
 import type { Engine } from "../engine/engine.js";
+import { fitsWithoutShift, greedyStep } from "../engine/greedy-step.js";
 import type { GenerationOptions } from "./types.js";
 
 /** The tokens of one decode and where its time went. */
@@ -15,6 +16,8 @@ export interface Decoded {
   queryMs: number;
   decodeMs: number;
   finishReason: GenerationResult["finishReason"];
+  /** Which decoding ran: one native call a token (greedy-step.ts), or node-llama-cpp's evaluation. */
+  path: "native" | "library";
 }
 
 /** Erases everything after the first `n` tokens (the hot tier's graft: ~0.1 ms). */
@@ -22,7 +25,15 @@ export async function truncate(seq: LlamaContextSequence, n: number): Promise<vo
   if (seq.nextTokenIndex > n) await seq.eraseContextTokenRanges([{ start: n, end: seq.nextTokenIndex }]);
 }
 
-/** Evaluates `input` after what the slot holds, then samples until a stop. */
+/** Decodes running now per engine: a decode alone on its engine may take the native greedy path. */
+const running = new WeakMap<Engine, number>();
+
+/**
+ * Evaluates `input` after what the slot holds, then samples until a stop. Greedy decoding on our
+ * engine build, alone on its engine and without a context shift, takes one native call a token
+ * (greedy-step.ts); everything else goes through node-llama-cpp's evaluation, which batches the
+ * slots decoding at once. Both give the same tokens.
+ */
 export async function decode(
   engine: Engine,
   seq: LlamaContextSequence,
@@ -30,18 +41,65 @@ export async function decode(
   options: GenerationOptions,
 ): Promise<Decoded> {
   const sampling = options.sampling ?? { temperature: 0 };
-  const tokens: Token[] = [];
-  let finishReason: GenerationResult["finishReason"] = "eog";
   const t0 = performance.now();
-  let firstAt = t0;
-  if (options.signal?.aborted) return { tokens, queryMs: 0, decodeMs: 0, finishReason: "aborted" };
-  const generator = seq.evaluate(input, {
+  if (options.signal?.aborted)
+    return { tokens: [], queryMs: 0, decodeMs: 0, finishReason: "aborted", path: "library" };
+  const alone = (running.get(engine) ?? 0) === 0;
+  running.set(engine, (running.get(engine) ?? 0) + 1);
+  try {
+    const api = engine.nativeApi;
+    const native =
+      api !== null && alone && sampling.temperature === 0 && fitsWithoutShift(seq, input.length + options.maxTokens);
+    const steps = native ? nativeSteps(api, seq, input) : librarySteps(seq, input, sampling);
+    return { ...(await collect(engine, steps, options, t0)), path: native ? "native" : "library" };
+  } finally {
+    running.set(engine, (running.get(engine) ?? 1) - 1);
+  }
+}
+
+/** node-llama-cpp's evaluation: the sampled tokens until end of generation. */
+function librarySteps(
+  seq: LlamaContextSequence,
+  input: Token[],
+  sampling: NonNullable<GenerationOptions["sampling"]>,
+): AsyncGenerator<Token, void, void> {
+  return seq.evaluate(input, {
     temperature: sampling.temperature,
     ...(sampling.topK !== undefined ? { topK: sampling.topK } : {}),
     ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
     ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
   });
-  for await (const token of generator) {
+}
+
+/**
+ * Greedy steps on the engine build, with node-llama-cpp's semantics: end of generation stops
+ * without yielding the token, and the last yielded token is evaluated only if asked for more.
+ */
+async function* nativeSteps(
+  api: NonNullable<Engine["nativeApi"]>,
+  seq: LlamaContextSequence,
+  input: Token[],
+): AsyncGenerator<Token, void, void> {
+  let next = input;
+  while (true) {
+    const token = await greedyStep(api, seq, next);
+    if (seq.model.isEogToken(token)) return;
+    yield token;
+    next = [token];
+  }
+}
+
+/** Takes tokens from `steps` until a stop, timing the first token and the rest. */
+async function collect(
+  engine: Engine,
+  steps: AsyncGenerator<Token, void, void>,
+  options: GenerationOptions,
+  t0: number,
+): Promise<Omit<Decoded, "path">> {
+  const tokens: Token[] = [];
+  let finishReason: GenerationResult["finishReason"] = "eog";
+  let firstAt = t0;
+  for await (const token of steps) {
     if (tokens.length === 0) firstAt = performance.now();
     tokens.push(token);
     options.onToken?.(token, engine.model.detokenize([token]));

@@ -21,6 +21,7 @@ import {
   modelFileSha256,
 } from "./fingerprint.js";
 import { hotSlotsForVram } from "./hot-capacity.js";
+import { type NativeStateApi, nativeStateApi } from "./state-memory.js";
 
 /** Which llama.cpp binary to load: the CPU build, the last local build (CUDA on the GPU machine), or auto. */
 export type LlamaBinary = "cpu" | "lastBuild" | "auto";
@@ -72,6 +73,8 @@ function llamaFor(binary: LlamaBinary, threads: number): Promise<Llama> {
 export class Engine {
   private disposed = false;
   private readonly vocabularySize: number;
+  /** Our engine build's native API (state in memory, device copies, greedy steps), or null on the npm prebuilt. */
+  readonly nativeApi: NativeStateApi | null;
   private constructor(
     readonly llama: Llama,
     readonly model: LlamaModel,
@@ -86,6 +89,7 @@ export class Engine {
       | undefined;
     this.vocabularySize = tokenizer?.ggml?.tokens?.length ?? 0;
     if (this.vocabularySize === 0) throw new Error("the model file has no tokenizer vocabulary");
+    this.nativeApi = nativeStateApi(llama);
   }
 
   /** Loads the model and creates the context; disposes what it made if any step fails. */

@@ -46,6 +46,12 @@ export interface NativeStateApi {
    */
   takeEvalTimings(context: unknown): EvalTimings;
   /**
+   * Evaluates `tokens` at positions `startPos`... of the sequence and resolves to the next token,
+   * greedily (the first of highest logit), in one call on the thread pool; on failure the
+   * sequence's cells from `startPos` on are removed. The caller holds the context's lock.
+   */
+  greedyStep(context: unknown, sequenceId: number, tokens: Uint32Array, startPos: number): Promise<number>;
+  /**
    * Reads `readLength` bytes of the file at `fileOffset` into the arena at `offset` and resolves
    * to the SHA-256 of `arena[offset, offset + length)`; on the thread pool.
    */
@@ -85,13 +91,13 @@ export interface ArenaRange {
 }
 
 /** The addon API version this code speaks. */
-const API_VERSION = 3;
+const API_VERSION = 4;
 /** LLAMA_STATE_SEQ_MAGIC ('ggsq') and LLAMA_STATE_SEQ_VERSION of the bundled llama.cpp. */
 const SEQ_MAGIC = 0x67677371;
 const SEQ_VERSION = 3;
 
 /** node-llama-cpp internals this module touches (3.21.1). */
-interface SequenceInternals {
+export interface SequenceInternals {
   _context: LlamaContext & { _ctx: unknown };
   _lock: object;
   _sequenceId: number;
@@ -99,7 +105,7 @@ interface SequenceInternals {
   _nextTokenIndex: number;
   _loadedTokenPredictions: unknown[];
   _tokenPredictorOwner: object;
-  _abortTokenPredictor(skipClearingPredictionsFromState?: boolean): Promise<void>;
+  _abortTokenPredictor(skipClearingPredictionsFromState?: boolean, skipLock?: boolean): Promise<void>;
 }
 
 /** Our addon's state API when the loaded llama.cpp build has it, else null (npm prebuilts). */
@@ -127,7 +133,7 @@ export function readStateHeader(api: NativeStateApi, range: ArenaRange, maxToken
 }
 
 /** Runs `work` holding the sequence's evaluation lock and its context's lock, as node-llama-cpp's own state calls do. */
-async function withSequenceLocks<T>(sequence: SequenceInternals, work: () => Promise<T>): Promise<T> {
+export async function withSequenceLocks<T>(sequence: SequenceInternals, work: () => Promise<T>): Promise<T> {
   const evaluatorLock = await acquireLock([sequence._lock, "evaluate"]);
   const contextLock = await acquireLock([sequence._context, "context"]);
   try {

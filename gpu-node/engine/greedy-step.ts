@@ -1,0 +1,48 @@
+/**
+ * Greedy decoding in one native call a token on our engine build (`greedyStep` in
+ * native/addon/KvgraftState.cpp). node-llama-cpp's `evaluate` takes two thread-pool calls a token
+ * (decode, then sample) and runs its batch queue in JavaScript between and around them; on the
+ * H200 that was ~1.2 ms of a 10.7 ms hot step of the 12b preset. Same tokens, same positions, same
+ * batches for a sequence evaluated alone (the test compares them with node-llama-cpp's path).
+ *
+ * A step holds the context's lock for its one decode, so other slots' work interleaves between
+ * steps, but it is not batched with theirs: callers use it for a sequence decoding alone.
+ * Like `state-memory.ts`, it updates node-llama-cpp 3.21.1's token bookkeeping of the sequence.
+ */
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { type NativeStateApi, type SequenceInternals, withSequenceLocks } from "./state-memory.js";
+
+/**
+ * Evaluates `tokens` after what the sequence holds and returns the next token, greedily (the
+ * first token of highest logit, as llama.cpp's greedy sampler picks it). The tokens and their
+ * cells are the sequence's afterwards; on failure it holds what it held before.
+ */
+export async function greedyStep(
+  api: NativeStateApi,
+  sequence: LlamaContextSequence,
+  tokens: readonly Token[],
+): Promise<Token> {
+  if (tokens.length === 0) throw new Error("a greedy step needs at least one token");
+  const seq = sequence as unknown as SequenceInternals;
+  return withSequenceLocks(seq, async () => {
+    await seq._abortTokenPredictor(false, true);
+    const start = seq._nextTokenIndex;
+    // node-llama-cpp keeps the context's last cell free (its own free-space rule).
+    if (start + tokens.length > sequence.contextSize - 1)
+      throw new Error(
+        `${tokens.length} more tokens do not fit the slot (${start} of ${sequence.contextSize} used)`,
+      );
+    const next = await api.greedyStep(seq._context._ctx, seq._sequenceId, Uint32Array.from(tokens), start);
+    seq._contextTokens = seq._contextTokens.slice(0, start).concat(tokens);
+    seq._nextTokenIndex = start + tokens.length;
+    // Counted as node-llama-cpp counts a decode: the token with logits is output, the rest input.
+    sequence.tokenMeter.useTokens(tokens.length - 1, "input");
+    sequence.tokenMeter.useTokens(1, "output");
+    return next as Token;
+  });
+}
+
+/** Whether `count` tokens can be decoded greedily after what the sequence holds without a context shift. */
+export function fitsWithoutShift(sequence: LlamaContextSequence, count: number): boolean {
+  return sequence.nextTokenIndex + count <= sequence.contextSize - 1;
+}
