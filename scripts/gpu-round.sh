@@ -10,6 +10,10 @@
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
 #   bash scripts/gpu-round.sh engine [KV] # 12b preset: bench graft, f16 and q8_0 KV (or KV alone), 5,977 and
 #                                         # 11,994 tokens, memory path (our engine build) beside the file path
+#   bash scripts/gpu-round.sh hot-loop    # 12b preset: bench/hot-step-loop.js, node-llama-cpp's path vs the native
+#                                         # greedy step, 1,000 steps at 5,977 and 11,994 tokens, twice each
+#   bash scripts/gpu-round.sh kernel-trace # 12b preset, 5,977 f16 tokens: Nsight Compute's GPU time of every
+#                                         # kernel of a native hot-step loop; the last steps' kernels summed
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
@@ -69,6 +73,21 @@ case "${1:-}" in
         2>"$out/graft-12b-$kv-h200.log" | tee "$out/graft-12b-$kv-h200.txt"
       tail -n 1 "$out/graft-12b-$kv-h200.txt" > "$out/graft-12b-$kv-h200.json"
     done ;;
+  hot-loop)
+    m=$(model 12b)
+    for t in 5977 11994; do
+      for p in library native library native; do
+        $node dist/bench/hot-step-loop.js --model "$m" --tokens "$t" --steps 1000 --binary "$KV_LLAMA" --path "$p" 2>&1 |
+          tail -n 1 | sed "s/^/$t tokens: /"
+      done
+    done | tee "$out/hot-step-loop-12b-h200.txt" ;;
+  kernel-trace) # ncu runs the kernels one at a time; clocks and caches as they are
+    m=$(model 12b)
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    "$ncu" --clock-control none --cache-control none --target-processes all --metrics gpu__time_duration.sum \
+      --csv --print-units base $node dist/bench/hot-step-loop.js --model "$m" --tokens 5977 --steps 2 \
+      --binary "$KV_LLAMA" --path native > "$out/ncu-12b-5977.csv" 2> "$out/ncu-12b-5977.log"
+    python3 scripts/kernel-steps.py "$out/ncu-12b-5977.csv" | tee "$out/kernels-12b-f16-5977-h200.txt" ;;
   swa)
     rm -f "$models"/12b.gguf # the disk holds one 12B model at a time
     m=$(model gemma3-12b)
