@@ -53,13 +53,7 @@ case "$mode" in
     fi
     patch_llama "$nlc/llama.cpp"
     log "building (progress follows)"
-    # The npm prebuilt's CPU configuration (node-llama-cpp's CI mode): every x86 SIMD variant of
-    # ggml-cpu, the best one for the machine loaded at run time, and ggml's own thread pool. A
-    # GGML_NATIVE build rounds q8_0 dot products differently from the variant the prebuilt loads,
-    # so the two builds' q8_0 probe hashes differed; with the same variant they are the same.
-    NODE_LLAMA_CPP_CMAKE_OPTION_GGML_NATIVE=OFF NODE_LLAMA_CPP_CMAKE_OPTION_GGML_CPU_ALL_VARIANTS=ON \
-      NODE_LLAMA_CPP_CMAKE_OPTION_GGML_BACKEND_DL=ON NODE_LLAMA_CPP_CMAKE_OPTION_GGML_OPENMP=OFF \
-      npx --no node-llama-cpp source build --gpu false --noUsageExample >&2
+    npx --no node-llama-cpp source build --gpu false --noUsageExample >&2
     log "built in $((SECONDS - started)) s"
     ;;
   cuda-addon)
