@@ -47,6 +47,11 @@ export const heartbeatSchema = z
        * older edge (which drops unknown keys here but refuses them at the top) accepts a newer node.
        */
       bytes: tierBytesSchema.optional(),
+      /**
+       * Blocks the node found damaged and quarantined since it started (warm start's hash checks):
+       * no longer stored there. Optional, like `bytes`.
+       */
+      corrupt: z.array(sha256Schema).max(10_000).optional(),
     }),
     queue: z.object({ depth: z.number().int().nonnegative(), capacity: z.number().int().nonnegative() }),
   })

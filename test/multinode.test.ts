@@ -5,11 +5,12 @@
  * deposit lands on R = 2 nodes with identical bytes, a graft goes to the hot replica, killing a
  * node reroutes the graft to the other replica with the same output hash (and the extra latency
  * of the failover is reported), the rebalancer re-replicates and re-syncs a restarted node, a
- * node with other fingerprints never receives a block, and with no replica alive a graft is a 503
- * `no_replica`.
+ * node with other fingerprints never receives a block, a block a restarted node finds damaged at
+ * its warm start loses that node's replica record and is copied back, and with no replica alive a
+ * graft is a 503 `no_replica`.
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -43,6 +44,7 @@ interface Node {
   url: string;
   client: GpuNodeClient;
   exited: Promise<unknown>;
+  dataDir: string;
 }
 
 const children: ChildProcess[] = [];
@@ -71,6 +73,7 @@ async function startNode(id: string, modelPath: string, dataDir: string): Promis
     url,
     client: createGpuClient({ baseUrl: url, secret: SECRET }),
     exited: served.exited,
+    dataDir,
   };
   nodes.set(id, node);
   return node;
@@ -455,6 +458,30 @@ describe("several GPU nodes behind one edge", () => {
       expect(r.blockSha256).toBe(back);
     }
     expect(pool.metrics(dead).copiesIn).toBeGreaterThan(0);
+  });
+
+  it("a block a restarted node finds damaged at warm start leaves its replica record; the rebalancer copies it back", async () => {
+    const id = blocks[0] as string;
+    const holder = ((await placement(id)).holders as Json[]).find((h) => h.live)?.nodeId as string;
+    const node = nodes.get(holder) as Node;
+    node.child.kill("SIGTERM");
+    await node.exited;
+    const path = join(node.dataDir, "blocks", `${id}.state`);
+    const bytes = readFileSync(path);
+    const at = Math.floor(bytes.length / 2);
+    bytes[at] = (bytes[at] ?? 0) ^ 0x01;
+    writeFileSync(path, bytes);
+    await startNode(holder, model, node.dataDir);
+    // Warm start quarantines the file; the next heartbeat says so and the edge drops the record.
+    await until("the damaged replica's record to go", async () => {
+      const holders = (await placement(id)).holders as Json[];
+      return (await liveIds()).includes(holder) && !holders.some((h) => h.nodeId === holder);
+    });
+    expect((await holdings(holder)).has(id)).toBe(false);
+    const report = await pool.rebalancer.run("test");
+    expect(report.failed).toEqual([]);
+    expect((await holdings(holder)).has(id)).toBe(true);
+    expect(((await placement(id)).holders as Json[]).some((h) => h.nodeId === holder)).toBe(true);
   });
 
   it("never gives a block to the node with other fingerprints; exposes per-node metrics", async () => {

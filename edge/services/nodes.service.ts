@@ -1,12 +1,16 @@
 /**
  * A GPU node's heartbeat, once its signature checked out: the registry row is written (a draining
- * node is marked down at once), and the pool learns whether the node joined, came up, went down
- * or stayed as it was, which decides whether it rebalances. Also the node list the admin views show.
+ * node is marked down at once), the replica records of blocks the node reports corrupt (found
+ * damaged at its warm start and quarantined there) are removed, so routing stops sending those
+ * grafts to it and the rebalancer copies the block back from a sound replica, and the pool learns
+ * whether the node joined, came up, went down or stayed as it was, which decides whether it
+ * rebalances. Also the node list the admin views show.
  */
 import type { Heartbeat } from "../../shared/heartbeat.js";
 import { isGpuPool } from "../cluster/gpu-pool.js";
 import { reportedHealth } from "../cluster/node-directory.js";
 import { type GpuNode, getNode, listNodes, markNodeDown, upsertNode } from "../db/nodes.js";
+import { removeReplica } from "../db/replicas.js";
 import type { Deps } from "../http.js";
 
 /** Records a heartbeat; returns the node's row and the interval the edge expects, if it runs a pool. */
@@ -29,6 +33,7 @@ export async function recordHeartbeat(
     now,
   );
   if (beat.status === "draining") row = await markNodeDown(deps.db, beat.id);
+  for (const sha of beat.tiers.corrupt ?? []) await removeReplica(deps.db, sha, beat.id);
   const change: "joined" | "up" | "down" | "same" = !previous
     ? "joined"
     : previous.status === "down" && row.status === "up"

@@ -163,23 +163,8 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
     const openBlocks = blocks;
     const url = `http://${host}:${address.port}`;
     const nodeId = config.nodeId ?? (await persistentNodeId(config.dataDir));
-    const report = (): Heartbeat => {
-      const s = openBlocks.snapshot();
-      return {
-        id: nodeId,
-        url: config.publicUrl ?? url,
-        status: service.draining ? "draining" : "ok",
-        model: engine.modelFingerprint,
-        engine: engine.engineFingerprint,
-        capacity: {
-          slots: s.slots.total,
-          queueCapacity: service.queue.capacity,
-          tiers: ["hot", "warm", "cold"],
-        },
-        tiers: { hot: s.hot, warm: s.warm, coldCount: s.coldCount, bytes: s.bytes },
-        queue: { depth: service.queue.depth, capacity: service.queue.capacity },
-      };
-    };
+    const publicUrl = config.publicUrl ?? url;
+    const report = () => heartbeatReport(nodeId, publicUrl, engine, openBlocks, service);
     const heartbeat = config.edgeUrl
       ? startHeartbeat({
           edgeUrl: config.edgeUrl,
@@ -232,6 +217,33 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
     await engine.dispose();
     throw err;
   }
+}
+
+/** The heartbeat a node sends: where it is, what it runs, its capacity and what its tiers hold. */
+function heartbeatReport(
+  nodeId: string,
+  url: string,
+  engine: Engine,
+  blocks: BlockService,
+  service: Pick<GpuApp, "draining" | "queue">,
+): Heartbeat {
+  const s = blocks.snapshot();
+  return {
+    id: nodeId,
+    url,
+    status: service.draining ? "draining" : "ok",
+    model: engine.modelFingerprint,
+    engine: engine.engineFingerprint,
+    capacity: { slots: s.slots.total, queueCapacity: service.queue.capacity, tiers: ["hot", "warm", "cold"] },
+    tiers: {
+      hot: s.hot,
+      warm: s.warm,
+      coldCount: s.coldCount,
+      bytes: s.bytes,
+      ...(s.warmStart.corrupt.length ? { corrupt: s.warmStart.corrupt } : {}),
+    },
+    queue: { depth: service.queue.depth, capacity: service.queue.capacity },
+  };
 }
 
 /** The node id kept in the data directory (generated on first start), so restarts keep it. */
