@@ -58,6 +58,7 @@ import {
   sameNumbers,
   searchText,
 } from "./problem-structure.js";
+import { softDice } from "./soft-match.js";
 
 export type { SearchLimits } from "../db/library-search.js";
 export { analyzeProblem, type Numbers, type ProblemStructure } from "./problem-structure.js";
@@ -87,6 +88,8 @@ export interface RouteDecision {
   verified?: VerifiedAnswer;
   /** `template`: every problem of the template, oldest first (what a transfer chooses from). */
   matches?: TemplateMatch[];
+  /** `similar` and its abstentions: the concepts the best candidate matched softly (`query~library cosine`). */
+  softMatches?: string[];
 }
 
 /** A library problem as the lexical step reads it. */
@@ -133,6 +136,11 @@ export interface RouterTuning {
   threshold: number;
   /** By how much the best candidate must beat the runner-up with the same numbers. */
   margin: number;
+  /**
+   * The least cosine of two concepts' word vectors for them to count as one in the overlap
+   * (soft-match.ts); above 1 turns soft matching off.
+   */
+  softMatch: number;
 }
 
 /**
@@ -145,6 +153,7 @@ export interface RouterTuning {
 export const ROUTER_TUNING: RouterTuning = {
   threshold: 0.285,
   margin: 0.285,
+  softMatch: 0.5,
 };
 
 /** How many BM25 templates tell a lexical near match with other numbers from no match at all. */
@@ -187,10 +196,11 @@ export async function routeProblem(
       matches,
     };
   }
-  const similar = decideSimilar(await similarCandidates(library, normalizedText), {
-    ...ROUTER_TUNING,
-    ...tuning,
-  });
+  const constants = { ...ROUTER_TUNING, ...tuning };
+  const similar = decideSimilar(
+    await similarCandidates(library, normalizedText, constants.softMatch),
+    constants,
+  );
   if (similar.decision !== "similar" || !similar.problemId) return similar;
   const blockId = await library.newestReadyBlock(similar.problemId);
   return blockId ? { ...similar, blockId } : similar;
@@ -200,8 +210,10 @@ export async function routeProblem(
 export interface SimilarCandidate {
   /** Null for a template seen only lexically (its problems state other numbers). */
   problemId: string | null;
-  /** Dice overlap of concepts, in [0, 1]. */
+  /** Dice overlap of concepts, soft matches counted (soft-match.ts), in [0, 1]. */
   score: number;
+  /** The concepts matched softly in `score`, as `query~library`. */
+  softMatches?: string[];
   /** Whether the query states exactly this problem's numbers. */
   sameNumbers: boolean;
   /** Why the two ask different questions (`question_differs`, `structure_differs`), or null. */
@@ -215,11 +227,12 @@ export interface SimilarCandidate {
 /**
  * The library problems the lexical search finds for the text, each compared with it: the best
  * BM25 templates (to tell a near match with other numbers from nothing alike), and the problems
- * stating the query's numbers among many more templates.
+ * stating the query's numbers among many more templates. `softMatch`: `RouterTuning.softMatch`.
  */
 export async function similarCandidates(
   library: RouterLibrary,
   normalizedText: string,
+  softMatch = ROUTER_TUNING.softMatch,
 ): Promise<SimilarCandidate[]> {
   const query = analyzeProblem(normalizedText);
   if (query.concepts.size === 0) return [];
@@ -245,7 +258,7 @@ export async function similarCandidates(
       const other = analyzeLibraryText(row.normalizedText);
       return {
         problemId: row.id,
-        score: dice(query.concepts, other.concepts),
+        ...overlap(query.concepts, other.concepts, softMatch),
         sameNumbers: sameNumbers(query.numbers, other.numbers),
         differs: differences(query, other),
         structure: other,
@@ -253,6 +266,17 @@ export async function similarCandidates(
       };
     }),
   ];
+}
+
+/** The soft Dice overlap of the query's concepts and a library problem's, with its soft pairs. */
+function overlap(
+  query: Set<string>,
+  other: Set<string>,
+  least: number,
+): Pick<SimilarCandidate, "score" | "softMatches"> {
+  const { score, pairs } = softDice(query, other, least);
+  if (pairs.length === 0) return { score };
+  return { score, softMatches: pairs.map((p) => `${p.from}~${p.to} ${round(p.cosine)}`) };
 }
 
 /**
@@ -292,7 +316,11 @@ export function decideSimilar(candidates: SimilarCandidate[], tuning: RouterTuni
   // on a tie) is routed to. A different answer makes it another problem (`both are blue` for
   // `both are red`).
   const second = others.find((c) => !sameProblem(best, c));
-  const base = { score: round(best.score), runnerUp: round(second?.score ?? 0) };
+  const base = {
+    score: round(best.score),
+    runnerUp: round(second?.score ?? 0),
+    ...(best.softMatches ? { softMatches: best.softMatches } : {}),
+  };
   if (best.score < tuning.threshold) return { decision: "abstain", ...base, reason: "below_threshold" };
   if (best.score - (second?.score ?? 0) < tuning.margin)
     return { decision: "abstain", ...base, reason: "ambiguous" };
