@@ -1,9 +1,10 @@
 /**
  * Soft concept overlap (issue 16): the Dice overlap of two problems' concepts where a concept of
- * one side that the other lacks still counts as shared when the other side has a concept whose
- * word vector is close (concept-vectors.ts, cosine >= router.ts `ROUTER_TUNING.softMatch`): `kids`
- * for `children`, `revenue` for `sales`. Concepts the structure checks compare (members of an exclusive group or a
- * group of question alternatives, asked-for quantities, units) never match softly: distributional
+ * one side that the other lacks still counts as shared when it pairs with a concept of the other
+ * side whose word vector is close (concept-vectors.ts, cosine >= router.ts
+ * `ROUTER_TUNING.softMatch`): `kids` for `children`, `revenue` for `sales`. Concepts the structure
+ * checks compare (members of an exclusive group or a group of question alternatives, asked-for
+ * quantities, units) never match softly: distributional
  * vectors put antonyms and co-hyponyms close (`older`/`younger` 0.83, `celsius`/`fahrenheit` 0.89),
  * and those words are exactly what tells a near miss from a re-wording.
  */
@@ -18,29 +19,18 @@ const EXACT_ONLY = new Set([
   ...UNIT_CONCEPTS,
 ]);
 
-/** A soft match: a concept of one side, the other side's closest concept, their cosine. */
+/** A soft match: a concept of one side, the concept of the other it pairs with, their cosine. */
 export interface SoftPair {
   from: string;
   to: string;
   cosine: number;
 }
 
-/** The concept of `others` closest to `concept` with a cosine of at least `least`, or null. */
-export function softMatch(concept: string, others: Iterable<string>, least: number): SoftPair | null {
-  if (EXACT_ONLY.has(concept)) return null;
-  let best: SoftPair | null = null;
-  for (const other of others) {
-    if (EXACT_ONLY.has(other)) continue;
-    const cosine = conceptSimilarity(concept, other);
-    if (cosine >= least && (!best || cosine > best.cosine)) best = { from: concept, to: other, cosine };
-  }
-  return best;
-}
-
 /**
- * The Dice overlap of `a` and `b` with soft matches: each concept of either side counts as shared
- * when the other side has it or a concept it lacks itself with a cosine of at least `least`.
- * Returns the pairs matched softly too (for the decision's trace).
+ * The Dice overlap of `a` and `b` with soft matches: a concept of one side that the other lacks
+ * counts as shared when it is paired with a concept of the other side that the first lacks, with a
+ * cosine of at least `least`; each concept pairs at most once, the closest pairs first (so `pay`
+ * and `put` cannot both match `work`). Returns the pairs too (for the decision's trace).
  */
 export function softDice(
   a: Set<string>,
@@ -48,20 +38,26 @@ export function softDice(
   least: number,
 ): { score: number; pairs: SoftPair[] } {
   if (a.size + b.size === 0) return { score: 0, pairs: [] };
-  const onlyA = [...a].filter((c) => !b.has(c));
-  const onlyB = [...b].filter((c) => !a.has(c));
-  let shared = 2 * (a.size - onlyA.length);
-  const pairs: SoftPair[] = [];
-  for (const [mine, theirs] of [
-    [onlyA, onlyB],
-    [onlyB, onlyA],
-  ] as const)
-    for (const c of mine) {
-      const pair = softMatch(c, theirs, least);
-      if (pair) {
-        shared++;
-        pairs.push(pair);
-      }
+  const onlyA = [...a].filter((c) => !b.has(c) && !EXACT_ONLY.has(c));
+  const onlyB = [...b].filter((c) => !a.has(c) && !EXACT_ONLY.has(c));
+  let shared = 0;
+  for (const c of a) if (b.has(c)) shared += 2;
+  const candidates: SoftPair[] = [];
+  for (const from of onlyA)
+    for (const to of onlyB) {
+      const cosine = conceptSimilarity(from, to);
+      if (cosine >= least) candidates.push({ from, to, cosine });
     }
+  candidates.sort((x, y) => y.cosine - x.cosine);
+  const used = new Set<string>();
+  const pairs: SoftPair[] = [];
+  for (const pair of candidates) {
+    // `onlyA` and `onlyB` are disjoint, but one word may still be on each side's list once.
+    if (used.has(`a:${pair.from}`) || used.has(`b:${pair.to}`)) continue;
+    used.add(`a:${pair.from}`);
+    used.add(`b:${pair.to}`);
+    pairs.push(pair);
+    shared += 2;
+  }
   return { score: shared / (a.size + b.size), pairs };
 }
