@@ -9,7 +9,15 @@
  * and those words are exactly what tells a near miss from a re-wording.
  */
 import { conceptSimilarity } from "./concept-vectors.js";
-import { ASKED, EXCLUSIVE, QUESTION_ALTERNATIVES, UNIT_CONCEPTS } from "./thesaurus.js";
+import { ASKED, canonicalConcept, EXCLUSIVE, QUESTION_ALTERNATIVES, UNIT_CONCEPTS } from "./thesaurus.js";
+
+/**
+ * Units the thesaurus does not list (`UNIT_CONCEPTS`): two scales or currencies are close in the
+ * vector space (`celsius`/`fahrenheit` 0.89) and a conversion's direction is all that tells them
+ * apart.
+ */
+const MORE_UNITS =
+  "degree celsius fahrenheit kelvin gallon quart pint ounce pound ton milliliter milligram euro yen rupee";
 
 /** Concepts that only ever match themselves (see the module comment). */
 const EXACT_ONLY = new Set([
@@ -17,6 +25,7 @@ const EXACT_ONLY = new Set([
   ...QUESTION_ALTERNATIVES.flat(),
   ...ASKED,
   ...UNIT_CONCEPTS,
+  ...MORE_UNITS.split(" ").map(canonicalConcept),
 ]);
 
 /** A soft match: a concept of one side, the concept of the other it pairs with, their cosine. */
