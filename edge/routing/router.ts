@@ -153,7 +153,7 @@ export interface RouterTuning {
 export const ROUTER_TUNING: RouterTuning = {
   threshold: 0.285,
   margin: 0.285,
-  softMatch: 0.4,
+  softMatch: 0.45,
 };
 
 /** How many BM25 templates tell a lexical near match with other numbers from no match at all. */
