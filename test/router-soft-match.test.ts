@@ -2,7 +2,8 @@
  * Soft concept matching (edge/routing/soft-match.ts, concept-vectors.ts): the committed table of
  * word vectors gives synonyms a high cosine, the soft Dice overlap pairs each concept at most once
  * and never pairs the concepts the structure checks compare (antonyms are close in such a space),
- * and, over a real libSQL file database holding held-out 3's library, re-wordings whose words are
+ * the verdict ranks candidates by their exact overlap (instances of one template differ in close
+ * words) while the soft overlap decides whether the best is alike enough, and, over a real libSQL file database holding held-out 3's library, re-wordings whose words are
  * synonyms of the library problem's reach it (the exact overlap alone abstained on them) with the
  * soft pairs in the decision.
  */
@@ -13,7 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrateDatabase, type OpenDatabase, openDatabase } from "../edge/db/client.js";
 import { registerProblem } from "../edge/db/library.js";
 import { conceptSimilarity } from "../edge/routing/concept-vectors.js";
-import { libraryReader, ROUTER_TUNING, routeProblem } from "../edge/routing/router.js";
+import {
+  analyzeProblem,
+  decideSimilar,
+  libraryReader,
+  ROUTER_TUNING,
+  routeProblem,
+  type SimilarCandidate,
+} from "../edge/routing/router.js";
 import { softDice } from "../edge/routing/soft-match.js";
 import { canonicalConcept } from "../edge/routing/thesaurus.js";
 import { sha256Hex } from "../shared/hash.js";
@@ -60,6 +68,41 @@ describe("softDice", () => {
       expect(similarity(a, b), `${a}/${b}`).toBeGreaterThan(0.5);
       expect(softDice(concepts(a), concepts(b), 0).pairs, `${a}/${b}`).toEqual([]);
     }
+  });
+});
+
+describe("decideSimilar with soft scores", () => {
+  const candidate = (
+    problemId: string,
+    score: number,
+    exactScore: number,
+    answer: string,
+  ): SimilarCandidate => ({
+    problemId,
+    score,
+    exactScore,
+    sameNumbers: true,
+    differs: null,
+    structure: analyzeProblem("sam has 5 apples and buys 3 more how many apples does he have"),
+    answer,
+  });
+  it("ranks by the exact overlap and measures the margin to a runner-up on it", () => {
+    // Another instance of the template with close words (`pens` for `apples`) ties on the soft
+    // score; the exact words put the query's own problem ahead.
+    const own = candidate("own", 0.9, 0.9, "8");
+    const other = candidate("other", 0.9, 0.5, "9");
+    expect(decideSimilar([other, own], ROUTER_TUNING)).toMatchObject({
+      decision: "similar",
+      problemId: "own",
+      runnerUp: 0.5,
+    });
+    expect(decideSimilar([own, { ...other, exactScore: 0.8 }], ROUTER_TUNING).reason).toBe("ambiguous");
+  });
+
+  it("counts the soft matches for alike enough, with or without a runner-up", () => {
+    const alone = candidate("own", 0.45, 0.2, "8");
+    expect(decideSimilar([alone], ROUTER_TUNING)).toMatchObject({ decision: "similar", exactScore: 0.2 });
+    expect(decideSimilar([{ ...alone, score: 0.2 }], ROUTER_TUNING).reason).toBe("below_threshold");
   });
 });
 

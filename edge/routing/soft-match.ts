@@ -45,12 +45,13 @@ export function softDice(
   a: Set<string>,
   b: Set<string>,
   least: number,
-): { score: number; pairs: SoftPair[] } {
-  if (a.size + b.size === 0) return { score: 0, pairs: [] };
+): { score: number; exact: number; pairs: SoftPair[] } {
+  if (a.size + b.size === 0) return { score: 0, exact: 0, pairs: [] };
   const onlyA = [...a].filter((c) => !b.has(c) && !EXACT_ONLY.has(c));
   const onlyB = [...b].filter((c) => !a.has(c) && !EXACT_ONLY.has(c));
   let shared = 0;
   for (const c of a) if (b.has(c)) shared += 2;
+  const exact = shared / (a.size + b.size);
   const candidates: SoftPair[] = [];
   for (const from of onlyA)
     for (const to of onlyB) {
@@ -68,5 +69,5 @@ export function softDice(
     pairs.push(pair);
     shared += 2;
   }
-  return { score: shared / (a.size + b.size), pairs };
+  return { score: shared / (a.size + b.size), exact, pairs };
 }
