@@ -1,13 +1,14 @@
 /**
- * Calibrates the router's `similar` constants (edge/routing/router.ts ROUTER_TUNING) on a tuning set: registers
- * the library in a temporary libSQL database, compares every query that reaches the lexical step
- * (re-wordings and out-of-library queries; exact repeats and new numbers are decided before it)
- * with its candidates, then, one constant at a time with the others at their committed values,
+ * Calibrates the router's `similar` constants (edge/routing/router.ts ROUTER_TUNING) on a tuning
+ * set: registers the library in a temporary libSQL database, compares every query that reaches
+ * the lexical step (re-wordings and out-of-library queries; exact repeats and new numbers are
+ * decided before it) with its candidates, then, one constant at a time with the others at their committed values,
  * prints the interval of values in which every in-library query routes to its problem and no
  * query routes anywhere else, and that interval's middle; and, for each `softMatch` (the least
  * cosine of a soft concept match), how many lexical queries route right and how many wrong, since
  * a set that no constants make perfect is compared by those counts. On stderr, one line per
- * query: where it went and why, with the concepts matched softly. Defaults to the tuning set in test/fixtures; never calibrate on a held-out set.
+ * query: where it went and why, with the concepts matched softly. Defaults to the tuning set in
+ * test/fixtures; never calibrate on a held-out set.
  * Usage: npx tsx scripts/calibrate-router.ts [--library LIB.jsonl] [--queries Q.jsonl] [--json]
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";

@@ -2,11 +2,11 @@
  * Soft concept overlap (issue 16): the Dice overlap of two problems' concepts where a concept of
  * one side that the other lacks still counts as shared when it pairs with a concept of the other
  * side whose word vector is close (concept-vectors.ts, cosine >= router.ts
- * `ROUTER_TUNING.softMatch`): `kids` for `children`, `revenue` for `sales`. Concepts the structure
+ * `ROUTER_TUNING.softMatch`): `kids` for `children`, `list` for `sequence`. Concepts the structure
  * checks compare (members of an exclusive group or a group of question alternatives, asked-for
- * quantities, units) never match softly: distributional
- * vectors put antonyms and co-hyponyms close (`older`/`younger` 0.83, `celsius`/`fahrenheit` 0.89),
- * and those words are exactly what tells a near miss from a re-wording.
+ * quantities) and units never match softly: distributional vectors put antonyms and co-hyponyms
+ * close (`older`/`younger` 0.83, `celsius`/`fahrenheit` 0.89), and those words are exactly what
+ * tells a near miss from a re-wording.
  */
 import { conceptSimilarity } from "./concept-vectors.js";
 import { ASKED, canonicalConcept, EXCLUSIVE, QUESTION_ALTERNATIVES, UNIT_CONCEPTS } from "./thesaurus.js";
@@ -39,7 +39,8 @@ export interface SoftPair {
  * The Dice overlap of `a` and `b` with soft matches: a concept of one side that the other lacks
  * counts as shared when it is paired with a concept of the other side that the first lacks, with a
  * cosine of at least `least`; each concept pairs at most once, the closest pairs first (so `pay`
- * and `put` cannot both match `work`). Returns the pairs too (for the decision's trace).
+ * and `put` cannot both match `work`). Returns the overlap without soft matches (`exact`) and the
+ * pairs (for the decision's trace) too.
  */
 export function softDice(
   a: Set<string>,
@@ -59,13 +60,13 @@ export function softDice(
       if (cosine >= least) candidates.push({ from, to, cosine });
     }
   candidates.sort((x, y) => y.cosine - x.cosine);
+  // `onlyA` and `onlyB` are disjoint: one set holds the concepts paired on either side.
   const used = new Set<string>();
   const pairs: SoftPair[] = [];
   for (const pair of candidates) {
-    // `onlyA` and `onlyB` are disjoint, but one word may still be on each side's list once.
-    if (used.has(`a:${pair.from}`) || used.has(`b:${pair.to}`)) continue;
-    used.add(`a:${pair.from}`);
-    used.add(`b:${pair.to}`);
+    if (used.has(pair.from) || used.has(pair.to)) continue;
+    used.add(pair.from);
+    used.add(pair.to);
     pairs.push(pair);
     shared += 2;
   }
