@@ -270,7 +270,6 @@ describe("decideSimilar", () => {
   const best: SimilarCandidate = {
     problemId: "p1",
     score: 0.6,
-    exactScore: 0.6,
     sameNumbers: true,
     differs: null,
     structure: analyzeProblem("what is the area of a circle with a diameter of 14 cm"),
@@ -286,18 +285,13 @@ describe("decideSimilar", () => {
       runnerUp: 0,
     });
     expect(decideSimilar([{ ...best, sameNumbers: false }], ROUTER_TUNING).reason).toBe("numbers_differ");
-    expect(
-      decideSimilar([{ ...best, sameNumbers: false, score: 0.1, exactScore: 0.1 }], ROUTER_TUNING).reason,
-    ).toBe("below_threshold");
-    expect(decideSimilar([{ ...best, score: 0.1, exactScore: 0.1 }], ROUTER_TUNING).reason).toBe(
+    expect(decideSimilar([{ ...best, sameNumbers: false, score: 0.1 }], ROUTER_TUNING).reason).toBe(
       "below_threshold",
     );
+    expect(decideSimilar([{ ...best, score: 0.1 }], ROUTER_TUNING).reason).toBe("below_threshold");
     expect(
       decideSimilar(
-        [
-          best,
-          { ...best, problemId: "p2", score: 0.55, exactScore: 0.55, structure: other, answer: "43.98" },
-        ],
+        [best, { ...best, problemId: "p2", score: 0.55, structure: other, answer: "43.98" }],
         ROUTER_TUNING,
       ).reason,
     ).toBe("ambiguous");
@@ -305,23 +299,14 @@ describe("decideSimilar", () => {
     // closer copy wins; with another answer it is another problem.
     const copy = analyzeProblem("find the area of a round disk 14 cm across");
     expect(
-      decideSimilar(
-        [{ ...best, problemId: "p2", score: 0.6, exactScore: 0.6, structure: copy }, best],
-        ROUTER_TUNING,
-      ),
+      decideSimilar([{ ...best, problemId: "p2", score: 0.6, structure: copy }, best], ROUTER_TUNING),
     ).toMatchObject({ decision: "similar", problemId: "p2" });
     expect(
-      decideSimilar(
-        [best, { ...best, problemId: "p2", score: 0.55, exactScore: 0.55, answer: "154" }],
-        ROUTER_TUNING,
-      ).reason,
+      decideSimilar([best, { ...best, problemId: "p2", score: 0.55, answer: "154" }], ROUTER_TUNING).reason,
     ).toBe("ambiguous");
     // A lexically closer candidate with other numbers is no runner-up: it is another instance.
     expect(
-      decideSimilar(
-        [{ ...best, problemId: "p2", score: 0.9, exactScore: 0.9, sameNumbers: false }, best],
-        ROUTER_TUNING,
-      ),
+      decideSimilar([{ ...best, problemId: "p2", score: 0.9, sameNumbers: false }, best], ROUTER_TUNING),
     ).toMatchObject({ decision: "similar", problemId: "p1" });
     expect(decideSimilar([{ ...best, differs: "question_differs" }], ROUTER_TUNING).reason).toBe(
       "question_differs",

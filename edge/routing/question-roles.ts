@@ -8,7 +8,7 @@
  * (a negation, another member of a group of alternatives, a swap of what is asked and what is
  * given), never on a word merely missing.
  */
-import { QUESTION_ALTERNATIVES, UNIT_CONCEPTS } from "./thesaurus.js";
+import { canonicalConcept, UNIT_CONCEPTS } from "./thesaurus.js";
 
 /** The parts of a problem's question sentence these rules compare. */
 export interface QuestionRoles {
@@ -26,6 +26,26 @@ export interface QuestionRoles {
 interface Compared extends QuestionRoles {
   concepts: Set<string>;
 }
+
+/**
+ * Alternatives a question picks one of, by direction or by role: the inside or the outside angle,
+ * the speed in still water or the current's, the original price or the amount saved. Present in
+ * both questions, they must be the same member. (A relation's direction in the data, `older` vs
+ * `younger`, is an exclusive group of the whole text: thesaurus.ts `EXCLUSIVE`.)
+ */
+export const QUESTION_ALTERNATIVES: string[][] = [
+  ["interior", "exterior"],
+  ["current", "stillwater"],
+  ["upstream", "downstream"],
+  ["increase", "decrease"],
+  ["profit", "loss"],
+  ["original", "final", "save"],
+  ["square", "cube"],
+  ["radius", "diameter"],
+  ["simple", "compound"],
+  ["deposit", "withdraw"],
+  ["head", "tail"],
+].map((group) => group.map(canonicalConcept));
 
 /**
  * Negation, counted in the question sentence (the thesaurus spells `isn't`, `cannot` with `not`):

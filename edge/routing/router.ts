@@ -21,8 +21,7 @@
  *   vs `months`), `at least` vs `is`, `with` vs `without replacement`, arranging vs choosing,
  *   moving toward each other vs in the same direction, and the formulas (`x^2-5x+6=0` vs
  *   `x^2+5x+6=0`);
- * - the wording: the Dice overlap of concepts (a concept the other side lacks counts when it pairs
- *   with a close one by word vectors, soft-match.ts), after a math thesaurus maps the common ways to say
+ * - the wording: the Dice overlap of concepts, after a math thesaurus maps the common ways to say
  *   one thing to one word (`greatest common divisor` = `highest common factor` = `gcd`, `km/h` =
  *   `kilometers per hour`, `arranged` = `lined up`, `chosen` = `selected`) and a light stemmer,
  *   must reach `threshold` and beat the runner-up among candidates with the same numbers by
@@ -59,7 +58,6 @@ import {
   sameNumbers,
   searchText,
 } from "./problem-structure.js";
-import { softDice } from "./soft-match.js";
 
 export type { SearchLimits } from "../db/library-search.js";
 export { analyzeProblem, type Numbers, type ProblemStructure } from "./problem-structure.js";
@@ -76,27 +74,19 @@ export type RouteReason =
   | "structure_differs"
   | "numbers_differ";
 
-/**
- * A routing decision; `score` is 1 for exact matches, the best candidate's Dice score (soft
- * matches counted) otherwise.
- */
+/** A routing decision; `score` is 1 for exact matches, the best candidate's Dice score otherwise. */
 export interface RouteDecision {
   decision: RouteKind;
   problemId?: string;
   /** The block to graft: the newest ready block of the chosen problem, when it has one. */
   blockId?: string;
   score: number;
-  /** `similar` and its abstentions: the best candidate's Dice score without soft matches. */
-  exactScore?: number;
-  /** The runner-up's Dice score without soft matches (the margin to a runner-up is on exact scores). */
   runnerUp?: number;
   reason: RouteReason;
   /** `answer`: the verified solution that answers. */
   verified?: VerifiedAnswer;
   /** `template`: every problem of the template, oldest first (what a transfer chooses from). */
   matches?: TemplateMatch[];
-  /** `similar` and its abstentions: the concepts the best candidate matched softly (`query~library cosine`). */
-  softMatches?: string[];
 }
 
 /** A library problem as the lexical step reads it. */
@@ -143,27 +133,18 @@ export interface RouterTuning {
   threshold: number;
   /** By how much the best candidate must beat the runner-up with the same numbers. */
   margin: number;
-  /**
-   * The least cosine of two concepts' word vectors for them to count as one in the overlap
-   * (soft-match.ts); above 1 turns soft matching off.
-   */
-  softMatch: number;
 }
 
 /**
  * Calibrated with `npx tsx scripts/calibrate-router.ts` on the tuning set
- * (test/fixtures/router-library.jsonl and router-queries.jsonl): `threshold` and `margin` are
- * the middles of the intervals in which the whole tuning set comes out right with the others
- * fixed (the script prints the intervals). The numbers and structure checks do most of the
- * abstaining, so the interval for `threshold` is wide. Every `softMatch` keeps the tuning set
- * right, so it is the highest cosine at which the most re-wordings of the seen sets (dev-2,
- * held-out 2 and 3) route right, with no more wrong routes (the script's `softMatchSweep`). A new
- * library should be re-calibrated (docs/router.md).
+ * (test/fixtures/router-library.jsonl and router-queries.jsonl): each constant is the middle of
+ * the interval in which the whole tuning set comes out right with the other fixed (the script
+ * prints the intervals). The numbers and structure checks do most of the abstaining, so the
+ * interval for `threshold` is wide; a new library should be re-calibrated (docs/router.md).
  */
 export const ROUTER_TUNING: RouterTuning = {
   threshold: 0.285,
   margin: 0.285,
-  softMatch: 0.45,
 };
 
 /** How many BM25 templates tell a lexical near match with other numbers from no match at all. */
@@ -206,11 +187,10 @@ export async function routeProblem(
       matches,
     };
   }
-  const constants = { ...ROUTER_TUNING, ...tuning };
-  const similar = decideSimilar(
-    await similarCandidates(library, normalizedText, constants.softMatch),
-    constants,
-  );
+  const similar = decideSimilar(await similarCandidates(library, normalizedText), {
+    ...ROUTER_TUNING,
+    ...tuning,
+  });
   if (similar.decision !== "similar" || !similar.problemId) return similar;
   const blockId = await library.newestReadyBlock(similar.problemId);
   return blockId ? { ...similar, blockId } : similar;
@@ -220,12 +200,8 @@ export async function routeProblem(
 export interface SimilarCandidate {
   /** Null for a template seen only lexically (its problems state other numbers). */
   problemId: string | null;
-  /** Dice overlap of concepts, soft matches counted (soft-match.ts), in [0, 1]. */
+  /** Dice overlap of concepts, in [0, 1]. */
   score: number;
-  /** Dice overlap of concepts, exact matches only. */
-  exactScore: number;
-  /** The concepts matched softly in `score`, as `query~library`. */
-  softMatches?: string[];
   /** Whether the query states exactly this problem's numbers. */
   sameNumbers: boolean;
   /** Why the two ask different questions (`question_differs`, `structure_differs`), or null. */
@@ -239,12 +215,11 @@ export interface SimilarCandidate {
 /**
  * The library problems the lexical search finds for the text, each compared with it: the best
  * BM25 templates (to tell a near match with other numbers from nothing alike), and the problems
- * stating the query's numbers among many more templates. `softMatch`: `RouterTuning.softMatch`.
+ * stating the query's numbers among many more templates.
  */
 export async function similarCandidates(
   library: RouterLibrary,
   normalizedText: string,
-  softMatch = ROUTER_TUNING.softMatch,
 ): Promise<SimilarCandidate[]> {
   const query = analyzeProblem(normalizedText);
   if (query.concepts.size === 0) return [];
@@ -258,7 +233,7 @@ export async function similarCandidates(
   const { templates, problems: rows } = found;
   const lexical = templates.map((template) => ({
     problemId: null,
-    ...lexicalScore(dice(query.concepts, analyzeLibraryText(template).concepts)),
+    score: dice(query.concepts, analyzeLibraryText(template).concepts),
     sameNumbers: false,
     differs: null,
     structure: null,
@@ -270,7 +245,7 @@ export async function similarCandidates(
       const other = analyzeLibraryText(row.normalizedText);
       return {
         problemId: row.id,
-        ...overlap(query.concepts, other.concepts, softMatch),
+        score: dice(query.concepts, other.concepts),
         sameNumbers: sameNumbers(query.numbers, other.numbers),
         differs: differences(query, other),
         structure: other,
@@ -278,21 +253,6 @@ export async function similarCandidates(
       };
     }),
   ];
-}
-
-/** The soft Dice overlap of the query's concepts and a library problem's, with its soft pairs. */
-function overlap(
-  query: Set<string>,
-  other: Set<string>,
-  least: number,
-): Pick<SimilarCandidate, "score" | "exactScore" | "softMatches"> {
-  const { score, exact, pairs } = softDice(query, other, least);
-  if (pairs.length === 0) return { score, exactScore: exact };
-  return { score, exactScore: exact, softMatches: pairs.map((p) => `${p.from}~${p.to} ${round(p.cosine)}`) };
-}
-
-function lexicalScore(score: number): Pick<SimilarCandidate, "score" | "exactScore"> {
-  return { score, exactScore: score };
 }
 
 /**
@@ -315,11 +275,7 @@ function analyzeLibraryText(text: string): ProblemStructure {
 /** The lexical verdict over the compared candidates (pure: scripts/calibrate-router.ts sweeps it). */
 export function decideSimilar(candidates: SimilarCandidate[], tuning: RouterTuning): RouteDecision {
   if (candidates.length === 0) return { decision: "abstain", score: 0, reason: "no_candidates" };
-  // Ranked by the exact overlap, the soft one breaking ties: a library of many instances of one
-  // template holds problems that differ from each other only in words the vectors put close
-  // (`apples` for `pens`, one name for another), and only the exact words tell the query's own
-  // problem from the others.
-  const byScore = [...candidates].sort((a, b) => b.exactScore - a.exactScore || b.score - a.score);
+  const byScore = [...candidates].sort((a, b) => b.score - a.score);
   const lexicalBest = byScore[0] as SimilarCandidate;
   const [best, ...others] = byScore.filter(
     (c): c is SimilarCandidate & { problemId: string } => c.sameNumbers && c.problemId !== null,
@@ -336,15 +292,9 @@ export function decideSimilar(candidates: SimilarCandidate[], tuning: RouterTuni
   // on a tie) is routed to. A different answer makes it another problem (`both are blue` for
   // `both are red`).
   const second = others.find((c) => !sameProblem(best, c));
-  const base = {
-    score: round(best.score),
-    exactScore: round(best.exactScore),
-    runnerUp: round(second?.exactScore ?? 0),
-    ...(best.softMatches ? { softMatches: best.softMatches } : {}),
-  };
-  // Alike enough counts the soft matches; ahead of a runner-up counts the exact ones (above).
+  const base = { score: round(best.score), runnerUp: round(second?.score ?? 0) };
   if (best.score < tuning.threshold) return { decision: "abstain", ...base, reason: "below_threshold" };
-  if ((second ? best.exactScore - second.exactScore : best.score) < tuning.margin)
+  if (best.score - (second?.score ?? 0) < tuning.margin)
     return { decision: "abstain", ...base, reason: "ambiguous" };
   if (best.differs) return { decision: "abstain", ...base, reason: best.differs };
   return { decision: "similar", problemId: best.problemId, ...base, reason: "similar" };

@@ -231,26 +231,6 @@ export function canonicalConcept(word: string): string {
   return CONCEPT_OF_STEM.get(stemmed) ?? stemmed;
 }
 
-/**
- * Alternatives a question picks one of, by direction or by role: the inside or the outside angle,
- * the speed in still water or the current's, the original price or the amount saved. Present in
- * both questions, they must be the same member (question-roles.ts). (A relation's direction in the
- * data, `older` vs `younger`, is an exclusive group of the whole text: `EXCLUSIVE`.)
- */
-export const QUESTION_ALTERNATIVES: string[][] = [
-  ["interior", "exterior"],
-  ["current", "stillwater"],
-  ["upstream", "downstream"],
-  ["increase", "decrease"],
-  ["profit", "loss"],
-  ["original", "final", "save"],
-  ["square", "cube"],
-  ["radius", "diameter"],
-  ["simple", "compound"],
-  ["deposit", "withdraw"],
-  ["head", "tail"],
-].map((group) => group.map(canonicalConcept));
-
 /** Letters that are units, not variables, when they stand alone. */
 export const UNIT_LETTERS = new Set(["m", "s", "l", "h", "g", "k"]);
 
