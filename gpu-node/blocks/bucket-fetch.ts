@@ -3,7 +3,8 @@
  * of the manifest: each range is hashed as its bytes arrive and written at its offset in the
  * temp file (and, on the engine build, copied into the warm arena as well). The whole-file
  * SHA-256, which binds the manifest's chunk hashes to the block's name, is computed in order
- * from the file behind the downloads. The first range that fails stops the others.
+ * from the file behind the downloads. The first range that fails stops the others. The file is
+ * not fsynced here: the block store fsyncs it when it commits it (`BlockStore.adopt`).
  */
 import { createHash, type Hash } from "node:crypto";
 import { type FileHandle, open } from "node:fs/promises";
@@ -40,8 +41,8 @@ export function corruptBlock(sha: string): (why: string) => Error {
 /**
  * Downloads the state of `manifest` into `destPath` (created) with `parallel` ranged GETs,
  * writing every byte to `target` too when given. Resolves once every range's SHA-256 matched
- * the manifest, the total length matched, the whole file hashed to the block's name, and the
- * file was fsynced; otherwise throws (the caller deletes `destPath` and drops `target`).
+ * the manifest, the total length matched and the whole file hashed to the block's name (the file
+ * is written, not yet fsynced); otherwise throws (the caller deletes `destPath` and drops `target`).
  */
 export async function fetchRanges(
   get: RangedGet,
@@ -85,7 +86,6 @@ export async function fetchRanges(
     await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallel, count)) }, worker));
     if (failure !== null) throw failure;
     if ((await whole.digest(count)) !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
-    await file.sync();
   } finally {
     await whole.settled();
     await file.close();
