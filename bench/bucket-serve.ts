@@ -41,8 +41,8 @@ export interface BucketBenchOptions {
   parallel: number;
   /** A fresh folder is made in it for the node's store and s3rver's files (one disk); default the OS temp folder. */
   dataDir?: string;
-  /** A folder whose node_modules has s3rver (scripts/stage-s3rver.sh); default the current folder. */
-  s3rverDir?: string;
+  /** A folder whose node_modules has s3rver (scripts/stage-s3rver.sh). */
+  s3rverDir: string;
   /** The warm tier's budget (the pinned arena on the engine build); must hold the block. */
   warmBudgetBytes: number;
   engine: Pick<EngineOptions, "binary" | "threads">;
@@ -134,7 +134,7 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
   const root = await mkdtemp(join(o.dataDir ?? tmpdir(), "kvgraft-bench-bucket-"));
   const s3Dir = join(root, "s3");
   await mkdir(s3Dir);
-  const s3 = await startS3rver(o.s3rverDir ?? process.cwd(), s3Dir).catch(async (err: unknown) => {
+  const s3 = await startS3rver(o.s3rverDir, s3Dir).catch(async (err: unknown) => {
     await rm(root, { recursive: true, force: true });
     throw err;
   });

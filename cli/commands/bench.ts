@@ -1,3 +1,5 @@
+import { createRequire } from "node:module";
+import { join } from "node:path";
 import { benchBucketServe } from "../../bench/bucket-serve.js";
 import { benchGraft, graftBenchTable } from "../../bench/graft-bench.js";
 import { benchHttpOverhead } from "../../bench/http-overhead.js";
@@ -12,6 +14,7 @@ import {
   requireFlag,
   requireGgufFile,
   UsageError,
+  UserError,
 } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { readCliGpuEnv } from "../gpu-env.js";
@@ -152,6 +155,14 @@ async function benchBucketCommand(argv: string[]): Promise<number> {
   });
   if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
   const env = readCliGpuEnv();
+  const s3rverDir = String(flags["s3rver-dir"] ?? process.cwd());
+  try {
+    createRequire(join(s3rverDir, "package.json")).resolve("s3rver");
+  } catch {
+    throw new UserError(
+      `s3rver cannot be loaded from ${s3rverDir}: stage it there (scripts/stage-s3rver.sh DIR)`,
+    );
+  }
   const result = await benchBucketServe({
     modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
     tokens: intFlag(flags.tokens, "tokens", 1000),
@@ -160,7 +171,7 @@ async function benchBucketCommand(argv: string[]): Promise<number> {
     parallel: intFlag(flags.parallel, "parallel", 4),
     warmBudgetBytes: intFlag(flags["warm-budget-bytes"], "warm-budget-bytes", 2 * 2 ** 30),
     ...(flags["data-dir"] ? { dataDir: String(flags["data-dir"]) } : {}),
-    ...(flags["s3rver-dir"] ? { s3rverDir: String(flags["s3rver-dir"]) } : {}),
+    s3rverDir,
     engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
     log: (line) => process.stderr.write(`${line}\n`),
   });
