@@ -132,6 +132,14 @@ async function fetchRange(
   }
   if (!res.body) throw faults.down("GET state range", "no body");
   const reader = res.body.getReader();
+  // Once the fetch is aborted mid-body, a pending read of undici's body may never settle (seen
+  // under load when another range failed): the loop stops on the signal itself.
+  const stopped = new Promise<never>((_, reject) => {
+    const stop = () => reject(signal.reason);
+    if (signal.aborted) stop();
+    else signal.addEventListener("abort", stop, { once: true });
+  });
+  stopped.catch(() => undefined);
   let received = 0;
   let batch: Uint8Array[] = [];
   let batchBytes = 0;
@@ -149,7 +157,7 @@ async function fetchRange(
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
-        chunk = await reader.read();
+        chunk = await Promise.race([reader.read(), stopped]);
       } catch (err) {
         throw faults.down("GET state body", err);
       }
@@ -165,7 +173,8 @@ async function fetchRange(
     if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
     await flush();
   } catch (err) {
-    await reader.cancel().catch(() => undefined);
+    // Not awaited: after an abort the cancel may not settle either.
+    void reader.cancel().catch(() => undefined);
     throw err;
   }
 }
