@@ -8,6 +8,10 @@
 #   bash scripts/gpu-round.sh energy      # 12b preset: recompute vs hot vs warm energy at 11,994 tokens
 #   bash scripts/gpu-round.sh load        # 12b preset: kvgraft bench edge --path graft at 8, 16, 32 req/s
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
+#   bash scripts/gpu-round.sh bucket      # 1b preset, a 10,000-token block (~328 MB of f16 state): kvgraft bench
+#                                         # bucket (local cold restore vs a graft fetched from s3rver on
+#                                         # loopback), 4 and 8 ranged GETs at once; needs S3RVER_DIR (the output
+#                                         # of scripts/stage-s3rver.sh); BUCKET_PRESET, BUCKET_TOKENS override
 #   bash scripts/gpu-round.sh engine [KV] # 12b preset: bench graft, f16 and q8_0 KV (or KV alone), 5,977 and
 #                                         # 11,994 tokens, memory path (our engine build) beside the file path
 #   bash scripts/gpu-round.sh hot-loop    # 12b preset: bench/hot-step-loop.js, node-llama-cpp's path vs the native
@@ -142,9 +146,19 @@ case "${1:-}" in
     tail -n 1 "$out/scale-out-$preset.txt" > "$out/scale-out-$preset-h200.json"
     rm -rf "$data"
     [[ $status -eq 0 ]] || { echo "gpu-round: bench scale-out exited $status" >&2; exit "$status"; } ;;
+  bucket)
+    [[ -n ${S3RVER_DIR:-} ]] || { echo "gpu-round: bucket needs S3RVER_DIR (scripts/stage-s3rver.sh DIR)" >&2; exit 2; }
+    preset=${BUCKET_PRESET:-1b}
+    tokens=${BUCKET_TOKENS:-10000}
+    for p in ${BUCKET_PARALLEL:-4 8}; do
+      $cli bench bucket --model "$(model "$preset")" --tokens "$tokens" --kv f16 --runs 5 --parallel "$p" \
+        --s3rver-dir "$S3RVER_DIR" --data-dir /root/bucket-bench --json \
+        2>"$out/bucket-$preset-p$p.log" | tee "$out/bucket-$preset-p$p.txt"
+      tail -n 1 "$out/bucket-$preset-p$p.txt" > "$out/bucket-$preset-p$p-h200.json"
+    done ;;
   http)
     $cli bench http --model "$(model 1b)" --runs 20 --json 2>"$out/http-1b.log" | tee "$out/http-1b.txt"
     tail -n 1 "$out/http-1b.txt" > "$out/http-1b.json" ;;
-  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | engine | library | energy | load | http | swa | swa-graft | scale-out" >&2; exit 2 ;;
+  *) echo "usage: gpu-round.sh verify | graft f16|q8_0 | engine | library | energy | load | http | bucket | swa | swa-graft | scale-out" >&2; exit 2 ;;
 esac
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader >> "$out/gpu.txt" || true

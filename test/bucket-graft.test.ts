@@ -3,8 +3,10 @@
  * S3-compatible server (s3rver on loopback): a deposit is uploaded before it is answered; a node
  * without the block fetches it and serves the same output as from the local copy; with the
  * bucket unreachable, cached blocks still graft and deposits fail with nothing left to register.
+ * On this file path (npm binaries) the graft loads the committed file, so a fetch whose disk copy
+ * fails fails the graft, leaving nothing behind (the engine build serves it: bucket-warm.test.ts).
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -104,5 +106,23 @@ describe("grafts through the bucket (tiny-llama, s3rver)", () => {
     });
     expect(svc.disk.stats.uploads).toBe(0);
     await svc.close();
+  });
+
+  it("file path: a fetch whose disk copy fails fails the graft and leaves nothing behind", async () => {
+    const bucket = new BlockBucket(s3.config);
+    const depositor = await openService(bucket);
+    const manifest = await depositor.deposit(blockText("disk-fails"));
+    await depositor.close();
+
+    for (const s of engine.slots) await s.clearHistory();
+    const dataDir = freshDir("data");
+    const other = await openService(bucket, dataDir);
+    // A directory where the state file goes: the rename that commits the fetched file fails.
+    mkdirSync(other.store.statePath(manifest.sha256));
+    await expect(other.graft(manifest.sha256, QUERY, { maxTokens: 8 })).rejects.toThrow(/EISDIR/);
+    expect(other.list()).toEqual([]);
+    expect(readdirSync(join(dataDir, "tmp"))).toEqual([]);
+    expect(await bucket.has(manifest.sha256)).toBe(true);
+    await other.close();
   });
 });

@@ -1,10 +1,11 @@
 /**
  * On kvgraft's engine build, a block fetched from the bucket (s3rver on loopback) goes into the
  * pinned warm arena while it downloads and into the disk cache: the graft that asked for it loads
- * from memory ("warm"), byte-exact with a local restore. Bytes that fail their hashes never reach
- * the arena. Skipped, saying why, where the build is absent; CI builds it first.
+ * from memory ("warm"), byte-exact with a local restore, without waiting for the disk copy, which
+ * is committed behind it (a failure there loses only that copy). Bytes that fail their hashes
+ * never reach the arena. Skipped, saying why, where the build is absent; CI builds it first.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -67,7 +68,8 @@ describe.skipIf(!present)("engine build: a bucket fetch fills the warm arena", (
     expect(fetched.tier).toBe("warm");
     expect(fetched.outputSha256).toBe(local.outputSha256);
     expect(other.disk.stats.fetches).toBe(1);
-    // Committed to the disk cache as well, byte-exact.
+    // Committed to the disk cache as well (behind the graft), byte-exact.
+    await other.disk.settled();
     expect(readFileSync(other.store.statePath(manifest.sha256))).toEqual(
       readFileSync(depositor.store.statePath(manifest.sha256)),
     );
@@ -99,5 +101,44 @@ describe.skipIf(!present)("engine build: a bucket fetch fills the warm arena", (
     expect(other.memory?.tier.usedBytes).toBe(0);
     expect(other.list()).toEqual([]);
     await other.close();
+  });
+
+  it("a fetched block is served before its disk copy exists; two grafts share one fetch; a failed disk copy loses only itself", async () => {
+    const bucket = new BlockBucket(s3.config);
+    const depositor = await openService(bucket);
+    const manifest = await depositor.deposit(text("warm-persist"));
+    const original = readFileSync(depositor.store.statePath(manifest.sha256));
+    await depositor.close();
+
+    for (const s of engine.slots) await s.clearHistory();
+    const dataDir = fresh("data");
+    const other = await BlockService.open({ engine, dataDir, warmBudgetBytes: 256 * 2 ** 20, bucket });
+    // A directory where the state file goes: the rename that commits the fetched file fails, as
+    // a failing disk would. Before the change the graft waited for that commit and failed with it.
+    const statePath = other.store.statePath(manifest.sha256);
+    mkdirSync(statePath);
+    const [first, second] = await Promise.all([
+      other.graft(manifest.sha256, QUERY, { maxTokens: 8 }),
+      other.graft(manifest.sha256, QUERY, { maxTokens: 8 }),
+    ]);
+    expect(first.tier).toBe("warm");
+    expect(second.outputSha256).toBe(first.outputSha256);
+    expect(other.disk.stats.fetches).toBe(1);
+    await other.disk.settled();
+    // Only the disk copy was lost: nothing listed, nothing left in the arena or the temp folder.
+    expect(other.disk.stats.persistFailures).toBe(1);
+    expect(other.list()).toEqual([]);
+    expect(other.memory?.tier.blocks()).toEqual([]);
+    expect(readdirSync(join(dataDir, "tmp"))).toEqual([]);
+
+    // With the disk healthy again the next graft fetches it again, and the file is committed.
+    rmSync(statePath, { recursive: true });
+    other.pool.evict(manifest.sha256); // the slots that served it would answer "hot"
+    const again = await other.graft(manifest.sha256, QUERY, { maxTokens: 8 });
+    expect(again.tier).toBe("warm");
+    expect(again.outputSha256).toBe(first.outputSha256);
+    expect(other.disk.stats.fetches).toBe(2);
+    await other.close(); // waits for the commit
+    expect(readFileSync(statePath)).toEqual(original);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The bucket tier against a real S3-compatible server (s3rver on loopback) with real files:
- * upload and fetch byte-exact, chunk hashes checked as bytes arrive (altered or truncated
+ * upload and fetch byte-exact, chunk hashes checked behind the downloads (altered or truncated
  * objects refused), manifest last (a killed upload leaves no block), the bucket unreachable,
  * one fetch for concurrent requests, and the disk budget's LRU that evicts only durable blocks.
  */

@@ -1,3 +1,6 @@
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { benchBucketServe } from "../../bench/bucket-serve.js";
 import { benchGraft, graftBenchTable } from "../../bench/graft-bench.js";
 import { benchHttpOverhead } from "../../bench/http-overhead.js";
 import { benchLibrary } from "../../bench/library-bench.js";
@@ -11,6 +14,7 @@ import {
   requireFlag,
   requireGgufFile,
   UsageError,
+  UserError,
 } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { readCliGpuEnv } from "../gpu-env.js";
@@ -55,6 +59,16 @@ Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model
 --stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).
 With --url, the key is --key, else KVGRAFT_API_KEY or KVGRAFT_ADMIN_KEY. See docs/reliability.md.`,
   "scale-out": SCALE_OUT_HELP,
+  bucket: `usage: kvgraft bench bucket --model FILE [--tokens 1000] [--kv f16] [--runs 3] [--parallel 4]
+         [--warm-budget-bytes 2147483648] [--data-dir DIR] [--s3rver-dir DIR] [--json]
+
+A graft of a block from the node's own disk (local cold restore: page cache dropped, checked read,
+load) versus a graft of the same block fetched from a bucket (s3rver on loopback, its own process),
+its files in the page cache and not; one node (BlockService), medians after a warm-up. restoreMs
+runs from the graft's start until the slot holds the block. The issue's target: blocks >= 256 MiB.
+--s3rver-dir: a folder whose node_modules has s3rver (scripts/stage-s3rver.sh); default the current
+folder. --data-dir: a fresh folder is made in it for the node's store and s3rver's files.
+Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS. See docs/deploy-r2.md.`,
   "fast-path": `usage: kvgraft bench fast-path [--requests 1000] [--warmup 100] [--json]
 
 Sequential solves of one verified library problem over loopback HTTP (a Node edge with a fresh
@@ -69,7 +83,7 @@ function wantsHelp(argv: string[]): boolean {
   return argv.includes("--help") || argv.includes("-h");
 }
 
-/** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path>`. */
+/** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path|bucket>`. */
 export default async function bench(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
@@ -86,9 +100,10 @@ export default async function bench(argv: string[]): Promise<number> {
   if (which === "library") return benchLibraryCommand(rest);
   if (which === "router") return benchRouterCommand(rest);
   if (which === "fast-path") return benchFastPathCommand(rest);
+  if (which === "bucket") return benchBucketCommand(rest);
   if (which !== "graft")
     throw new UsageError(
-      `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path)`,
+      `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path, bucket)`,
     );
   const flags = parseFlags(rest, {
     model: { type: "string" },
@@ -124,6 +139,51 @@ export default async function bench(argv: string[]): Promise<number> {
   process.stdout.write(`${graftBenchTable(result.rows)}\n`);
   if (flags.json) printJson({ model: result.model, engine: result.engine, results: result.rows });
   return result.rows.every((r) => r.hashesEqual) ? 0 : 1;
+}
+
+async function benchBucketCommand(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    model: { type: "string" },
+    tokens: { type: "string" },
+    kv: { type: "string", default: "f16" },
+    runs: { type: "string" },
+    parallel: { type: "string" },
+    "warm-budget-bytes": { type: "string" },
+    "data-dir": { type: "string" },
+    "s3rver-dir": { type: "string" },
+    json: { type: "boolean", default: false },
+  });
+  if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
+  const env = readCliGpuEnv();
+  const s3rverDir = String(flags["s3rver-dir"] ?? process.cwd());
+  try {
+    createRequire(join(s3rverDir, "package.json")).resolve("s3rver");
+  } catch {
+    throw new UserError(
+      `s3rver cannot be loaded from ${s3rverDir}: stage it there (scripts/stage-s3rver.sh DIR)`,
+    );
+  }
+  const result = await benchBucketServe({
+    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
+    tokens: intFlag(flags.tokens, "tokens", 1000),
+    kv: flags.kv,
+    runs: intFlag(flags.runs, "runs", 3),
+    parallel: intFlag(flags.parallel, "parallel", 4),
+    warmBudgetBytes: intFlag(flags["warm-budget-bytes"], "warm-budget-bytes", 2 * 2 ** 30),
+    ...(flags["data-dir"] ? { dataDir: String(flags["data-dir"]) } : {}),
+    s3rverDir,
+    engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  const m = result.medians;
+  process.stdout.write(
+    `${(result.stateBytes / 2 ** 20).toFixed(1)} MiB block, ${result.statePath} path, ${result.runs} runs: ` +
+      `local cold ${m.local.restoreMs.toFixed(1)} ms, bucket (server cache warm) ${m.bucketServerWarm.restoreMs.toFixed(1)} ms ` +
+      `(${result.vsLocal.bucketServerWarm}x local), bucket (server cache cold) ${m.bucketServerCold.restoreMs.toFixed(1)} ms ` +
+      `(${result.vsLocal.bucketServerCold}x local)${result.meetsMinimumSize ? "" : "; below the target's 256 MiB"}\n`,
+  );
+  if (flags.json) printJson(result);
+  return 0;
 }
 
 async function benchHttp(argv: string[]): Promise<number> {

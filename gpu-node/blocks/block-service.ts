@@ -382,8 +382,9 @@ export class BlockService implements Blocks {
     };
   }
 
-  /** Removes the warm tier's RAM folder; the engine is disposed by its owner. */
+  /** Waits for fetched blocks' files to be committed, removes the warm tier's RAM folder; not the engine. */
   async close(): Promise<void> {
+    await this.disk.settled();
     await this.warmStart.stop();
     await this.warm.close();
   }

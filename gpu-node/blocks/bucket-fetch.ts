@@ -1,12 +1,15 @@
 /**
  * Fetching a block's state from the bucket with several ranged GETs at once, one per hash chunk
- * of the manifest: each range is hashed as its bytes arrive and written at its offset in the
- * temp file (and, on the engine build, copied into the warm arena as well). The whole-file
- * SHA-256, which binds the manifest's chunk hashes to the block's name, is computed in order
- * from the file behind the downloads. The first range that fails stops the others.
+ * of the manifest: each range is written at its offset in the temp file as its bytes arrive (and,
+ * on the engine build, copied into the warm arena as well). A worker thread reads the file back
+ * in order as ranges complete and hashes it in one pass: each range's SHA-256 (checked against the
+ * manifest) and the whole file's, which binds the manifest's chunk hashes to the block's name. So
+ * the hashing runs behind the downloads, off the thread that receives them. The first range that
+ * fails stops the others. The file is not fsynced here: the block store fsyncs it when it commits
+ * it (`BlockStore.adopt`).
  */
-import { createHash, type Hash } from "node:crypto";
 import { type FileHandle, open } from "node:fs/promises";
+import { Worker } from "node:worker_threads";
 import { conflict } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 
@@ -40,8 +43,8 @@ export function corruptBlock(sha: string): (why: string) => Error {
 /**
  * Downloads the state of `manifest` into `destPath` (created) with `parallel` ranged GETs,
  * writing every byte to `target` too when given. Resolves once every range's SHA-256 matched
- * the manifest, the total length matched, the whole file hashed to the block's name, and the
- * file was fsynced; otherwise throws (the caller deletes `destPath` and drops `target`).
+ * the manifest, the total length matched and the whole file hashed to the block's name (the file
+ * is written, not yet fsynced); otherwise throws (the caller deletes `destPath` and drops `target`).
  */
 export async function fetchRanges(
   get: RangedGet,
@@ -55,44 +58,46 @@ export async function fetchRanges(
   if (manifest.chunks && manifest.chunks.sha256.length !== Math.max(1, count))
     throw faults.corrupt("its manifest's chunk list does not match its size");
   const abort = new AbortController();
-  const file = await open(destPath, "w+", 0o644);
-  const whole = new InOrderHash(file, rangeBytes, manifest.sizeBytes);
-  let next = 0;
   let failure: unknown = null;
+  const fail = (err: unknown) => {
+    if (failure === null) failure = err;
+    abort.abort();
+  };
+  const file = await open(destPath, "w+", 0o644);
+  const parallel = Math.max(1, Math.min(options.parallel, count));
+  const hashes = new FileHasher(
+    { fd: file.fd, rangeBytes, sizeBytes: manifest.sizeBytes, count },
+    manifest.chunks ? parallel : 0,
+    (index, digest) => {
+      if (digest !== manifest.chunks?.sha256[index]) fail(faults.corrupt(`chunk ${index} differs`));
+    },
+  );
+  let next = 0;
   const worker = async (): Promise<void> => {
     while (failure === null && next < count) {
       const index = next++;
       try {
-        const digest = await fetchRange(
-          get,
-          index,
-          rangeBytes,
-          manifest.sizeBytes,
-          file,
-          options,
-          abort.signal,
-        );
-        const expected = manifest.chunks?.sha256[index];
-        if (expected !== undefined && digest !== expected) throw faults.corrupt(`chunk ${index} differs`);
-        whole.done(index);
+        await fetchRange(get, index, rangeBytes, manifest.sizeBytes, file, options, abort.signal);
+        hashes.done(index);
       } catch (err) {
-        if (failure === null) failure = err;
-        abort.abort();
+        fail(err);
       }
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallel, count)) }, worker));
+    await Promise.all(Array.from({ length: parallel }, worker));
     if (failure !== null) throw failure;
-    if ((await whole.digest(count)) !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
-    await file.sync();
+    const whole = await hashes.digest();
+    // The last ranges' digests arrive behind the downloads.
+    if (failure !== null) throw failure;
+    if (whole !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
   } finally {
-    await whole.settled();
+    await hashes.stop();
     await file.close();
   }
 }
 
-/** One ranged GET: streamed into the file (batched writes) and `target`; resolves to its SHA-256. */
+/** One ranged GET: streamed into the file (batched writes) and `target`; resolves once all is written. */
 async function fetchRange(
   get: RangedGet,
   index: number,
@@ -101,7 +106,7 @@ async function fetchRange(
   file: FileHandle,
   options: { target?: FetchTarget | undefined; faults: FetchFaults },
   signal: AbortSignal,
-): Promise<string> {
+): Promise<void> {
   const { faults, target } = options;
   const start = index * rangeBytes;
   const length = Math.min(rangeBytes, sizeBytes - start);
@@ -126,8 +131,15 @@ async function fetchRange(
     throw faults.corrupt(`the state object is ${objectBytes} bytes, its manifest says ${sizeBytes}`);
   }
   if (!res.body) throw faults.down("GET state range", "no body");
-  const hash = createHash("sha256");
   const reader = res.body.getReader();
+  // Once the fetch is aborted mid-body, a pending read of undici's body may never settle (seen
+  // under load when another range failed): the loop stops on the signal itself.
+  const stopped = new Promise<never>((_, reject) => {
+    const stop = () => reject(signal.reason);
+    if (signal.aborted) stop();
+    else signal.addEventListener("abort", stop, { once: true });
+  });
+  stopped.catch(() => undefined);
   let received = 0;
   let batch: Uint8Array[] = [];
   let batchBytes = 0;
@@ -145,14 +157,13 @@ async function fetchRange(
     for (;;) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
-        chunk = await reader.read();
+        chunk = await Promise.race([reader.read(), stopped]);
       } catch (err) {
         throw faults.down("GET state body", err);
       }
       if (chunk.done) break;
       const bytes = chunk.value;
       if (received + bytes.length > length) throw faults.corrupt(`range ${index} is longer than asked`);
-      hash.update(bytes);
       target?.write(start + received, bytes);
       received += bytes.length;
       batch.push(bytes);
@@ -161,69 +172,121 @@ async function fetchRange(
     }
     if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
     await flush();
-    return hash.digest("hex");
   } catch (err) {
-    await reader.cancel().catch(() => undefined);
+    // Not awaited: after an abort the cancel may not settle either.
+    void reader.cancel().catch(() => undefined);
     throw err;
   }
 }
 
 /**
- * The whole file's SHA-256, fed in order from the file as ranges complete (out of order), so
- * it runs behind the downloads instead of after them.
+ * The hash workers' source (CommonJS, run with `eval`), reading the temp file through the fetch's
+ * own descriptor (positional reads) as ranges are reported written. Mode "whole": in order, the
+ * whole file's SHA-256 once every range was read. Mode "range": each reported range's SHA-256.
  */
-class InOrderHash {
-  private readonly hash: Hash = createHash("sha256");
-  private readonly finished = new Set<number>();
-  private nextIndex = 0;
-  private pumping: Promise<void> = Promise.resolve();
-  private failure: unknown = null;
-  private readonly buffer = Buffer.allocUnsafe(WRITE_BATCH_BYTES);
+const HASH_WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const { createHash } = require("node:crypto");
+const { readSync } = require("node:fs");
+const { mode, fd, rangeBytes, sizeBytes, count, bufferBytes } = workerData;
+const buffer = Buffer.allocUnsafe(bufferBytes);
+const hashRange = (index, hash) => {
+  const end = Math.min((index + 1) * rangeBytes, sizeBytes);
+  for (let at = index * rangeBytes; at < end; ) {
+    const read = readSync(fd, buffer, 0, Math.min(buffer.length, end - at), at);
+    if (read === 0) throw new Error("the temp file ended at " + at);
+    hash.update(buffer.subarray(0, read));
+    at += read;
+  }
+  return hash;
+};
+if (mode === "range") {
+  parentPort.on("message", (index) => {
+    parentPort.postMessage({ index, sha256: hashRange(index, createHash("sha256")).digest("hex") });
+  });
+} else {
+  const whole = createHash("sha256");
+  const written = new Set();
+  let next = 0;
+  const finishWhenAllHashed = () => {
+    if (next !== count) return;
+    parentPort.postMessage({ whole: whole.digest("hex") });
+    parentPort.close();
+  };
+  parentPort.on("message", (index) => {
+    written.add(index);
+    while (written.has(next)) {
+      hashRange(next, whole);
+      written.delete(next);
+      next++;
+    }
+    finishWhenAllHashed();
+  });
+  finishWhenAllHashed(); // an empty state has no range to wait for
+}
+`;
+
+type HashMessage = { index: number; sha256: string } | { whole: string };
+
+/**
+ * Worker threads that hash a fetch's temp file behind its downloads: one for the whole file (in
+ * order) and, when the manifest has chunk hashes, `rangeWorkers` for the ranges (in parallel).
+ */
+class FileHasher {
+  private readonly workers: Worker[] = [];
+  private readonly finished: Promise<string>;
 
   constructor(
-    private readonly file: FileHandle,
-    private readonly rangeBytes: number,
-    private readonly sizeBytes: number,
-  ) {}
+    geometry: { fd: number; rangeBytes: number; sizeBytes: number; count: number },
+    rangeWorkers: number,
+    onRange: (index: number, sha256: string) => void,
+  ) {
+    let whole: string | null = null;
+    let ranges = 0;
+    const expectedRanges = rangeWorkers > 0 ? geometry.count : 0;
+    this.finished = new Promise<string>((resolve, reject) => {
+      const start = (mode: "whole" | "range") => {
+        const worker = new Worker(HASH_WORKER_SOURCE, {
+          eval: true,
+          workerData: { mode, ...geometry, bufferBytes: WRITE_BATCH_BYTES },
+        });
+        worker.on("message", (m: HashMessage) => {
+          if ("whole" in m) whole = m.whole;
+          else {
+            onRange(m.index, m.sha256);
+            ranges++;
+          }
+          if (whole !== null && ranges === expectedRanges) resolve(whole);
+        });
+        worker.once("error", reject);
+        worker.once("exit", (code) => {
+          // The whole-file worker ends by itself once it posted its digest.
+          if (mode === "range" || whole === null)
+            reject(new Error(`a hash worker exited (${code}) before the end`));
+        });
+        this.workers.push(worker);
+      };
+      start("whole");
+      for (let i = 0; i < rangeWorkers; i++) start("range");
+    });
+    // Awaited only when every range was written; a fetch that fails first never asks.
+    this.finished.catch(() => undefined);
+  }
 
+  /** Reports range `index` written to the file. */
   done(index: number): void {
-    this.finished.add(index);
-    this.pumping = this.pumping
-      .then(() => (this.failure === null ? this.pump() : undefined))
-      .catch((err: unknown) => {
-        this.failure = err;
-      });
+    const [whole, ...ranges] = this.workers;
+    whole?.postMessage(index);
+    ranges[index % Math.max(1, ranges.length)]?.postMessage(index);
   }
 
-  /** Resolves once no read of the file is in progress (before the file is closed). */
-  settled(): Promise<void> {
-    return this.pumping;
+  /** The whole file's SHA-256, once it and every range's digest (handed to `onRange`) are in. */
+  digest(): Promise<string> {
+    return this.finished;
   }
 
-  async digest(count: number): Promise<string> {
-    await this.pumping;
-    if (this.failure !== null) throw this.failure;
-    if (this.nextIndex !== count) throw new Error(`hashed ${this.nextIndex} of ${count} ranges`);
-    return this.hash.digest("hex");
-  }
-
-  private async pump(): Promise<void> {
-    while (this.finished.has(this.nextIndex)) {
-      const start = this.nextIndex * this.rangeBytes;
-      const end = Math.min(start + this.rangeBytes, this.sizeBytes);
-      for (let at = start; at < end; ) {
-        const { bytesRead } = await this.file.read(
-          this.buffer,
-          0,
-          Math.min(this.buffer.length, end - at),
-          at,
-        );
-        if (bytesRead === 0) throw new Error(`temp file ended at ${at}`);
-        this.hash.update(this.buffer.subarray(0, bytesRead));
-        at += bytesRead;
-      }
-      this.finished.delete(this.nextIndex);
-      this.nextIndex++;
-    }
+  /** Ends the workers (a failed fetch cuts them short); the caller closes the file after. */
+  async stop(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
   }
 }

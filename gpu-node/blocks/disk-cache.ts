@@ -3,9 +3,13 @@
  * it is answered; a block not on disk is fetched from the bucket, once however many requests
  * wait for it; past the disk budget the least recently used blocks that are safe in the bucket
  * are deleted locally. Without a bucket every block stays and a missing one is a 404.
+ *
+ * On the engine build a fetched block is served from the warm arena as soon as its hashes
+ * matched; committing its file to disk (fsync, rename, manifest) continues in the background.
  */
 import { rm } from "node:fs/promises";
 import { notFound } from "../../shared/errors.js";
+import { createLogger, type Logger } from "../../shared/http/logger.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 import type { BlockStore } from "./block-store.js";
 import type { BlockBucket } from "./bucket.js";
@@ -14,13 +18,28 @@ import type { StagedFetch } from "./memory-path.js";
 /** The warm arena of the engine build, which a fetch fills while it downloads. */
 export interface WarmFetchTier {
   stageFetch(sizeBytes: number): StagedFetch | null;
+  /** The arena's blocks: a fetched block is held there until its file is on disk. */
+  readonly tier: {
+    has(sha: string): boolean;
+    acquire(sha: string): { release(): void } | null;
+    remove(sha: string): void;
+  };
 }
 
 /** Counters of the bucket tier. */
 export interface BucketStats {
   uploads: number;
+  /** Blocks fetched from the bucket whose every hash matched. */
   fetches: number;
   evictions: number;
+  /** Fetched blocks served from the arena whose disk copy then failed (they stay in the bucket only). */
+  persistFailures: number;
+}
+
+/** A fetched block served from the arena while its file is committed to disk. */
+interface Persisting {
+  manifest: BlockManifest;
+  done: Promise<void>;
 }
 
 export class DiskCache {
@@ -32,12 +51,15 @@ export class DiskCache {
   private readonly lastUsed = new Map<string, number>();
   /** Grafts and prefetches reading each block's file now: never evicted under them. */
   private readonly reading = new Map<string, number>();
-  readonly stats: BucketStats = { uploads: 0, fetches: 0, evictions: 0 };
+  /** Fetched blocks served from the arena whose files are being committed, by block. */
+  private readonly persisting = new Map<string, Persisting>();
+  readonly stats: BucketStats = { uploads: 0, fetches: 0, evictions: 0, persistFailures: 0 };
 
   readonly bucket: BlockBucket | null;
   /** Bytes of block files kept locally when there is a bucket. */
   private readonly diskBudgetBytes: number;
   private readonly warm: WarmFetchTier | null;
+  private readonly log: Logger;
 
   constructor(
     private readonly store: BlockStore,
@@ -46,6 +68,8 @@ export class DiskCache {
       diskBudgetBytes?: number | undefined;
       /** On the engine build: fetched bytes go into the warm arena too, kept once all matched. */
       warm?: WarmFetchTier | null | undefined;
+      /** Where a failed background commit of a fetched block is reported; default stderr. */
+      log?: Logger | undefined;
     },
     /** Deletes a block from this node (every tier), for eviction. */
     private readonly deleteBlock: (sha: string) => Promise<void>,
@@ -53,6 +77,7 @@ export class DiskCache {
     this.bucket = options.bucket ?? null;
     this.diskBudgetBytes = options.diskBudgetBytes ?? Number.POSITIVE_INFINITY;
     this.warm = options.warm ?? null;
+    this.log = options.log ?? createLogger();
   }
 
   /**
@@ -71,15 +96,24 @@ export class DiskCache {
   }
 
   /**
-   * The manifest of a block on local disk, fetching the block from the bucket first when it is
-   * not here (one fetch per block however many callers wait for it). 404 `block_not_found`
-   * when neither has it; 409 `bucket_block_corrupt` when the bucket's copy fails its hashes.
+   * The manifest of a block this node can serve, fetching it from the bucket first when it is
+   * not on disk (one fetch per block however many callers wait for it). On the engine build a
+   * fetched block is answered as soon as every hash matched: it is in the warm arena, held there
+   * until its file is committed. 404 `block_not_found` when neither the node nor the bucket has
+   * it; 409 `bucket_block_corrupt` when the bucket's copy fails its hashes.
    */
   async local(blockId: string): Promise<BlockManifest> {
     if (this.store.has(blockId) || !this.bucket) {
       const manifest = this.store.get(blockId);
       this.touch(blockId);
       return manifest;
+    }
+    const persisting = this.persisting.get(blockId);
+    if (persisting) {
+      if (this.warm?.tier.has(blockId)) return persisting.manifest;
+      // Its arena copy went (dropped by hand) before the file was committed: wait for the file.
+      await persisting.done;
+      return this.local(blockId);
     }
     let fetching = this.fetches.get(blockId);
     if (!fetching) {
@@ -89,26 +123,77 @@ export class DiskCache {
     return fetching;
   }
 
+  /** Resolves once no fetched block's file is being committed (before the node shuts down). */
+  async settled(): Promise<void> {
+    while (this.persisting.size > 0) await Promise.all([...this.persisting.values()].map((p) => p.done));
+  }
+
   private async fetchFromBucket(bucket: BlockBucket, blockId: string): Promise<BlockManifest> {
     const manifest = await bucket.manifest(blockId);
     if (!manifest) throw notFound("block_not_found", `no block ${blockId} on this node or in the bucket`);
     const temp = this.store.tempPath("fetch");
     // Straight into the warm arena as well, so the graft that asked loads from memory, not disk.
-    let staged = this.warm?.stageFetch(manifest.sizeBytes) ?? null;
+    const staged = this.warm?.stageFetch(manifest.sizeBytes) ?? null;
     try {
       await bucket.download(manifest, temp, staged ?? undefined);
-      const adopted = await this.store.adopt(temp, manifest);
-      staged?.keep(blockId);
-      staged = null;
-      this.durable.add(blockId);
-      this.stats.fetches++;
-      this.touch(blockId);
-      await this.evictOverBudget(blockId);
-      return adopted;
-    } finally {
+    } catch (err) {
       staged?.drop();
       await rm(temp, { force: true });
+      throw err;
     }
+    this.durable.add(blockId);
+    this.stats.fetches++;
+    this.touch(blockId);
+    if (!staged) {
+      // node-llama-cpp's file path loads from the file: it must be committed first.
+      const adopted = await this.commitFetched(temp, manifest);
+      await this.evictOverBudget(blockId);
+      return adopted;
+    }
+    staged.keep(blockId);
+    this.persistInBackground(temp, manifest, this.warm?.tier.acquire(blockId) ?? null);
+    return manifest;
+  }
+
+  /** Moves a fetched, hash-checked temp file into the store (fsync, rename, manifest). */
+  private async commitFetched(temp: string, manifest: BlockManifest): Promise<BlockManifest> {
+    try {
+      return await this.store.adopt(temp, manifest);
+    } finally {
+      await rm(temp, { force: true });
+    }
+  }
+
+  /**
+   * Commits a block being served from the arena to disk behind the graft, holding its arena copy
+   * (never evicted meanwhile). A failure loses only the disk copy: the temp file is deleted, the
+   * arena copy dropped (the node lists no block it cannot read back), and the block is fetched
+   * again on its next graft.
+   */
+  private persistInBackground(temp: string, manifest: BlockManifest, held: { release(): void } | null): void {
+    const sha = manifest.sha256;
+    const done = this.commitFetched(temp, manifest)
+      .then(
+        () => this.evictOverBudget(sha),
+        (err: unknown) => {
+          this.stats.persistFailures++;
+          held?.release();
+          held = null;
+          this.warm?.tier.remove(sha);
+          this.log.error("bucket fetch: the served block's disk copy failed; it stays in the bucket only", {
+            block: sha,
+            error: err,
+          });
+        },
+      )
+      .catch((err: unknown) => {
+        this.log.warn("bucket fetch: eviction over the disk budget failed", { block: sha, error: err });
+      })
+      .finally(() => {
+        held?.release();
+        this.persisting.delete(sha);
+      });
+    this.persisting.set(sha, { manifest, done });
   }
 
   private touch(blockId: string): void {
