@@ -49,7 +49,10 @@ export async function decode(
   try {
     const api = engine.nativeApi;
     const native =
-      api !== null && alone && sampling.temperature === 0 && fitsWithoutShift(seq, input.length + options.maxTokens);
+      api !== null &&
+      alone &&
+      sampling.temperature === 0 &&
+      fitsWithoutShift(seq, input.length + options.maxTokens);
     const steps = native ? nativeSteps(api, seq, input) : librarySteps(seq, input, sampling);
     return { ...(await collect(engine, steps, options, t0)), path: native ? "native" : "library" };
   } finally {
