@@ -29,6 +29,7 @@ const commands: Record<string, Command> = {
       edge: "open-loop constant-rate load through the edge",
       "scale-out": "graft load on 1 GPU node vs N behind one edge, and a node killed under load",
       "fast-path": "sequential library answers through a Node edge over loopback HTTP",
+      bucket: "a graft fetched from a bucket (s3rver on loopback) vs local cold restore",
     },
   },
   serve: {

@@ -36,6 +36,7 @@ const HELP_CASES: string[][] = [
   ["bench", "edge"],
   ["bench", "scale-out"],
   ["bench", "fast-path"],
+  ["bench", "bucket"],
   ["serve"],
   ["serve", "gpu"],
   ["serve", "edge"],

@@ -198,7 +198,7 @@ export class BlockStore {
 
   /**
    * Adds a block whose state file the caller has already checked against `manifest` (a fetch
-   * from the bucket checks every chunk as it arrives), under the manifest's own hash.
+   * from the bucket checks every range and the whole file before this), under the manifest's own hash.
    */
   async adopt(tempStatePath: string, manifest: BlockManifest): Promise<BlockManifest> {
     const existing = this.manifests.get(manifest.sha256);
