@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
 import { badRequest, conflict, unprocessable } from "../../shared/errors.js";
 import { sha256Hex, sha256OfTokens } from "../../shared/hash.js";
+import type { Logger } from "../../shared/http/logger.js";
 import {
   BLOCK_FORMAT_VERSION,
   type BlockManifest,
@@ -22,7 +23,6 @@ import type { Engine } from "../engine/engine.js";
 import { exactEvaluation } from "../engine/exact-batching.js";
 import { evaluateProbe, probeTokenFor } from "../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
-import { nativeStateApi } from "../engine/state-memory.js";
 import { BlockImporter } from "./block-import.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
 import type { BlockBucket } from "./bucket.js";
@@ -43,10 +43,7 @@ export interface BlockServiceOptions {
   dataDir: string;
   /** RAM folder for the warm tier; defaults to a private folder on /dev/shm when present. */
   warmDir?: string;
-  /**
-   * Warm-tier budget in bytes (0 disables it): pinned host memory on our engine build, else
-   * files on tmpfs.
-   */
+  /** Warm-tier budget in bytes (0: none): pinned host memory on our engine build, else tmpfs files. */
   warmBudgetBytes?: number;
   /** Requests that may wait for a slot before a 429. */
   maxWaiting?: number;
@@ -54,6 +51,8 @@ export interface BlockServiceOptions {
   bucket?: BlockBucket;
   /** Bytes of block files kept locally when there is a bucket; default no limit. */
   diskBudgetBytes?: number;
+  /** The node's logger, for the disk cache's background commits. */
+  log?: Logger;
 }
 
 export class BlockService implements Blocks {
@@ -74,7 +73,7 @@ export class BlockService implements Blocks {
     readonly recovery: StoreRecovery,
     /** The in-memory state path of our engine build; null on the npm prebuilt binaries. */
     readonly memory: MemoryPath | null,
-    options: Pick<BlockServiceOptions, "bucket" | "diskBudgetBytes">,
+    options: Pick<BlockServiceOptions, "bucket" | "diskBudgetBytes" | "log">,
   ) {
     this.restorer = new Restorer({ engine, store, warm, pool, memory });
     this.disk = new DiskCache(store, { ...options, warm: memory }, (sha) => this.delete(sha));
@@ -102,7 +101,7 @@ export class BlockService implements Blocks {
     const shm = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
     if (!options.warmDir) await sweepDeadWarmDirs(shm);
     const warmBudget = options.warmBudgetBytes ?? 2 * 2 ** 30;
-    const memory = warmBudget > 0 ? MemoryPath.open(nativeStateApi(options.engine.llama), warmBudget) : null;
+    const memory = warmBudget > 0 ? MemoryPath.open(options.engine.nativeApi, warmBudget) : null;
     const warm = await WarmTier.open(
       options.warmDir ?? join(shm, `kvgraft-warm-${process.pid}`),
       memory ? 0 : warmBudget,

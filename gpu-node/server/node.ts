@@ -113,6 +113,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
       ...(config.bucket ? { bucket: new BlockBucket(config.bucket) } : {}),
       ...(config.diskBudgetBytes ? { diskBudgetBytes: config.diskBudgetBytes } : {}),
       ...(config.warmBudgetBytes !== undefined ? { warmBudgetBytes: config.warmBudgetBytes } : {}),
+      log,
     });
     const openedBlocks = blocks;
     let sandboxUnavailable = "disabled (--no-sandbox)";
