@@ -22,6 +22,7 @@ import {
 import { getLibraryItem, listLibrary } from "../edge/db/library-pages.js";
 import { searchLibrary, toFtsQuery } from "../edge/db/library-search.js";
 import { listNodes, markNodeDown, markNodeUp, recordMissedHeartbeat, upsertNode } from "../edge/db/nodes.js";
+import { addReplica, recordedHolders, removeNodeReplicas } from "../edge/db/replicas.js";
 import { DomainError } from "../shared/errors.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 
@@ -189,6 +190,24 @@ describe("problems and solutions", () => {
     expect(matches[0]?.blocks.map((x) => x.sha256)).toEqual(["1".repeat(64)]);
     expect(matches[1]?.solution).toBeNull();
     expect(await findByTemplate(db, "nothing like it")).toEqual([]);
+  });
+});
+
+describe("block replicas", () => {
+  it("removeNodeReplicas drops one node's records of the blocks it names, and counts them", async () => {
+    const { problem } = await registerProblem(db, problemInput("replicas"));
+    const [a, b] = ["d".repeat(64), "e".repeat(64)];
+    for (const sha of [a, b]) {
+      await registerBlock(db, { sha256: sha, problemId: problem.id, manifest, state: "ready", nodeId: "n1" });
+      for (const node of ["n1", "n2"]) await addReplica(db, sha, node);
+    }
+    // 600 names (two slices of 500), one of them held, the rest unknown.
+    const names = [a, ...Array.from({ length: 599 }, (_, i) => i.toString(16).padStart(64, "0"))];
+    expect(await removeNodeReplicas(db, "n1", names)).toBe(1);
+    const holders = await recordedHolders(db, [a, b]);
+    expect([...(holders.get(a) ?? [])]).toEqual(["n2"]);
+    expect([...(holders.get(b) ?? [])].sort()).toEqual(["n1", "n2"]);
+    expect(await removeNodeReplicas(db, "n1", [a])).toBe(0);
   });
 });
 

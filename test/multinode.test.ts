@@ -482,6 +482,9 @@ describe("several GPU nodes behind one edge", () => {
     expect(report.failed).toEqual([]);
     expect((await holdings(holder)).has(id)).toBe(true);
     expect(((await placement(id)).holders as Json[]).some((h) => h.nodeId === holder)).toBe(true);
+    // The sound copy stays recorded: heartbeats after it no longer report the block damaged.
+    await new Promise((r) => setTimeout(r, HEARTBEAT_MS * 6));
+    expect(((await placement(id)).holders as Json[]).some((h) => h.nodeId === holder)).toBe(true);
   });
 
   it("never gives a block to the node with other fingerprints; exposes per-node metrics", async () => {

@@ -49,6 +49,29 @@ export async function removeReplica(db: Database, blockSha256: string, nodeId: s
     .where(and(eq(blockReplicas.blockSha256, blockSha256), eq(blockReplicas.nodeId, nodeId)));
 }
 
+/** Removes the records that `nodeId` holds any of `blockSha256s`; returns how many there were. */
+export async function removeNodeReplicas(
+  db: Database,
+  nodeId: string,
+  blockSha256s: string[],
+): Promise<number> {
+  let removed = 0;
+  // In slices: SQLite binds at most 32,766 parameters a statement.
+  for (let i = 0; i < blockSha256s.length; i += 500) {
+    const gone = await db
+      .delete(blockReplicas)
+      .where(
+        and(
+          eq(blockReplicas.nodeId, nodeId),
+          inArray(blockReplicas.blockSha256, blockSha256s.slice(i, i + 500)),
+        ),
+      )
+      .returning({ sha: blockReplicas.blockSha256 });
+    removed += gone.length;
+  }
+  return removed;
+}
+
 /** Ready blocks with their fingerprints (what the rebalancer places). */
 export async function readyBlocks(db: Database): Promise<(BlockFingerprints & { blockId: string })[]> {
   return db

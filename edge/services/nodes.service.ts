@@ -10,7 +10,7 @@ import type { Heartbeat } from "../../shared/heartbeat.js";
 import { isGpuPool } from "../cluster/gpu-pool.js";
 import { reportedHealth } from "../cluster/node-directory.js";
 import { type GpuNode, getNode, listNodes, markNodeDown, upsertNode } from "../db/nodes.js";
-import { removeReplica } from "../db/replicas.js";
+import { removeNodeReplicas } from "../db/replicas.js";
 import type { Deps } from "../http.js";
 
 /** Records a heartbeat; returns the node's row and the interval the edge expects, if it runs a pool. */
@@ -33,7 +33,10 @@ export async function recordHeartbeat(
     now,
   );
   if (beat.status === "draining") row = await markNodeDown(deps.db, beat.id);
-  for (const sha of beat.tiers.corrupt ?? []) await removeReplica(deps.db, sha, beat.id);
+  const corrupt = beat.tiers.corrupt ?? [];
+  const dropped = corrupt.length ? await removeNodeReplicas(deps.db, beat.id, corrupt) : 0;
+  // A copy the node lost: the rebalancer puts one back from a sound replica.
+  if (dropped > 0 && isGpuPool(deps.gpu)) deps.gpu.rebalancer.kick("damaged replica reported");
   const change: "joined" | "up" | "down" | "same" = !previous
     ? "joined"
     : previous.status === "down" && row.status === "up"

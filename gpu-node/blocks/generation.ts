@@ -16,7 +16,10 @@ export interface Decoded {
   queryMs: number;
   decodeMs: number;
   finishReason: GenerationResult["finishReason"];
-  /** Which decoding ran: one native call a token (greedy-step.ts), or node-llama-cpp's evaluation. */
+  /**
+   * Which decoding it began with: one native call a token (greedy-step.ts; it hands over to
+   * node-llama-cpp's once another decode runs on the engine), or node-llama-cpp's evaluation.
+   */
   path: "native" | "library";
 }
 
@@ -31,8 +34,9 @@ const running = new WeakMap<Engine, number>();
 /**
  * Evaluates `input` after what the slot holds, then samples until a stop. Greedy decoding on our
  * engine build, alone on its engine and without a context shift, takes one native call a token
- * (greedy-step.ts); everything else goes through node-llama-cpp's evaluation, which batches the
- * slots decoding at once. Both give the same tokens.
+ * (greedy-step.ts) for as long as no other decode runs on the engine, then hands over to
+ * node-llama-cpp's evaluation, which batches the slots decoding at once; everything else goes
+ * through that evaluation from the start. Both give the same tokens.
  */
 export async function decode(
   engine: Engine,
@@ -51,9 +55,12 @@ export async function decode(
     const native =
       api !== null &&
       alone &&
+      input.length > 0 &&
       sampling.temperature === 0 &&
       fitsWithoutShift(seq, input.length + options.maxTokens);
-    const steps = native ? nativeSteps(api, seq, input) : librarySteps(seq, input, sampling);
+    const steps = native
+      ? nativeSteps(api, seq, input, () => (running.get(engine) ?? 0) > 1)
+      : librarySteps(seq, input, sampling);
     return { ...(await collect(engine, steps, options, t0)), path: native ? "native" : "library" };
   } finally {
     running.set(engine, (running.get(engine) ?? 1) - 1);
@@ -77,11 +84,14 @@ function librarySteps(
 /**
  * Greedy steps on the engine build, with node-llama-cpp's semantics: end of generation stops
  * without yielding the token, and the last yielded token is evaluated only if asked for more.
+ * Once `shared()` says another decode runs on the engine, the rest goes through node-llama-cpp's
+ * greedy evaluation, which batches them (it starts from the token not evaluated yet).
  */
 async function* nativeSteps(
   api: NonNullable<Engine["nativeApi"]>,
   seq: LlamaContextSequence,
   input: Token[],
+  shared: () => boolean,
 ): AsyncGenerator<Token, void, void> {
   let next = input;
   while (true) {
@@ -89,6 +99,10 @@ async function* nativeSteps(
     if (seq.model.isEogToken(token)) return;
     yield token;
     next = [token];
+    if (shared()) {
+      yield* librarySteps(seq, next, { temperature: 0 });
+      return;
+    }
   }
 }
 

@@ -25,14 +25,26 @@ export async function greedyStep(
   if (tokens.length === 0) throw new Error("a greedy step needs at least one token");
   const seq = sequence as unknown as SequenceInternals;
   return withSequenceLocks(seq, async () => {
-    await seq._abortTokenPredictor(false, true);
+    // The engine's slots have no token predictor; erasing loaded predictions here would need the
+    // context lock this already holds, so a sequence that has some is refused.
+    await seq._abortTokenPredictor(true);
+    if (seq._loadedTokenPredictions.length > 0)
+      throw new Error("a greedy step cannot follow token predictions");
     const start = seq._nextTokenIndex;
     // node-llama-cpp keeps the context's last cell free (its own free-space rule).
     if (start + tokens.length > sequence.contextSize - 1)
       throw new Error(
         `${tokens.length} more tokens do not fit the slot (${start} of ${sequence.contextSize} used)`,
       );
-    const next = await api.greedyStep(seq._context._ctx, seq._sequenceId, Uint32Array.from(tokens), start);
+    // node-llama-cpp's batch size, not llama.cpp's (one more on sliding-window models): the same batches.
+    const batch = seq._context.batchSize;
+    const next = await api.greedyStep(
+      seq._context._ctx,
+      seq._sequenceId,
+      Uint32Array.from(tokens),
+      start,
+      batch,
+    );
     seq._contextTokens = seq._contextTokens.slice(0, start).concat(tokens);
     seq._nextTokenIndex = start + tokens.length;
     // Counted as node-llama-cpp counts a decode: the token with logits is output, the rest input.

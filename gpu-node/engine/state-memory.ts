@@ -46,11 +46,18 @@ export interface NativeStateApi {
    */
   takeEvalTimings(context: unknown): EvalTimings;
   /**
-   * Evaluates `tokens` at positions `startPos`... of the sequence and resolves to the next token,
-   * greedily (the first of highest logit), in one call on the thread pool; on failure the
-   * sequence's cells from `startPos` on are removed. The caller holds the context's lock.
+   * Evaluates `tokens` at positions `startPos`... of the sequence, in batches of `batchSize`, and
+   * resolves to the next token, greedily (the first of highest logit), in one call on the thread
+   * pool; on failure the sequence's cells from `startPos` on are removed. The caller holds the
+   * context's lock.
    */
-  greedyStep(context: unknown, sequenceId: number, tokens: Uint32Array, startPos: number): Promise<number>;
+  greedyStep(
+    context: unknown,
+    sequenceId: number,
+    tokens: Uint32Array,
+    startPos: number,
+    batchSize: number,
+  ): Promise<number>;
   /**
    * Reads `readLength` bytes of the file at `fileOffset` into the arena at `offset` and resolves
    * to the SHA-256 of `arena[offset, offset + length)`; on the thread pool.
@@ -98,7 +105,10 @@ const SEQ_VERSION = 3;
 
 /** node-llama-cpp internals this module touches (3.21.1). */
 export interface SequenceInternals {
-  _context: LlamaContext & { _ctx: unknown };
+  _context: LlamaContext & {
+    _ctx: unknown;
+    _backendContextDisposeGuard: { createPreventDisposalHandle(): { dispose(): void } };
+  };
   _lock: object;
   _sequenceId: number;
   _contextTokens: Token[];
@@ -132,12 +142,22 @@ export function readStateHeader(api: NativeStateApi, range: ArenaRange, maxToken
   return Array.from({ length: count }, (_, i) => ids.readUInt32LE(4 * i) as Token);
 }
 
-/** Runs `work` holding the sequence's evaluation lock and its context's lock, as node-llama-cpp's own state calls do. */
+/**
+ * Runs `work` holding the sequence's evaluation lock and its context's lock, as node-llama-cpp's
+ * own state calls do, and a handle that holds off the context's disposal (node-llama-cpp's
+ * dispose takes no lock: it waits for these handles, as its own decodes hold one; without it a
+ * dispose could free the context under a native call).
+ */
 export async function withSequenceLocks<T>(sequence: SequenceInternals, work: () => Promise<T>): Promise<T> {
   const evaluatorLock = await acquireLock([sequence._lock, "evaluate"]);
   const contextLock = await acquireLock([sequence._context, "context"]);
   try {
-    return await work();
+    const inUse = sequence._context._backendContextDisposeGuard.createPreventDisposalHandle();
+    try {
+      return await work();
+    } finally {
+      inUse.dispose();
+    }
   } finally {
     contextLock.dispose();
     evaluatorLock.dispose();

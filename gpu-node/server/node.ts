@@ -241,10 +241,20 @@ function heartbeatReport(
       warm: s.warm,
       coldCount: s.coldCount,
       bytes: s.bytes,
-      ...(s.warmStart.corrupt.length ? { corrupt: s.warmStart.corrupt } : {}),
+      ...corruptStill(s.warmStart.corrupt, blocks),
     },
     queue: { depth: service.queue.depth, capacity: service.queue.capacity },
   };
+}
+
+/**
+ * The blocks warm start found damaged that the node still lacks (once a sound copy is stored
+ * again, it is no longer reported, or the edge would drop that copy's record), at most the
+ * heartbeat's limit.
+ */
+function corruptStill(corrupt: string[], blocks: BlockService): { corrupt?: string[] } {
+  const missing = corrupt.filter((sha) => !blocks.store.has(sha)).slice(0, 10_000);
+  return missing.length ? { corrupt: missing } : {};
 }
 
 /** The node id kept in the data directory (generated on first start), so restarts keep it. */

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -248,24 +249,30 @@ Napi::Value TakeEvalTimings(const Napi::CallbackInfo& info) {
 
 // Evaluates tokens after a sequence's cells and picks the next token greedily, in one call on the
 // thread pool. node-llama-cpp's path for the same step is two calls (decode, then sample) with its
-// batch queue in JavaScript between and around them: ~1.2 ms of a 10.7 ms hot step of the 12b
-// preset on the H200. The input goes in batches of the context's batch size, logits for the last
-// token only; the pick is the first token of highest logit, the comparison of llama.cpp's greedy
-// sampler (and of addon/greedy-token.diff). On failure the cells from startPos on are removed, so
-// the sequence holds what it held before.
+// batch queue in JavaScript between and around them: ~1 ms of a 10.7 ms hot step of the 12b preset
+// on the H200. The input goes in batches of the caller's batch size (node-llama-cpp's), logits for
+// the last token only; the pick is the first token of highest logit, the comparison of llama.cpp's
+// greedy sampler (and of addon/greedy-token.diff). On any failure after decoding began the cells
+// from startPos on are removed, so the sequence holds what it held before.
 class GreedyStepWorker : public Napi::AsyncWorker {
     public:
         GreedyStepWorker(const Napi::CallbackInfo& info, AddonContext* context)
             : Napi::AsyncWorker(info.Env(), "KvgraftGreedyStep"),
               deferred(Napi::Promise::Deferred::New(info.Env())),
               context(context) {
+            const int32_t sequences = static_cast<int32_t>(llama_n_seq_max(context->ctx));
             sequenceId = info[1].As<Napi::Number>().Int32Value();
+            if (sequenceId < 0 || sequenceId >= sequences) throw Napi::RangeError::New(info.Env(), "no such sequence");
             if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array)
                 throw Napi::TypeError::New(info.Env(), "tokens must be a Uint32Array");
             Napi::Uint32Array input = info[2].As<Napi::Uint32Array>();
             tokens.assign(input.Data(), input.Data() + input.ElementLength());
             if (tokens.empty()) throw Napi::RangeError::New(info.Env(), "no tokens to evaluate");
-            startPos = static_cast<llama_pos>(sizeArg(info[3]));
+            const size_t start = sizeArg(info[3]);
+            if (start + tokens.size() > static_cast<size_t>(INT32_MAX)) throw Napi::RangeError::New(info.Env(), "positions out of range");
+            startPos = static_cast<llama_pos>(start);
+            batchSize = sizeArg(info[4]);
+            if (batchSize == 0 || batchSize > llama_n_batch(context->ctx)) throw Napi::RangeError::New(info.Env(), "invalid batch size");
             context->Ref();  // last: a throw above must not leave a reference behind
         }
         ~GreedyStepWorker() { context->Unref(); }
@@ -275,13 +282,14 @@ class GreedyStepWorker : public Napi::AsyncWorker {
         void Execute() override {
             try {
                 if (!decodeAll()) {
-                    llama_memory_seq_rm(llama_get_memory(context->ctx), sequenceId, startPos, -1);
+                    undo();
                     return;
                 }
                 const float* logits = llama_get_logits_ith(context->ctx, -1);
                 const int32_t vocabLength = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(context->ctx)));
                 if (logits == nullptr || vocabLength <= 0) {
                     SetError("the step produced no logits");
+                    undo();
                     return;
                 }
                 llama_token best = 0;
@@ -291,18 +299,29 @@ class GreedyStepWorker : public Napi::AsyncWorker {
                 next = best;
             } catch (const std::exception& e) {
                 SetError(e.what());
+                undo();
             } catch (...) {
                 SetError("unknown error in a greedy step");
+                undo();
             }
         }
         void OnOK() override { deferred.Resolve(Napi::Number::New(Env(), next)); }
         void OnError(const Napi::Error& err) override { deferred.Reject(err.Value()); }
 
     private:
+        // Frees a llama_batch however the decode loop ends.
+        struct BatchGuard {
+            llama_batch batch;
+            ~BatchGuard() { llama_batch_free(batch); }
+        };
+
+        // Removes what this step may have added to the sequence.
+        void undo() { llama_memory_seq_rm(llama_get_memory(context->ctx), sequenceId, startPos, -1); }
+
         // llama_decode of the input in batches; false (with the error set) when one fails.
         bool decodeAll() {
-            const size_t batchSize = std::max<uint32_t>(1, llama_n_batch(context->ctx));
-            llama_batch batch = llama_batch_init(static_cast<int32_t>(std::min(batchSize, tokens.size())), 0, 1);
+            BatchGuard guard{llama_batch_init(static_cast<int32_t>(std::min(batchSize, tokens.size())), 0, 1)};
+            llama_batch& batch = guard.batch;
             for (size_t first = 0; first < tokens.size(); first += batchSize) {
                 const size_t count = std::min(batchSize, tokens.size() - first);
                 batch.n_tokens = static_cast<int32_t>(count);
@@ -315,12 +334,10 @@ class GreedyStepWorker : public Napi::AsyncWorker {
                 }
                 const int32_t status = llama_decode(context->ctx, batch);
                 if (status != 0) {
-                    llama_batch_free(batch);
                     SetError("llama_decode failed with status " + std::to_string(status));
                     return false;
                 }
             }
-            llama_batch_free(batch);
             return true;
         }
 
@@ -329,10 +346,11 @@ class GreedyStepWorker : public Napi::AsyncWorker {
         llama_seq_id sequenceId = 0;
         std::vector<uint32_t> tokens;
         llama_pos startPos = 0;
+        size_t batchSize = 1;
         llama_token next = -1;
 };
 
-// (context, sequenceId, tokens: Uint32Array, startPos) -> the next token, greedily. The caller
+// (context, sequenceId, tokens: Uint32Array, startPos, batchSize) -> the next token, greedily. The caller
 // holds the context's lock (nothing else may decode on it meanwhile) and passes the sequence's
 // next position.
 Napi::Value GreedyStep(const Napi::CallbackInfo& info) {
