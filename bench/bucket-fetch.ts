@@ -22,6 +22,7 @@ import { AwsClient } from "aws4fetch";
 import { BlockStore } from "../gpu-node/blocks/block-store.js";
 import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
 import { DiskCache } from "../gpu-node/blocks/disk-cache.js";
+import { quantile } from "../gpu-node/verify.js";
 import { BLOCK_FORMAT_VERSION } from "../shared/protocol.js";
 import { dropPageCache } from "./page-cache.js";
 
@@ -64,13 +65,7 @@ const config = {
 const bucket = new BlockBucket(config);
 const raw = new AwsClient({ ...config, service: "s3", retries: 0 });
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
+const median = (values: number[]) => quantile(values, 0.5);
 
 /** The state object in 64 MiB ranges, `parallel` GETs at once, bodies read and discarded. */
 async function rawRangedGets(parallel: number): Promise<void> {

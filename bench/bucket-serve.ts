@@ -25,7 +25,7 @@ import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { BlockBucket, type BucketConfig } from "../gpu-node/blocks/bucket.js";
 import { Engine, type EngineOptions, type KvType } from "../gpu-node/engine/engine.js";
 import { Xoshiro128 } from "../gpu-node/synth/random.js";
-import { randomTokens } from "../gpu-node/verify.js";
+import { quantile, randomTokens } from "../gpu-node/verify.js";
 import { dropPageCache } from "./page-cache.js";
 
 /** The issue's target applies to blocks of at least this many bytes. */
@@ -80,13 +80,7 @@ export interface BucketBenchResult {
   perRun: BucketBenchRun[];
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
+const median = (values: number[]) => quantile(values, 0.5);
 
 /**
  * s3rver in a child process (its own event loop, as a real store), CommonJS `require` from
