@@ -31,8 +31,7 @@ export async function greedyStep(
     if (seq._loadedTokenPredictions.length > 0)
       throw new Error("a greedy step cannot follow token predictions");
     const start = seq._nextTokenIndex;
-    // node-llama-cpp keeps the context's last cell free (its own free-space rule).
-    if (start + tokens.length > sequence.contextSize - 1)
+    if (!fitsWithoutShift(sequence, tokens.length))
       throw new Error(
         `${tokens.length} more tokens do not fit the slot (${start} of ${sequence.contextSize} used)`,
       );
@@ -45,7 +44,10 @@ export async function greedyStep(
       start,
       batch,
     );
-    seq._contextTokens = seq._contextTokens.slice(0, start).concat(tokens);
+    // In place (node-llama-cpp's erase edits this array in place too): no copy of the whole
+    // sequence's tokens a step.
+    seq._contextTokens.length = start;
+    for (const token of tokens) seq._contextTokens.push(token);
     seq._nextTokenIndex = start + tokens.length;
     // Counted as node-llama-cpp counts a decode: the token with logits is output, the rest input.
     sequence.tokenMeter.useTokens(tokens.length - 1, "input");
@@ -54,7 +56,10 @@ export async function greedyStep(
   });
 }
 
-/** Whether `count` tokens can be decoded greedily after what the sequence holds without a context shift. */
+/**
+ * Whether `count` tokens can be decoded greedily after what the sequence holds without a context
+ * shift (node-llama-cpp keeps the context's last cell free: its own free-space rule).
+ */
 export function fitsWithoutShift(sequence: LlamaContextSequence, count: number): boolean {
   return sequence.nextTokenIndex + count <= sequence.contextSize - 1;
 }

@@ -151,14 +151,12 @@ export function readStateHeader(api: NativeStateApi, range: ArenaRange, maxToken
 export async function withSequenceLocks<T>(sequence: SequenceInternals, work: () => Promise<T>): Promise<T> {
   const evaluatorLock = await acquireLock([sequence._lock, "evaluate"]);
   const contextLock = await acquireLock([sequence._context, "context"]);
+  let inUse: { dispose(): void } | undefined;
   try {
-    const inUse = sequence._context._backendContextDisposeGuard.createPreventDisposalHandle();
-    try {
-      return await work();
-    } finally {
-      inUse.dispose();
-    }
+    inUse = sequence._context._backendContextDisposeGuard.createPreventDisposalHandle();
+    return await work();
   } finally {
+    inUse?.dispose();
     contextLock.dispose();
     evaluatorLock.dispose();
   }
