@@ -5,14 +5,19 @@
  * is committed behind it (a failure there loses only that copy). Bytes that fail their hashes
  * never reach the arena. Skipped, saying why, where the build is absent; CI builds it first.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
+import type { OpenDestination } from "../gpu-node/blocks/bucket-fetch.js";
+import { hashFileWithChunks } from "../gpu-node/blocks/file-hash.js";
+import { MemoryPath } from "../gpu-node/blocks/memory-path.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { DomainError } from "../shared/errors.js";
+import type { BlockManifest } from "../shared/protocol.js";
+import { randomBlockFile } from "./helpers/block-files.js";
 import { engineBuildPresent } from "./helpers/engine-build.js";
 import { syntheticModel } from "./helpers/models.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
@@ -50,6 +55,56 @@ describe.skipIf(!present)("engine build: a bucket fetch fills the warm arena", (
     BlockService.open({ engine, dataDir: fresh("data"), warmBudgetBytes: 256 * 2 ** 20, bucket });
   const text = (label: string) =>
     Array.from({ length: 14 }, (_, k) => `${label} fact${k} alpha beta`).join(" ");
+
+  it.each([1, 3])(
+    "the arena hashes the bytes in place as %i ranged GETs fill it: many chunks and pieces, byte-exact; a changed byte or rewritten chunk hashes are refused",
+    async (parallel) => {
+      const CHUNK = 64 * 1024;
+      const bucket = new BlockBucket({ ...s3.config, fetchParallel: parallel });
+      const memory = MemoryPath.open(engine.nativeApi, 4 * 2 ** 20) as MemoryPath;
+      const { path, manifest } = await randomBlockFile(
+        fresh("src"),
+        9 * CHUNK + 7,
+        `arena-${parallel}`,
+        CHUNK,
+      );
+      await bucket.upload(manifest, path);
+      const staged = memory.stageFetch(manifest.sizeBytes);
+      await bucket.download(manifest, staged?.destination as OpenDestination);
+      staged?.keep(manifest.sha256);
+      const lease = memory.tier.acquire(manifest.sha256);
+      const { arena, offset, length } = lease?.range ?? expect.fail("not kept");
+      expect(memory.api.copyOut(arena, offset, length).equals(readFileSync(path))).toBe(true);
+      lease?.release();
+
+      // One byte changed in chunk 4: that chunk differs, and nothing is kept.
+      const altered = Buffer.from(readFileSync(path));
+      altered.writeUInt8(altered.readUInt8(4 * CHUNK + 9) ^ 1, 4 * CHUNK + 9);
+      const key = `altered/${parallel}.state`;
+      const put = await s3.raw.fetch(`${s3.config.url}/${key}`, { method: "PUT", body: altered });
+      expect(put.status).toBe(200);
+      const refusal = (m: BlockManifest) => {
+        const room = memory.stageFetch(m.sizeBytes);
+        return bucket.download(m, room?.destination as OpenDestination, key).then(
+          () => null,
+          (e: unknown) => {
+            room?.drop();
+            return (e as DomainError).message;
+          },
+        );
+      };
+      expect(await refusal(manifest)).toContain("chunk 4 differs");
+      // Chunk hashes rewritten to match the changed bytes: only the whole state's SHA-256 tells.
+      const alteredPath = join(fresh("altered"), "state");
+      writeFileSync(alteredPath, altered);
+      const chunks = (await hashFileWithChunks(alteredPath, CHUNK)).chunks;
+      expect(await refusal({ ...manifest, chunks: { bytes: CHUNK, sha256: chunks } })).toContain(
+        "SHA-256 differs",
+      );
+      // The refused fetches' room was dropped: only the first block is in the arena.
+      expect(memory.tier.blocks()).toEqual([manifest.sha256]);
+    },
+  );
 
   it("a graft of a block not on the node loads it from the arena the fetch filled", async () => {
     const bucket = new BlockBucket({ ...s3.config, fetchParallel: 3 });

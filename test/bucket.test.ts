@@ -5,7 +5,7 @@
  * one fetch for concurrent requests, and the disk budget's LRU that evicts only durable blocks.
  */
 import { spawn } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import {
   existsSync,
   mkdtempSync,
@@ -21,12 +21,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockStore } from "../gpu-node/blocks/block-store.js";
 import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket.js";
+import { fileDestination } from "../gpu-node/blocks/bucket-fetch.js";
 import { DiskCache } from "../gpu-node/blocks/disk-cache.js";
 import { hashFileWithChunks } from "../gpu-node/blocks/file-hash.js";
 import { bucketConfig, readGpuEnv } from "../gpu-node/config.js";
 import { presignPut, uploadKeys } from "../shared/bucket-keys.js";
 import { DomainError } from "../shared/errors.js";
-import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
+import { randomBlockFile } from "./helpers/block-files.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
 
 const ROOT = join(import.meta.dirname, "..");
@@ -52,40 +53,7 @@ function freshDir(label: string): string {
 }
 
 /** A block state file of `size` random bytes and its manifest, with 64 KiB chunk hashes. */
-async function blockFile(size: number, label: string): Promise<{ path: string; manifest: BlockManifest }> {
-  const path = join(freshDir("src"), "state");
-  writeFileSync(path, randomBytes(size));
-  const hashed = await hashFileWithChunks(path, CHUNK);
-  const manifest = blockManifestSchema.parse({
-    formatVersion: BLOCK_FORMAT_VERSION,
-    sha256: hashed.sha256,
-    sizeBytes: size,
-    tokenCount: 300,
-    tokensSha256: sha(`tokens ${label}`),
-    textSha256: sha(`text ${label}`),
-    model: { sha256: sha("model"), sizeBytes: 1234, architecture: "llama", name: "tiny" },
-    engine: {
-      nodeLlamaCpp: "3.21.1",
-      llamaCppRelease: "b0000",
-      backend: "cpu",
-      gpuName: null,
-      computeCapability: null,
-      context: {
-        kvKeyType: "F16",
-        kvValueType: "F16",
-        flashAttention: true,
-        swaFullCache: true,
-        batchSize: 512,
-        sequences: 2,
-      },
-      id: sha("engine"),
-    },
-    probe: { token: 300, sha256: sha(`probe ${label}`) },
-    chunks: { bytes: CHUNK, sha256: hashed.chunks },
-    createdAt: new Date().toISOString(),
-  });
-  return { path, manifest };
-}
+const blockFile = (size: number, label: string) => randomBlockFile(freshDir("src"), size, label, CHUNK);
 
 /** A disk cache over a fresh store on the test bucket. */
 async function freshCache(
@@ -291,19 +259,14 @@ describe("block bucket", () => {
     },
   );
 
-  it.each([1, 3, 8])(
-    "fetches with %i ranged GETs at once, byte-exact, every byte also into the target",
-    async (parallel) => {
-      const { path, manifest } = await blockFile(7 * CHUNK + 5, `parallel-${parallel}`);
-      await bucket.upload(manifest, path);
-      const ranged = new BlockBucket({ ...s3.config, fetchParallel: parallel });
-      const dest = join(freshDir("dest"), "state");
-      const target = Buffer.alloc(manifest.sizeBytes);
-      await ranged.download(manifest, dest, { write: (offset, bytes) => target.set(bytes, offset) });
-      expect(readFileSync(dest).equals(readFileSync(path))).toBe(true);
-      expect(target.equals(readFileSync(path))).toBe(true);
-    },
-  );
+  it.each([1, 3, 8])("fetches with %i ranged GETs at once into a file, byte-exact", async (parallel) => {
+    const { path, manifest } = await blockFile(7 * CHUNK + 5, `parallel-${parallel}`);
+    await bucket.upload(manifest, path);
+    const ranged = new BlockBucket({ ...s3.config, fetchParallel: parallel });
+    const dest = join(freshDir("dest"), "state");
+    await ranged.download(manifest, fileDestination(dest));
+    expect(readFileSync(dest).equals(readFileSync(path))).toBe(true);
+  });
 
   it("refuses chunk hashes that match altered bytes: the whole file's SHA-256 names the block", async () => {
     const { path, manifest } = await blockFile(3 * CHUNK, "rehashed");

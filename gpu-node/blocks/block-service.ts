@@ -173,7 +173,7 @@ export class BlockService implements Blocks {
       if (this.memory) {
         // Saved into pinned memory and hashed there; the file is written from those bytes.
         saved = await this.memory.save(seqA);
-        await this.memory.writeFile(temp, saved);
+        await this.memory.writeFile(temp, saved.range);
       } else await seqA.saveStateToFile(temp);
       const fresh = await evaluateProbe(seqA, probe, this.engine.vocabSize);
       await truncate(seqA, tokens.length);

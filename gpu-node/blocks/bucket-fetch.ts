@@ -1,29 +1,57 @@
 /**
- * Fetching a block's state from the bucket with several ranged GETs at once, one per hash chunk
- * of the manifest: each range is written at its offset in the temp file as its bytes arrive (and,
- * on the engine build, copied into the warm arena as well). A worker thread reads the file back
- * in order as ranges complete and hashes it in one pass: each range's SHA-256 (checked against the
- * manifest) and the whole file's, which binds the manifest's chunk hashes to the block's name. So
- * the hashing runs behind the downloads, off the thread that receives them. The first range that
- * fails stops the others. The file is not fsynced here: the block store fsyncs it when it commits
- * it (`BlockStore.adopt`).
+ * Fetching a block's state from the bucket with several ranged GETs at once. The state is cut
+ * into pieces (at most 8 MiB) handed out in offset order to the connections, so the prefix of
+ * bytes received without a gap grows steadily; the destination hashes that prefix as it grows:
+ * the whole file's SHA-256 (which binds the manifest's chunk hashes to the block's name) and each
+ * chunk's (checked against the manifest as each chunk completes). The hashing runs off the thread
+ * that receives the bytes and keeps pace with them, so little of it is left when the last byte
+ * arrives. The first piece that fails, or chunk that differs, stops the rest.
+ *
+ * Two destinations: a temp file hashed by worker threads reading it back (`fileDestination`;
+ * not fsynced here, the block store does when it commits it), and on the engine build the warm
+ * arena, hashed in place by the addon (`MemoryPath.stageFetch`).
  */
-import { type FileHandle, open } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { conflict } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 
-/** Range size when a manifest has no chunk hashes (blocks from before they existed). */
-const DEFAULT_RANGE_BYTES = 64 * 2 ** 20;
-/** Bytes gathered from the network before one write to the temp file. */
-const WRITE_BATCH_BYTES = 8 * 2 ** 20;
+/** Chunk size when a manifest has no chunk hashes (blocks from before they existed). */
+const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
+/** Largest piece one GET asks for: small enough that the gap-free prefix grows evenly. */
+const PIECE_BYTES = 8 * 2 ** 20;
+/** The hashing moves on once the gap-free prefix grew by this much, or a piece (or reached the end). */
+const ADVANCE_BYTES = 2 * 2 ** 20;
 /** Ranged GETs in flight when the configuration names no number. */
 export const DEFAULT_FETCH_PARALLEL = 4;
 
-/** A second home for fetched bytes (the warm arena); written as they arrive, kept only if all match. */
-export interface FetchTarget {
-  write(offset: number, bytes: Uint8Array): void;
+/** The layout of the state being fetched. */
+export interface FetchGeometry {
+  sizeBytes: number;
+  chunkBytes: number;
+  /** Chunks whose SHA-256 the destination computes (0 when the manifest lists none). */
+  chunks: number;
 }
+
+/** Where a fetch puts the bytes; it hashes the written prefix as it grows. */
+export interface FetchDestination {
+  /** Bytes gathered from the network before one write; 0 writes each received chunk at once. */
+  readonly batchBytes: number;
+  /** Stores bytes at `offset`; when it returns a promise, the bytes are stored once it settles. */
+  write(offset: number, bytes: Uint8Array[]): void | Promise<void>;
+  /** Every byte before `end` is stored: hash on up to it (`end` only grows). */
+  advance(end: number): void;
+  /** Once advanced to the end: the whole state's SHA-256 (each chunk's went to `onChunk` on the way). */
+  digest(): Promise<string>;
+  /** Stops the hashing (cut short when the fetch failed) and releases what it holds. */
+  close(): Promise<void>;
+}
+
+/** Opens a destination; it reports each chunk's SHA-256 to `onChunk` as soon as it has it. */
+export type OpenDestination = (
+  geometry: FetchGeometry,
+  onChunk: (index: number, sha256: string) => void,
+) => Promise<FetchDestination>;
 
 /** A signed GET of the block's state object for `bytes=start-end` (inclusive). */
 export type RangedGet = (start: number, end: number, signal: AbortSignal) => Promise<Response>;
@@ -41,75 +69,89 @@ export function corruptBlock(sha: string): (why: string) => Error {
 }
 
 /**
- * Downloads the state of `manifest` into `destPath` (created) with `parallel` ranged GETs,
- * writing every byte to `target` too when given. Resolves once every range's SHA-256 matched
- * the manifest, the total length matched and the whole file hashed to the block's name (the file
- * is written, not yet fsynced); otherwise throws (the caller deletes `destPath` and drops `target`).
+ * Downloads the state of `manifest` into the destination `openDestination` makes, with
+ * `parallel` ranged GETs. Resolves once every chunk's SHA-256 matched the manifest, the total
+ * length matched and the whole state hashed to the block's name; otherwise throws (the caller
+ * discards what the destination holds).
  */
 export async function fetchRanges(
   get: RangedGet,
   manifest: BlockManifest,
-  destPath: string,
-  options: { parallel: number; target?: FetchTarget | undefined; faults: FetchFaults },
+  openDestination: OpenDestination,
+  options: { parallel: number; faults: FetchFaults },
 ): Promise<void> {
   const { faults } = options;
-  const rangeBytes = manifest.chunks?.bytes ?? DEFAULT_RANGE_BYTES;
-  const count = Math.ceil(manifest.sizeBytes / rangeBytes);
-  if (manifest.chunks && manifest.chunks.sha256.length !== Math.max(1, count))
+  const size = manifest.sizeBytes;
+  const chunkBytes = manifest.chunks?.bytes ?? DEFAULT_CHUNK_BYTES;
+  const chunkCount = Math.max(1, Math.ceil(size / chunkBytes));
+  if (manifest.chunks && manifest.chunks.sha256.length !== chunkCount)
     throw faults.corrupt("its manifest's chunk list does not match its size");
+  const pieceBytes = Math.min(PIECE_BYTES, chunkBytes);
+  const advanceBytes = Math.min(ADVANCE_BYTES, pieceBytes);
+  const pieces = Math.ceil(size / pieceBytes);
   const abort = new AbortController();
   let failure: unknown = null;
   const fail = (err: unknown) => {
     if (failure === null) failure = err;
     abort.abort();
   };
-  const file = await open(destPath, "w+", 0o644);
-  const parallel = Math.max(1, Math.min(options.parallel, count));
-  const hashes = new FileHasher(
-    { fd: file.fd, rangeBytes, sizeBytes: manifest.sizeBytes, count },
-    manifest.chunks ? parallel : 0,
+  const dest = await openDestination(
+    { sizeBytes: size, chunkBytes, chunks: manifest.chunks ? chunkCount : 0 },
     (index, digest) => {
       if (digest !== manifest.chunks?.sha256[index]) fail(faults.corrupt(`chunk ${index} differs`));
     },
   );
+  // The gap-free prefix: pieces before `whole` are all stored, and `stored[whole]` bytes of that one.
+  const stored = new Array<number>(pieces).fill(0);
+  let whole = 0;
+  let advanced = 0;
+  const onStored = (piece: number, bytes: number) => {
+    stored[piece] = bytes;
+    while (whole < pieces && stored[whole] === Math.min(pieceBytes, size - whole * pieceBytes)) whole++;
+    const end = whole < pieces ? whole * pieceBytes + (stored[whole] ?? 0) : size;
+    if (end > advanced && (end - advanced >= advanceBytes || end === size)) {
+      dest.advance(end);
+      advanced = end;
+    }
+  };
   let next = 0;
-  const worker = async (): Promise<void> => {
-    while (failure === null && next < count) {
-      const index = next++;
+  const connection = async (): Promise<void> => {
+    while (failure === null && next < pieces) {
+      const piece = next++;
       try {
-        await fetchRange(get, index, rangeBytes, manifest.sizeBytes, file, options, abort.signal);
-        hashes.done(index);
+        await fetchPiece(get, piece, pieceBytes, size, dest, faults, abort.signal, (bytes) =>
+          onStored(piece, bytes),
+        );
       } catch (err) {
         fail(err);
       }
     }
   };
   try {
-    await Promise.all(Array.from({ length: parallel }, worker));
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallel, pieces)) }, connection));
     if (failure !== null) throw failure;
-    const whole = await hashes.digest();
-    // The last ranges' digests arrive behind the downloads.
+    const digest = await dest.digest();
+    // The last chunks' digests arrive behind the downloads.
     if (failure !== null) throw failure;
-    if (whole !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
+    if (digest !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
   } finally {
-    await hashes.stop();
-    await file.close();
+    await dest.close();
   }
 }
 
-/** One ranged GET: streamed into the file (batched writes) and `target`; resolves once all is written. */
-async function fetchRange(
+/** One ranged GET: streamed into the destination; `onStored` gets the piece's bytes stored so far. */
+async function fetchPiece(
   get: RangedGet,
   index: number,
-  rangeBytes: number,
+  pieceBytes: number,
   sizeBytes: number,
-  file: FileHandle,
-  options: { target?: FetchTarget | undefined; faults: FetchFaults },
+  dest: FetchDestination,
+  faults: FetchFaults,
   signal: AbortSignal,
+  onStored: (bytes: number) => void,
 ): Promise<void> {
-  const { faults, target } = options;
-  const start = index * rangeBytes;
-  const length = Math.min(rangeBytes, sizeBytes - start);
+  const start = index * pieceBytes;
+  const length = Math.min(pieceBytes, sizeBytes - start);
   const res = await get(start, start + length - 1, signal);
   if (res.status === 404 || res.status === 416) {
     await res.body?.cancel();
@@ -143,15 +185,16 @@ async function fetchRange(
   let received = 0;
   let batch: Uint8Array[] = [];
   let batchBytes = 0;
-  let batchAt = start;
   const flush = async () => {
     if (batchBytes === 0) return;
-    const bufs = batch;
-    const at = batchAt;
+    const bytes = batch;
+    const storedEnd = received;
+    const at = start + storedEnd - batchBytes;
     batch = [];
-    batchAt += batchBytes;
     batchBytes = 0;
-    await file.writev(bufs, at);
+    const storing = dest.write(at, bytes);
+    if (storing) await storing;
+    onStored(storedEnd);
   };
   try {
     for (;;) {
@@ -164,11 +207,10 @@ async function fetchRange(
       if (chunk.done) break;
       const bytes = chunk.value;
       if (received + bytes.length > length) throw faults.corrupt(`range ${index} is longer than asked`);
-      target?.write(start + received, bytes);
       received += bytes.length;
       batch.push(bytes);
       batchBytes += bytes.length;
-      if (batchBytes >= WRITE_BATCH_BYTES) await flush();
+      if (batchBytes >= dest.batchBytes) await flush();
     }
     if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
     await flush();
@@ -179,114 +221,137 @@ async function fetchRange(
   }
 }
 
+/** Bytes gathered before one write to a temp file. */
+const FILE_WRITE_BYTES = 8 * 2 ** 20;
+
 /**
- * The hash workers' source (CommonJS, run with `eval`), reading the temp file through the fetch's
- * own descriptor (positional reads) as ranges are reported written. Mode "whole": in order, the
- * whole file's SHA-256 once every range was read. Mode "range": each reported range's SHA-256.
+ * A temp file at `path` (created) as a fetch's destination, hashed by worker threads reading it
+ * back through the fetch's own descriptor: one follows the stored prefix for the whole file's
+ * SHA-256, the others hash each chunk once it is stored.
+ */
+export function fileDestination(path: string): OpenDestination {
+  return async (geometry, onChunk) => {
+    const file = await open(path, "w+", 0o644);
+    const hasher = new FileHasher(file.fd, geometry, onChunk);
+    return {
+      batchBytes: FILE_WRITE_BYTES,
+      write: async (offset, bytes) => {
+        await file.writev(bytes, offset);
+      },
+      advance: (end) => hasher.advance(end),
+      digest: () => hasher.digest(),
+      close: async () => {
+        await hasher.stop();
+        await file.close();
+      },
+    };
+  };
+}
+
+/**
+ * The hash workers' source (CommonJS, run with `eval`), reading the temp file with positional
+ * reads. Mode "whole": each message is a new end of the stored prefix; hashes on up to it, and
+ * posts the digest once at the end. Mode "chunk": each message is a stored chunk to hash.
  */
 const HASH_WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { createHash } = require("node:crypto");
 const { readSync } = require("node:fs");
-const { mode, fd, rangeBytes, sizeBytes, count, bufferBytes } = workerData;
+const { mode, fd, chunkBytes, sizeBytes, bufferBytes } = workerData;
 const buffer = Buffer.allocUnsafe(bufferBytes);
-const hashRange = (index, hash) => {
-  const end = Math.min((index + 1) * rangeBytes, sizeBytes);
-  for (let at = index * rangeBytes; at < end; ) {
-    const read = readSync(fd, buffer, 0, Math.min(buffer.length, end - at), at);
+const hashBytes = (hash, from, to) => {
+  for (let at = from; at < to; ) {
+    const read = readSync(fd, buffer, 0, Math.min(buffer.length, to - at), at);
     if (read === 0) throw new Error("the temp file ended at " + at);
     hash.update(buffer.subarray(0, read));
     at += read;
   }
-  return hash;
 };
-if (mode === "range") {
+if (mode === "chunk") {
   parentPort.on("message", (index) => {
-    parentPort.postMessage({ index, sha256: hashRange(index, createHash("sha256")).digest("hex") });
+    const hash = createHash("sha256");
+    hashBytes(hash, index * chunkBytes, Math.min((index + 1) * chunkBytes, sizeBytes));
+    parentPort.postMessage({ index, sha256: hash.digest("hex") });
   });
 } else {
   const whole = createHash("sha256");
-  const written = new Set();
-  let next = 0;
-  const finishWhenAllHashed = () => {
-    if (next !== count) return;
+  let at = 0;
+  parentPort.on("message", (end) => {
+    hashBytes(whole, at, end);
+    at = end;
+    if (at !== sizeBytes) return;
     parentPort.postMessage({ whole: whole.digest("hex") });
     parentPort.close();
-  };
-  parentPort.on("message", (index) => {
-    written.add(index);
-    while (written.has(next)) {
-      hashRange(next, whole);
-      written.delete(next);
-      next++;
-    }
-    finishWhenAllHashed();
   });
-  finishWhenAllHashed(); // an empty state has no range to wait for
 }
 `;
 
 type HashMessage = { index: number; sha256: string } | { whole: string };
 
-/**
- * Worker threads that hash a fetch's temp file behind its downloads: one for the whole file (in
- * order) and, when the manifest has chunk hashes, `rangeWorkers` for the ranges (in parallel).
- */
+/** Chunk-hashing workers beside the whole-file one (they read the page cache, not the disk). */
+const CHUNK_WORKERS = 4;
+
+/** Worker threads that hash a fetch's temp file behind its downloads. */
 class FileHasher {
-  private readonly workers: Worker[] = [];
+  private readonly whole: Worker;
+  private readonly chunkWorkers: Worker[] = [];
   private readonly finished: Promise<string>;
+  /** Chunks handed to a worker so far (in order). */
+  private chunksSent = 0;
 
   constructor(
-    geometry: { fd: number; rangeBytes: number; sizeBytes: number; count: number },
-    rangeWorkers: number,
-    onRange: (index: number, sha256: string) => void,
+    fd: number,
+    private readonly geometry: FetchGeometry,
+    onChunk: (index: number, sha256: string) => void,
   ) {
-    let whole: string | null = null;
-    let ranges = 0;
-    const expectedRanges = rangeWorkers > 0 ? geometry.count : 0;
+    let digest: string | null = null;
+    let chunks = 0;
+    const start = (mode: "whole" | "chunk") =>
+      new Worker(HASH_WORKER_SOURCE, {
+        eval: true,
+        workerData: { mode, fd, ...geometry, bufferBytes: FILE_WRITE_BYTES },
+      });
+    this.whole = start("whole");
+    for (let i = 0; i < Math.min(CHUNK_WORKERS, geometry.chunks); i++) this.chunkWorkers.push(start("chunk"));
     this.finished = new Promise<string>((resolve, reject) => {
-      const start = (mode: "whole" | "range") => {
-        const worker = new Worker(HASH_WORKER_SOURCE, {
-          eval: true,
-          workerData: { mode, ...geometry, bufferBytes: WRITE_BATCH_BYTES },
-        });
+      const settleIfDone = () => {
+        if (digest !== null && chunks === geometry.chunks) resolve(digest);
+      };
+      for (const worker of [this.whole, ...this.chunkWorkers]) {
         worker.on("message", (m: HashMessage) => {
-          if ("whole" in m) whole = m.whole;
+          if ("whole" in m) digest = m.whole;
           else {
-            onRange(m.index, m.sha256);
-            ranges++;
+            onChunk(m.index, m.sha256);
+            chunks++;
           }
-          if (whole !== null && ranges === expectedRanges) resolve(whole);
+          settleIfDone();
         });
         worker.once("error", reject);
         worker.once("exit", (code) => {
           // The whole-file worker ends by itself once it posted its digest.
-          if (mode === "range" || whole === null)
+          if (worker !== this.whole || digest === null)
             reject(new Error(`a hash worker exited (${code}) before the end`));
         });
-        this.workers.push(worker);
-      };
-      start("whole");
-      for (let i = 0; i < rangeWorkers; i++) start("range");
+      }
     });
-    // Awaited only when every range was written; a fetch that fails first never asks.
+    // Awaited only when every byte was stored; a fetch that fails first never asks.
     this.finished.catch(() => undefined);
   }
 
-  /** Reports range `index` written to the file. */
-  done(index: number): void {
-    const [whole, ...ranges] = this.workers;
-    whole?.postMessage(index);
-    ranges[index % Math.max(1, ranges.length)]?.postMessage(index);
+  advance(end: number): void {
+    this.whole.postMessage(end);
+    const { chunks, chunkBytes, sizeBytes } = this.geometry;
+    while (this.chunksSent < chunks && Math.min((this.chunksSent + 1) * chunkBytes, sizeBytes) <= end) {
+      this.chunkWorkers[this.chunksSent % this.chunkWorkers.length]?.postMessage(this.chunksSent);
+      this.chunksSent++;
+    }
   }
 
-  /** The whole file's SHA-256, once it and every range's digest (handed to `onRange`) are in. */
   digest(): Promise<string> {
     return this.finished;
   }
 
-  /** Ends the workers (a failed fetch cuts them short); the caller closes the file after. */
   async stop(): Promise<void> {
-    await Promise.all(this.workers.map((w) => w.terminate()));
+    await Promise.all([this.whole, ...this.chunkWorkers].map((w) => w.terminate()));
   }
 }

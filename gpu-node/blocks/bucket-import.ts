@@ -11,6 +11,7 @@ import { uploadKeys } from "../../shared/bucket-keys.js";
 import { conflict, DomainError, notFound } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 import type { BlockStore } from "./block-store.js";
+import { fileDestination } from "./bucket-fetch.js";
 import type { DiskCache } from "./disk-cache.js";
 
 /** Which upload to import: its id (the grant's) and the block it must be, at its size. */
@@ -47,7 +48,7 @@ export async function importFromBucket(deps: BucketImportDeps, upload: BucketUpl
         "upload_mismatch",
         `the manifest says ${manifest.sizeBytes} bytes, the grant ${upload.sizeBytes}`,
       );
-    await bucket.download(manifest, temp, undefined, keys.state);
+    await bucket.download(manifest, fileDestination(temp), keys.state);
     const stored = await deps.importFile(temp, manifest);
     await deps.disk.makeDurable(stored);
     await bucket.delete([keys.manifest, keys.state]);

@@ -9,7 +9,7 @@ import { AwsClient } from "aws4fetch";
 import { type BucketAccess, blockKeys } from "../../shared/bucket-keys.js";
 import { conflict, unavailable } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
-import { corruptBlock, DEFAULT_FETCH_PARALLEL, type FetchTarget, fetchRanges } from "./bucket-fetch.js";
+import { corruptBlock, DEFAULT_FETCH_PARALLEL, fetchRanges, type OpenDestination } from "./bucket-fetch.js";
 import {
   DEFAULT_MULTIPART_THRESHOLD_BYTES,
   DEFAULT_PART_BYTES,
@@ -124,27 +124,23 @@ export class BlockBucket {
   }
 
   /**
-   * Fetches the block's state into `destPath` with parallel ranged GETs, each range's SHA-256
-   * checked as its bytes arrive (and the whole file's), copying every byte into `target` as well
-   * when given. Throws 409 `bucket_block_corrupt` for altered, truncated or extended bytes and
-   * 503 `bucket_unavailable` for network or server faults; the caller deletes `destPath`.
+   * Fetches the block's state with parallel ranged GETs into a destination (a temp file,
+   * `fileDestination`, or the warm arena), every chunk's SHA-256 and the whole file's computed as
+   * the bytes arrive. Throws 409 `bucket_block_corrupt` for altered, truncated or extended bytes
+   * and 503 `bucket_unavailable` for network or server faults; the caller discards the
+   * destination's bytes.
    */
   async download(
     manifest: BlockManifest,
-    destPath: string,
-    target?: FetchTarget,
+    destination: OpenDestination,
     key = blockKeys(manifest.sha256).state,
   ): Promise<void> {
     await fetchRanges(
       (start, end, signal) =>
         this.request("GET", key, { headers: { range: `bytes=${start}-${end}` }, signal }),
       manifest,
-      destPath,
-      {
-        parallel: this.fetchParallel,
-        target,
-        faults: { down: bucketDown, corrupt: corruptBlock(manifest.sha256) },
-      },
+      destination,
+      { parallel: this.fetchParallel, faults: { down: bucketDown, corrupt: corruptBlock(manifest.sha256) } },
     );
   }
 

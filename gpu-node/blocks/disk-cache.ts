@@ -4,16 +4,20 @@
  * wait for it; past the disk budget the least recently used blocks that are safe in the bucket
  * are deleted locally. Without a bucket every block stays and a missing one is a 404.
  *
- * On the engine build a fetched block is served from the warm arena as soon as its hashes
- * matched; committing its file to disk (fsync, rename, manifest) continues in the background.
+ * On the engine build a fetched block goes into the warm arena only and is served from there as
+ * soon as its hashes matched; writing its file to disk and committing it (fsync, rename,
+ * manifest) continues in the background.
  */
 import { rm } from "node:fs/promises";
 import { notFound } from "../../shared/errors.js";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
 import type { BlockManifest } from "../../shared/protocol.js";
+import type { ArenaRange } from "../engine/state-memory.js";
 import type { BlockStore } from "./block-store.js";
 import type { BlockBucket } from "./bucket.js";
+import { fileDestination } from "./bucket-fetch.js";
 import type { StagedFetch } from "./memory-path.js";
+import type { MemoryLease } from "./memory-tier.js";
 
 /** The warm arena of the engine build, which a fetch fills while it downloads. */
 export interface WarmFetchTier {
@@ -21,9 +25,11 @@ export interface WarmFetchTier {
   /** The arena's blocks: a fetched block is held there until its file is on disk. */
   readonly tier: {
     has(sha: string): boolean;
-    acquire(sha: string): { release(): void } | null;
+    acquire(sha: string): MemoryLease | null;
     remove(sha: string): void;
   };
+  /** Writes a block's arena bytes to a file (its disk copy, committed by the store after). */
+  writeFile(path: string, range: ArenaRange): Promise<void>;
 }
 
 /** Counters of the bucket tier. */
@@ -131,27 +137,28 @@ export class DiskCache {
   private async fetchFromBucket(bucket: BlockBucket, blockId: string): Promise<BlockManifest> {
     const manifest = await bucket.manifest(blockId);
     if (!manifest) throw notFound("block_not_found", `no block ${blockId} on this node or in the bucket`);
-    const temp = this.store.tempPath("fetch");
-    // Straight into the warm arena as well, so the graft that asked loads from memory, not disk.
+    // Straight into the warm arena when it has room, so the graft that asked loads from memory
+    // and the disk copy is written behind it; else into a temp file that is committed first.
     const staged = this.warm?.stageFetch(manifest.sizeBytes) ?? null;
+    const temp = staged ? null : this.store.tempPath("fetch");
     try {
-      await bucket.download(manifest, temp, staged ?? undefined);
+      await bucket.download(manifest, staged?.destination ?? fileDestination(temp as string));
     } catch (err) {
       staged?.drop();
-      await rm(temp, { force: true });
+      if (temp) await rm(temp, { force: true });
       throw err;
     }
     this.durable.add(blockId);
     this.stats.fetches++;
     this.touch(blockId);
-    if (!staged) {
+    if (temp) {
       // node-llama-cpp's file path loads from the file: it must be committed first.
       const adopted = await this.commitFetched(temp, manifest);
       await this.evictOverBudget(blockId);
       return adopted;
     }
-    staged.keep(blockId);
-    this.persistInBackground(temp, manifest, this.warm?.tier.acquire(blockId) ?? null);
+    (staged as StagedFetch).keep(blockId);
+    this.persistInBackground(manifest, this.warm?.tier.acquire(blockId) ?? null);
     return manifest;
   }
 
@@ -165,14 +172,25 @@ export class DiskCache {
   }
 
   /**
-   * Commits a block being served from the arena to disk behind the graft, holding its arena copy
-   * (never evicted meanwhile). A failure loses only the disk copy: the temp file is deleted, the
-   * arena copy dropped (the node lists no block it cannot read back), and the block is fetched
-   * again on its next graft.
+   * Writes a block being served from the arena to disk behind the graft and commits it, holding
+   * its arena copy (never evicted meanwhile). A failure loses only the disk copy: the temp file
+   * is deleted, the arena copy dropped (the node lists no block it cannot read back), and the
+   * block is fetched again on its next graft.
    */
-  private persistInBackground(temp: string, manifest: BlockManifest, held: { release(): void } | null): void {
+  private persistInBackground(manifest: BlockManifest, held: MemoryLease | null): void {
     const sha = manifest.sha256;
-    const done = this.commitFetched(temp, manifest)
+    const write = async () => {
+      if (!held || !this.warm) throw new Error("the fetched block left the arena before its disk copy");
+      const temp = this.store.tempPath("fetch");
+      try {
+        await this.warm.writeFile(temp, held.range);
+      } catch (err) {
+        await rm(temp, { force: true });
+        throw err;
+      }
+      await this.commitFetched(temp, manifest);
+    };
+    const done = write()
       .then(
         () => this.evictOverBudget(sha),
         (err: unknown) => {

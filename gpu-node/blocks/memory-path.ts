@@ -8,13 +8,15 @@ import { open } from "node:fs/promises";
 import type { LlamaContextSequence } from "node-llama-cpp";
 import type { BlockManifest } from "../../shared/protocol.js";
 import {
+  type ArenaHandle,
   type ArenaRange,
   copySequence,
+  type HashHandle,
   loadSequenceFromMemory,
   type NativeStateApi,
   saveSequenceToMemory,
 } from "../engine/state-memory.js";
-import type { FetchTarget } from "./bucket-fetch.js";
+import type { FetchGeometry, OpenDestination } from "./bucket-fetch.js";
 import { HASH_CHUNK_BYTES } from "./file-hash.js";
 import { type MemoryLease, MemoryTier, type StagedBytes } from "./memory-tier.js";
 
@@ -30,7 +32,10 @@ export interface SavedState {
 }
 
 /** Arena room a bucket fetch writes into; see MemoryPath.stageFetch. */
-export interface StagedFetch extends FetchTarget {
+export interface StagedFetch {
+  /** The fetch's destination: the room itself, hashed in place as it fills. */
+  readonly destination: OpenDestination;
+  /** Makes the bytes the block's warm copy (call only after every hash matched). */
   keep(sha: string): void;
   drop(): void;
 }
@@ -125,29 +130,45 @@ export class MemoryPath {
 
   /**
    * Room in the arena for a block being fetched from the bucket: the download copies each byte
-   * in as it arrives; `keep` (called only after every chunk and the whole file matched) makes it
-   * the block's warm copy. Null when it does not fit beside the blocks in use.
+   * in as it arrives and the addon hashes the filled prefix in place (the whole state's SHA-256
+   * and each chunk's, two chains of steps on the thread pool); `keep` (called only after every
+   * hash matched) makes it the block's warm copy. Null when it does not fit beside the blocks in use.
    */
   stageFetch(sizeBytes: number): StagedFetch | null {
     const staged = this.tier.stage(sizeBytes);
     if (!staged) return null;
     return {
-      write: (offset, bytes) =>
-        this.api.copyIn(
-          staged.arena,
-          staged.offset + offset,
-          Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
-        ),
+      destination: async (geometry, onChunk) => {
+        const hasher = new ArenaHasher(
+          this.api,
+          { arena: staged.arena, offset: staged.offset },
+          geometry,
+          onChunk,
+        );
+        return {
+          batchBytes: 0,
+          write: (offset, bytes) => {
+            let at = staged.offset + offset;
+            for (const b of bytes) {
+              this.api.copyIn(staged.arena, at, Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+              at += b.byteLength;
+            }
+          },
+          advance: (end) => hasher.advance(end),
+          digest: () => hasher.digest(),
+          close: () => hasher.settled(),
+        };
+      },
       keep: (sha) => staged.keep(sha, sizeBytes).release(),
       drop: () => staged.drop(),
     };
   }
 
-  /** Writes saved bytes to a file in parallel chunks (the block store then fsyncs and renames it). */
-  async writeFile(path: string, saved: SavedState): Promise<void> {
+  /** Writes arena bytes to a file in parallel chunks (the block store then fsyncs and renames it). */
+  async writeFile(path: string, range: ArenaRange): Promise<void> {
     const file = await open(path, "w", 0o600);
     try {
-      const { arena, offset, length } = saved.range;
+      const { arena, offset, length } = range;
       const chunks = Math.max(1, Math.ceil(length / HASH_CHUNK_BYTES));
       await Promise.all(
         Array.from({ length: chunks }, (_, i) => {
@@ -183,5 +204,71 @@ export class MemoryPath {
       chunkBytes: manifest.chunks.bytes,
       chunks: manifest.chunks.sha256,
     });
+  }
+}
+
+/**
+ * Hashes an arena range as a fetch fills it: the whole state's SHA-256 and the current chunk's,
+ * each a chain of addon steps (one at a time per hash, the two chains side by side on the thread
+ * pool), so they keep pace with the download instead of starting after it.
+ */
+class ArenaHasher {
+  private readonly whole: HashHandle;
+  private chunk: HashHandle;
+  private wholeSteps: Promise<void> = Promise.resolve();
+  private chunkSteps: Promise<void> = Promise.resolve();
+  private hashed = 0;
+
+  constructor(
+    private readonly api: NativeStateApi,
+    private readonly base: { arena: ArenaHandle; offset: number },
+    private readonly geometry: FetchGeometry,
+    private readonly onChunk: (index: number, sha256: string) => void,
+  ) {
+    this.whole = api.hashStart();
+    this.chunk = api.hashStart();
+  }
+
+  advance(end: number): void {
+    const from = this.hashed;
+    this.hashed = end;
+    this.wholeSteps = this.step(this.wholeSteps, () => this.update(this.whole, from, end));
+    const { chunks, chunkBytes, sizeBytes } = this.geometry;
+    if (chunks === 0) return;
+    for (let at = from; at < end; ) {
+      const index = Math.floor(at / chunkBytes);
+      const chunkEnd = Math.min((index + 1) * chunkBytes, sizeBytes);
+      const to = Math.min(end, chunkEnd);
+      const start = at;
+      this.chunkSteps = this.step(this.chunkSteps, async () => {
+        await this.update(this.chunk, start, to);
+        if (to !== chunkEnd) return;
+        this.onChunk(index, this.api.hashDigest(this.chunk));
+        this.chunk = this.api.hashStart();
+      });
+      at = to;
+    }
+  }
+
+  /** The whole state's SHA-256 once every step ran (advanced to the end first). */
+  async digest(): Promise<string> {
+    await Promise.all([this.wholeSteps, this.chunkSteps]);
+    return this.api.hashDigest(this.whole);
+  }
+
+  /** Resolves once no step runs: the room may be dropped after. */
+  async settled(): Promise<void> {
+    await Promise.allSettled([this.wholeSteps, this.chunkSteps]);
+  }
+
+  private update(hash: HashHandle, from: number, to: number): Promise<void> {
+    return this.api.hashUpdate(hash, this.base.arena, this.base.offset + from, to - from);
+  }
+
+  /** Chains a step; a failed chain stays failed (and is reported by digest, not as unhandled). */
+  private step(chain: Promise<void>, next: () => Promise<void>): Promise<void> {
+    const chained = chain.then(next);
+    chained.catch(() => undefined);
+    return chained;
   }
 }

@@ -16,6 +16,9 @@ import { unprocessable } from "../../shared/errors.js";
 /** An arena of host memory in the addon (pinned on a GPU), addressed by offset. */
 export type ArenaHandle = { readonly __arena: unique symbol };
 
+/** A SHA-256 in progress in the addon (hashStart). */
+export type HashHandle = { readonly __hash: unique symbol };
+
 /** The API our addon patch adds (KvgraftState.cpp); absent from the npm prebuilt binaries. */
 export interface NativeStateApi {
   apiVersion(): number;
@@ -72,6 +75,12 @@ export interface NativeStateApi {
   ): Promise<string>;
   /** SHA-256 of `arena[offset, offset + length)`, on the thread pool. */
   hashRange(arena: ArenaHandle, offset: number, length: number): Promise<string>;
+  /** A new SHA-256 fed in steps (`hashUpdate`) and read once (`hashDigest`). */
+  hashStart(): HashHandle;
+  /** Feeds `arena[offset, offset + length)` to the hash, on the thread pool; one step at a time. */
+  hashUpdate(hash: HashHandle, arena: ArenaHandle, offset: number, length: number): Promise<void>;
+  /** The hash of every byte fed to it; it takes no step after. */
+  hashDigest(hash: HashHandle): string;
   /** Writes `arena[offset, offset + length)` to the file at `fileOffset`, on the thread pool. */
   writeChunk(
     fd: number,
@@ -98,7 +107,7 @@ export interface ArenaRange {
 }
 
 /** The addon API version this code speaks. */
-const API_VERSION = 4;
+const API_VERSION = 5;
 /** LLAMA_STATE_SEQ_MAGIC ('ggsq') and LLAMA_STATE_SEQ_VERSION of the bundled llama.cpp. */
 const SEQ_MAGIC = 0x67677371;
 const SEQ_VERSION = 3;

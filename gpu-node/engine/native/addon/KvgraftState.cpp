@@ -23,7 +23,7 @@
 namespace {
 
 // Bumped whenever a function below changes its contract; the GPU node checks it.
-constexpr int32_t kKvgraftApiVersion = 4;
+constexpr int32_t kKvgraftApiVersion = 5;
 
 // llama_state_seq_{get,set}_data frame the state with this magic and the sequence id (see
 // llama-context.cpp, io_magic); the file format has neither, so loads and saves add them here.
@@ -460,6 +460,79 @@ Napi::Value WriteChunk(const Napi::CallbackInfo& info) {
     return worker->GetPromise();
 }
 
+// A SHA-256 computed in steps over bytes as they arrive in the arena (a bucket fetch hashes the
+// received prefix while later bytes still download). One step at a time: JavaScript chains them.
+struct HashState {
+    EVP_MD_CTX* md = nullptr;
+    bool busy = false;  // a step is on the thread pool (only touched on the JavaScript thread)
+    bool finished = false;
+    ~HashState() { EVP_MD_CTX_free(md); }
+};
+
+HashState* unwrapHash(const Napi::Value& value) {
+    if (!value.IsExternal()) throw Napi::TypeError::New(value.Env(), "expected a hash state");
+    return value.As<Napi::External<HashState>>().Data();
+}
+
+// () -> a new SHA-256 state for hashUpdate and hashDigest; freed when collected.
+Napi::Value HashStart(const Napi::CallbackInfo& info) {
+    auto* state = new HashState();
+    state->md = EVP_MD_CTX_new();
+    if (state->md == nullptr || EVP_DigestInit_ex(state->md, EVP_sha256(), nullptr) != 1) {
+        delete state;
+        throw Napi::Error::New(info.Env(), "SHA-256 failed");
+    }
+    return Napi::External<HashState>::New(info.Env(), state, [](Napi::Env, HashState* owned) { delete owned; });
+}
+
+// Feeds arena bytes to a hash state on the thread pool; holds the state and the arena meanwhile.
+class HashStepWorker : public ArenaWorker {
+    public:
+        HashStepWorker(const Napi::CallbackInfo& info, HashState* state)
+            : ArenaWorker(info, "KvgraftHashStep", info[1], sizeArg(info[2]), sizeArg(info[3])), state(state) {
+            if (state->finished) throw Napi::Error::New(info.Env(), "the hash is already finished");
+            if (state->busy) throw Napi::Error::New(info.Env(), "a step of this hash is already running");
+            stateRef = Napi::Persistent(info[0].As<Napi::External<HashState>>());
+            state->busy = true;  // last: a throw above leaves the state free
+        }
+
+    protected:
+        void Execute() override {
+            if (EVP_DigestUpdate(state->md, data, length) != 1) SetError("SHA-256 failed");
+        }
+        void OnOK() override {
+            state->busy = false;
+            deferred.Resolve(Env().Undefined());
+        }
+        void OnError(const Napi::Error& err) override {
+            state->busy = false;
+            ArenaWorker::OnError(err);
+        }
+
+    private:
+        HashState* state;
+        Napi::Reference<Napi::External<HashState>> stateRef;
+};
+
+// (hash, arena, offset, length) -> resolves once arena[offset, offset+length) is hashed in.
+Napi::Value HashUpdate(const Napi::CallbackInfo& info) {
+    auto* worker = new HashStepWorker(info, unwrapHash(info[0]));
+    worker->Queue();
+    return worker->GetPromise();
+}
+
+// (hash) -> the SHA-256 hex of every byte fed to it; the state takes no more steps after.
+Napi::Value HashDigest(const Napi::CallbackInfo& info) {
+    HashState* state = unwrapHash(info[0]);
+    if (state->busy) throw Napi::Error::New(info.Env(), "a step of this hash is still running");
+    if (state->finished) throw Napi::Error::New(info.Env(), "the hash is already finished");
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digestLength = 0;
+    state->finished = true;
+    if (EVP_DigestFinal_ex(state->md, digest, &digestLength) != 1) throw Napi::Error::New(info.Env(), "SHA-256 failed");
+    return Napi::String::New(info.Env(), toHex(digest, digestLength));
+}
+
 Napi::Value ApiVersion(const Napi::CallbackInfo& info) {
     return Napi::Number::New(info.Env(), kKvgraftApiVersion);
 }
@@ -474,6 +547,9 @@ void kvgraftStateInit(Napi::Object exports) {
         Napi::PropertyDescriptor::Function("copyOut", CopyOut),
         Napi::PropertyDescriptor::Function("copyIn", CopyIn),
         Napi::PropertyDescriptor::Function("hashRange", HashRange),
+        Napi::PropertyDescriptor::Function("hashStart", HashStart),
+        Napi::PropertyDescriptor::Function("hashUpdate", HashUpdate),
+        Napi::PropertyDescriptor::Function("hashDigest", HashDigest),
         Napi::PropertyDescriptor::Function("writeChunk", WriteChunk),
         Napi::PropertyDescriptor::Function("sequenceStateSize", SequenceStateSize),
         Napi::PropertyDescriptor::Function("saveSequenceState", SaveSequenceState),
