@@ -14,7 +14,8 @@
  * `restoreMs` is the graft's own figure, from its start until the slot holds the block;
  * `graftMs` the whole graft (a few query tokens and one generated token on top). On the engine
  * build the fetched block is served from the arena while its file is committed behind the graft:
- * `persistMs` is how long after the graft that commit ended.
+ * `persistMs` is how long after the graft that commit ended; `fetch` when the fetch's stages
+ * ended (manifest, first and last bytes stored, every hash checked), from its manifest GET.
  */
 import { spawn } from "node:child_process";
 import { createReadStream } from "node:fs";
@@ -23,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { BlockBucket, type BucketConfig } from "../gpu-node/blocks/bucket.js";
+import type { LastFetch } from "../gpu-node/blocks/disk-cache.js";
 import { Engine, type EngineOptions, type KvType } from "../gpu-node/engine/engine.js";
 import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { quantile, randomTokens } from "../gpu-node/verify.js";
@@ -60,7 +62,12 @@ export interface BucketBenchRun {
   graftMs: number;
   /** Bucket paths: from the graft's answer until the fetched file was committed to disk. */
   persistMs: number | null;
+  /** Bucket paths: when the fetch's stages ended, in ms from its manifest GET. */
+  fetch: FetchStages | null;
 }
+
+/** The fetch's stages (DiskCache.lastFetch): manifest, first and last bytes stored, every hash checked. */
+type FetchStages = Pick<LastFetch, "manifestMs" | "firstBytesMs" | "allBytesMs" | "hashedMs">;
 
 export interface BucketBenchResult {
   model: string;
@@ -74,7 +81,10 @@ export interface BucketBenchResult {
   pageCacheDropped: boolean;
   runs: number;
   /** Medians over the timed runs, by path. */
-  medians: Record<Path, { restoreMs: number; graftMs: number; persistMs: number | null; MBps: number }>;
+  medians: Record<
+    Path,
+    { restoreMs: number; graftMs: number; persistMs: number | null; MBps: number; fetch: FetchStages | null }
+  >;
   /** Local cold restore time over the bucket path's (1 = as fast; the target is >= 0.8), restoreMs. */
   vsLocal: { bucketServerWarm: number; bucketServerCold: number };
   perRun: BucketBenchRun[];
@@ -184,13 +194,20 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
           if (blocks.memory && answer.tier !== "warm")
             throw new Error("the fetch did not fill the arena: raise --warm-budget-bytes above the block");
         } else if (answer.tier !== "cold") throw new Error(`local restore came from tier ${answer.tier}`);
-        const row = {
+        const last = path === "local" ? null : blocks.disk.lastFetch;
+        const row: BucketBenchRun = {
           run,
           path,
           tier: String(answer.tier),
           restoreMs: answer.timings.restoreMs,
           graftMs,
           persistMs,
+          fetch: last && {
+            manifestMs: last.manifestMs,
+            firstBytesMs: last.firstBytesMs,
+            allBytesMs: last.allBytesMs,
+            hashedMs: last.hashedMs,
+          },
         };
         o.log(JSON.stringify({ ...row, warmup: run === 0 }));
         if (run > 0) perRun.push(row);
@@ -202,6 +219,8 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
         const rows = of(path);
         const restoreMs = median(rows.map((r) => r.restoreMs));
         const persist = rows.flatMap((r) => (r.persistMs === null ? [] : [r.persistMs]));
+        const stages = rows.flatMap((r) => (r.fetch ? [r.fetch] : []));
+        const stage = (key: keyof FetchStages) => median(stages.map((f) => f[key]));
         return [
           path,
           {
@@ -209,6 +228,14 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
             graftMs: median(rows.map((r) => r.graftMs)),
             persistMs: persist.length ? median(persist) : null,
             MBps: manifest.sizeBytes / 1e6 / (restoreMs / 1000),
+            fetch: stages.length
+              ? {
+                  manifestMs: stage("manifestMs"),
+                  firstBytesMs: stage("firstBytesMs"),
+                  allBytesMs: stage("allBytesMs"),
+                  hashedMs: stage("hashedMs"),
+                }
+              : null,
           },
         ];
       }),

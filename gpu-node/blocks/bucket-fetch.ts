@@ -53,6 +53,16 @@ export type OpenDestination = (
   onChunk: (index: number, sha256: string) => void,
 ) => Promise<FetchDestination>;
 
+/** When a fetch's stages ended, in ms from its first GET: for benchmarks (`bench bucket`). */
+export interface FetchTimings {
+  /** The first body bytes stored. */
+  firstBytesMs: number;
+  /** Every byte stored. */
+  allBytesMs: number;
+  /** Every hash computed and checked. */
+  hashedMs: number;
+}
+
 /** A signed GET of the block's state object for `bytes=start-end` (inclusive). */
 export type RangedGet = (start: number, end: number, signal: AbortSignal) => Promise<Response>;
 
@@ -70,17 +80,19 @@ export function corruptBlock(sha: string): (why: string) => Error {
 
 /**
  * Downloads the state of `manifest` into the destination `openDestination` makes, with
- * `parallel` ranged GETs. Resolves once every chunk's SHA-256 matched the manifest, the total
- * length matched and the whole state hashed to the block's name; otherwise throws (the caller
- * discards what the destination holds).
+ * `parallel` ranged GETs. Resolves (with its stages' timings) once every chunk's SHA-256 matched
+ * the manifest, the total length matched and the whole state hashed to the block's name;
+ * otherwise throws (the caller discards what the destination holds).
  */
 export async function fetchRanges(
   get: RangedGet,
   manifest: BlockManifest,
   openDestination: OpenDestination,
   options: { parallel: number; faults: FetchFaults },
-): Promise<void> {
+): Promise<FetchTimings> {
   const { faults } = options;
+  const began = performance.now();
+  let firstBytesMs = -1;
   const size = manifest.sizeBytes;
   const chunkBytes = manifest.chunks?.bytes ?? DEFAULT_CHUNK_BYTES;
   const chunkCount = Math.max(1, Math.ceil(size / chunkBytes));
@@ -106,6 +118,7 @@ export async function fetchRanges(
   let whole = 0;
   let advanced = 0;
   const onStored = (piece: number, bytes: number) => {
+    if (firstBytesMs < 0) firstBytesMs = performance.now() - began;
     stored[piece] = bytes;
     while (whole < pieces && stored[whole] === Math.min(pieceBytes, size - whole * pieceBytes)) whole++;
     const end = whole < pieces ? whole * pieceBytes + (stored[whole] ?? 0) : size;
@@ -130,10 +143,12 @@ export async function fetchRanges(
   try {
     await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallel, pieces)) }, connection));
     if (failure !== null) throw failure;
+    const allBytesMs = performance.now() - began;
     const digest = await dest.digest();
     // The last chunks' digests arrive behind the downloads.
     if (failure !== null) throw failure;
     if (digest !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
+    return { firstBytesMs, allBytesMs, hashedMs: performance.now() - began };
   } finally {
     await dest.close();
   }

@@ -9,7 +9,13 @@ import { AwsClient } from "aws4fetch";
 import { type BucketAccess, blockKeys } from "../../shared/bucket-keys.js";
 import { conflict, unavailable } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
-import { corruptBlock, DEFAULT_FETCH_PARALLEL, fetchRanges, type OpenDestination } from "./bucket-fetch.js";
+import {
+  corruptBlock,
+  DEFAULT_FETCH_PARALLEL,
+  type FetchTimings,
+  fetchRanges,
+  type OpenDestination,
+} from "./bucket-fetch.js";
 import {
   DEFAULT_MULTIPART_THRESHOLD_BYTES,
   DEFAULT_PART_BYTES,
@@ -134,8 +140,8 @@ export class BlockBucket {
     manifest: BlockManifest,
     destination: OpenDestination,
     key = blockKeys(manifest.sha256).state,
-  ): Promise<void> {
-    await fetchRanges(
+  ): Promise<FetchTimings> {
+    return fetchRanges(
       (start, end, signal) =>
         this.request("GET", key, { headers: { range: `bytes=${start}-${end}` }, signal }),
       manifest,

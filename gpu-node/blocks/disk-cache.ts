@@ -15,7 +15,7 @@ import type { BlockManifest } from "../../shared/protocol.js";
 import type { ArenaRange } from "../engine/state-memory.js";
 import type { BlockStore } from "./block-store.js";
 import type { BlockBucket } from "./bucket.js";
-import { fileDestination } from "./bucket-fetch.js";
+import { type FetchTimings, fileDestination } from "./bucket-fetch.js";
 import type { StagedFetch } from "./memory-path.js";
 import type { MemoryLease } from "./memory-tier.js";
 
@@ -42,6 +42,13 @@ export interface BucketStats {
   persistFailures: number;
 }
 
+/** The stages of the last fetch from the bucket, in ms from its start (manifest GET included). */
+export interface LastFetch extends FetchTimings {
+  manifestMs: number;
+  /** "arena": the warm arena filled by the fetch; "file": a temp file, committed before serving. */
+  into: "arena" | "file";
+}
+
 /** A fetched block served from the arena while its file is committed to disk. */
 interface Persisting {
   manifest: BlockManifest;
@@ -60,6 +67,8 @@ export class DiskCache {
   /** Fetched blocks served from the arena whose files are being committed, by block. */
   private readonly persisting = new Map<string, Persisting>();
   readonly stats: BucketStats = { uploads: 0, fetches: 0, evictions: 0, persistFailures: 0 };
+  /** Stage timings of the last fetch whose hashes all matched (for `bench bucket`). */
+  lastFetch: LastFetch | null = null;
 
   readonly bucket: BlockBucket | null;
   /** Bytes of block files kept locally when there is a bucket. */
@@ -135,14 +144,24 @@ export class DiskCache {
   }
 
   private async fetchFromBucket(bucket: BlockBucket, blockId: string): Promise<BlockManifest> {
+    const began = performance.now();
     const manifest = await bucket.manifest(blockId);
+    const manifestMs = performance.now() - began;
     if (!manifest) throw notFound("block_not_found", `no block ${blockId} on this node or in the bucket`);
     // Straight into the warm arena when it has room, so the graft that asked loads from memory
     // and the disk copy is written behind it; else into a temp file that is committed first.
     const staged = this.warm?.stageFetch(manifest.sizeBytes) ?? null;
     const temp = staged ? null : this.store.tempPath("fetch");
     try {
-      await bucket.download(manifest, staged?.destination ?? fileDestination(temp as string));
+      const timings = await bucket.download(manifest, staged?.destination ?? fileDestination(temp as string));
+      const shift = (ms: number) => manifestMs + ms;
+      this.lastFetch = {
+        manifestMs,
+        firstBytesMs: shift(timings.firstBytesMs),
+        allBytesMs: shift(timings.allBytesMs),
+        hashedMs: shift(timings.hashedMs),
+        into: staged ? "arena" : "file",
+      };
     } catch (err) {
       staged?.drop();
       if (temp) await rm(temp, { force: true });
