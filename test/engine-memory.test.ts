@@ -239,4 +239,44 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
       await service.close();
     }
   });
+
+  it("loads of one warm block at once, and its file written meanwhile, each see the block's own bytes", async () => {
+    const service = await BlockService.open({
+      engine,
+      dataDir: fresh("data"),
+      warmBudgetBytes: 64 * 2 ** 20,
+    });
+    try {
+      const memory = service.memory;
+      if (!memory) throw new Error("no memory path");
+      const text = Array.from({ length: 40 }, (_, k) => `shared fact${k} gamma delta`).join(" ");
+      const manifest = await service.deposit(text);
+      const path = service.store.statePath(manifest.sha256);
+      const original = readFileSync(path);
+      const tokens = Array.from({ length: manifest.tokenCount }, (_, i) => original.readUInt32LE(12 + 4 * i));
+      const [a, b] = [engine.slot(0), engine.slot(1)];
+      const dir = fresh("copies");
+      // A load writes llama.cpp's frame over the end of the token list while it runs: without one
+      // use of a range at a time, the other load read it as its last tokens, and the file written
+      // beside the loads held it (seen on the H200 as a fetched block's corrupt disk copy).
+      for (let round = 0; round < 12; round++) {
+        const lease = memory.tier.acquire(manifest.sha256);
+        if (!lease) throw new Error("not warm");
+        const copy = join(dir, `copy-${round}.state`);
+        await Promise.all([
+          memory.restore(a, manifest, path),
+          memory.restore(b, manifest, path),
+          memory.writeFile(copy, lease.range),
+        ]);
+        lease.release();
+        expect(a.contextTokens).toEqual(tokens);
+        expect(b.contextTokens).toEqual(tokens);
+        expect(readFileSync(copy).equals(original)).toBe(true);
+      }
+      const { arena, offset, length } = memory.tier.acquire(manifest.sha256)?.range ?? expect.fail();
+      expect(await memory.api.hashRange(arena, offset, length)).toBe(manifest.sha256);
+    } finally {
+      await service.close();
+    }
+  });
 });

@@ -44,6 +44,14 @@ export interface StagedFetch {
 export type MemoryRestore = "warm" | "cold" | "corrupt" | "unavailable";
 
 export class MemoryPath {
+  /**
+   * The last use queued on each arena range (by offset). A load writes llama.cpp's 8-byte frame
+   * into the end of the block's token list for its duration (KvgraftState.cpp), so a second load,
+   * the header read that gives a load its tokens, or a file write of the same bytes running
+   * meanwhile would see the frame (and a second load would save it as the bytes to put back).
+   */
+  private readonly rangeUsers = new Map<number, Promise<void>>();
+
   constructor(
     readonly api: NativeStateApi,
     readonly tier: MemoryTier,
@@ -73,7 +81,7 @@ export class MemoryPath {
       tier = "cold";
     }
     try {
-      await loadSequenceFromMemory(this.api, sequence, lease.range);
+      await this.exclusive(lease.range, () => loadSequenceFromMemory(this.api, sequence, lease.range));
     } finally {
       lease.release();
     }
@@ -165,7 +173,11 @@ export class MemoryPath {
   }
 
   /** Writes arena bytes to a file in parallel chunks (the block store then fsyncs and renames it). */
-  async writeFile(path: string, range: ArenaRange): Promise<void> {
+  writeFile(path: string, range: ArenaRange): Promise<void> {
+    return this.exclusive(range, () => this.writeRange(path, range));
+  }
+
+  private async writeRange(path: string, range: ArenaRange): Promise<void> {
     const file = await open(path, "w", 0o600);
     try {
       const { arena, offset, length } = range;
@@ -189,12 +201,27 @@ export class MemoryPath {
 
   /** Loads saved bytes into another sequence (a deposit's verification). */
   load(sequence: LlamaContextSequence, saved: SavedState): Promise<void> {
-    return loadSequenceFromMemory(this.api, sequence, saved.range);
+    return this.exclusive(saved.range, () => loadSequenceFromMemory(this.api, sequence, saved.range));
   }
 
   /** Copies a resident block from one slot into another on the device. */
   copy(source: LlamaContextSequence, target: LlamaContextSequence): Promise<void> {
     return copySequence(this.api, source, target);
+  }
+
+  /** Runs `use` once every earlier use of the range queued here ended (see `rangeUsers`). */
+  private exclusive<T>(range: ArenaRange, use: () => Promise<T>): Promise<T> {
+    const before = this.rangeUsers.get(range.offset) ?? Promise.resolve();
+    const run = before.then(use);
+    const done = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.rangeUsers.set(range.offset, done);
+    void done.then(() => {
+      if (this.rangeUsers.get(range.offset) === done) this.rangeUsers.delete(range.offset);
+    });
+    return run;
   }
 
   private read(manifest: BlockManifest, path: string): Promise<MemoryLease | "mismatch" | null> {
