@@ -15,6 +15,7 @@ import {
   loadSequenceFromMemory,
   type NativeStateApi,
   saveSequenceToMemory,
+  stateHeaderBytes,
 } from "../engine/state-memory.js";
 import type { FetchGeometry, OpenDestination } from "./bucket-fetch.js";
 import { HASH_CHUNK_BYTES } from "./file-hash.js";
@@ -172,28 +173,27 @@ export class MemoryPath {
     };
   }
 
-  /** Writes arena bytes to a file in parallel chunks (the block store then fsyncs and renames it). */
-  writeFile(path: string, range: ArenaRange): Promise<void> {
-    return this.exclusive(range, () => this.writeRange(path, range));
-  }
-
-  private async writeRange(path: string, range: ArenaRange): Promise<void> {
+  /**
+   * Writes a block's arena bytes to a file in parallel chunks (the block store then fsyncs and
+   * renames it). The header (magic, version, token list) is copied first, between loads (see
+   * `rangeUsers`); the state after it, which loads only read, is written straight from the arena
+   * while the block keeps serving.
+   */
+  async writeFile(path: string, range: ArenaRange): Promise<void> {
+    const header = await this.exclusive(range, async () => {
+      const count = this.api.copyOut(range.arena, range.offset, 12).readUInt32LE(8);
+      return this.api.copyOut(range.arena, range.offset, Math.min(range.length, stateHeaderBytes(count)));
+    });
     const file = await open(path, "w", 0o600);
     try {
+      await file.write(header, 0, header.length, 0);
       const { arena, offset, length } = range;
-      const chunks = Math.max(1, Math.ceil(length / HASH_CHUNK_BYTES));
-      await Promise.all(
-        Array.from({ length: chunks }, (_, i) => {
-          const start = i * HASH_CHUNK_BYTES;
-          return this.api.writeChunk(
-            file.fd,
-            arena,
-            offset + start,
-            Math.min(HASH_CHUNK_BYTES, length - start),
-            start,
-          );
-        }),
-      );
+      const pieces = [];
+      for (let at = header.length; at < length; at += HASH_CHUNK_BYTES) {
+        const bytes = Math.min(HASH_CHUNK_BYTES, length - at);
+        pieces.push(this.api.writeChunk(file.fd, arena, offset + at, bytes, at));
+      }
+      await Promise.all(pieces);
     } finally {
       await file.close();
     }
@@ -235,16 +235,22 @@ export class MemoryPath {
 }
 
 /**
- * Hashes an arena range as a fetch fills it: the whole state's SHA-256 and the current chunk's,
- * each a chain of addon steps (one at a time per hash, the two chains side by side on the thread
- * pool), so they keep pace with the download instead of starting after it.
+ * Hashes an arena range as a fetch fills it: the whole state's SHA-256 and each chunk's, two
+ * loops of addon steps side by side on the thread pool. Each step takes all that was stored
+ * since the last one (up to the chunk's end for the chunk loop), so a loop that fell behind
+ * catches up in larger steps instead of waiting on the main thread for every few megabytes.
  */
 class ArenaHasher {
   private readonly whole: HashHandle;
   private chunk: HashHandle;
-  private wholeSteps: Promise<void> = Promise.resolve();
-  private chunkSteps: Promise<void> = Promise.resolve();
-  private hashed = 0;
+  /** Bytes stored so far (hashable). */
+  private stored = 0;
+  private wholeAt = 0;
+  private chunkAt = 0;
+  private wholeLoop: Promise<void> | null = null;
+  private chunkLoop: Promise<void> | null = null;
+  private failure: unknown = null;
+  private idle: Array<() => void> = [];
 
   constructor(
     private readonly api: NativeStateApi,
@@ -257,45 +263,81 @@ class ArenaHasher {
   }
 
   advance(end: number): void {
-    const from = this.hashed;
-    this.hashed = end;
-    this.wholeSteps = this.step(this.wholeSteps, () => this.update(this.whole, from, end));
-    const { chunks, chunkBytes, sizeBytes } = this.geometry;
-    if (chunks === 0) return;
-    for (let at = from; at < end; ) {
-      const index = Math.floor(at / chunkBytes);
-      const chunkEnd = Math.min((index + 1) * chunkBytes, sizeBytes);
-      const to = Math.min(end, chunkEnd);
-      const start = at;
-      this.chunkSteps = this.step(this.chunkSteps, async () => {
-        await this.update(this.chunk, start, to);
-        if (to !== chunkEnd) return;
-        this.onChunk(index, this.api.hashDigest(this.chunk));
-        this.chunk = this.api.hashStart();
-      });
-      at = to;
-    }
+    this.stored = end;
+    this.kick();
   }
 
-  /** The whole state's SHA-256 once every step ran (advanced to the end first). */
+  /** Starts each loop that is not running and has stored bytes to hash (again when one ends). */
+  private kick(): void {
+    if (this.failure !== null) return;
+    if (!this.wholeLoop && this.wholeAt < this.stored)
+      this.wholeLoop = this.run(() => this.wholeStep()).finally(() => {
+        this.wholeLoop = null;
+        this.kick();
+        this.wake();
+      });
+    if (!this.chunkLoop && this.geometry.chunks > 0 && this.chunkAt < this.stored)
+      this.chunkLoop = this.run(() => this.chunkStep()).finally(() => {
+        this.chunkLoop = null;
+        this.kick();
+        this.wake();
+      });
+  }
+
+  /** The whole state's SHA-256 once every stored byte is hashed (advanced to the end first). */
   async digest(): Promise<string> {
-    await Promise.all([this.wholeSteps, this.chunkSteps]);
+    await this.settled();
+    if (this.failure !== null) throw this.failure;
+    const { sizeBytes, chunks } = this.geometry;
+    if (this.wholeAt !== sizeBytes || (chunks > 0 && this.chunkAt !== sizeBytes))
+      throw new Error("the hash ended before the last byte");
     return this.api.hashDigest(this.whole);
   }
 
   /** Resolves once no step runs: the room may be dropped after. */
   async settled(): Promise<void> {
-    await Promise.allSettled([this.wholeSteps, this.chunkSteps]);
+    while (this.wholeLoop || this.chunkLoop) await new Promise<void>((resolve) => this.idle.push(resolve));
+  }
+
+  /** Runs steps until one finds nothing stored to hash; a failure stops every loop. */
+  private async run(step: () => Promise<boolean>): Promise<void> {
+    try {
+      while (this.failure === null && (await step()));
+    } catch (err) {
+      this.failure ??= err;
+    }
+  }
+
+  private async wholeStep(): Promise<boolean> {
+    const from = this.wholeAt;
+    const to = this.stored;
+    if (to <= from) return false;
+    await this.update(this.whole, from, to);
+    this.wholeAt = to;
+    return true;
+  }
+
+  private async chunkStep(): Promise<boolean> {
+    const { chunkBytes, sizeBytes } = this.geometry;
+    const from = this.chunkAt;
+    const index = Math.floor(from / chunkBytes);
+    const chunkEnd = Math.min((index + 1) * chunkBytes, sizeBytes);
+    const to = Math.min(this.stored, chunkEnd);
+    if (to <= from) return false;
+    await this.update(this.chunk, from, to);
+    this.chunkAt = to;
+    if (to === chunkEnd) {
+      this.onChunk(index, this.api.hashDigest(this.chunk));
+      this.chunk = this.api.hashStart();
+    }
+    return true;
   }
 
   private update(hash: HashHandle, from: number, to: number): Promise<void> {
     return this.api.hashUpdate(hash, this.base.arena, this.base.offset + from, to - from);
   }
 
-  /** Chains a step; a failed chain stays failed (and is reported by digest, not as unhandled). */
-  private step(chain: Promise<void>, next: () => Promise<void>): Promise<void> {
-    const chained = chain.then(next);
-    chained.catch(() => undefined);
-    return chained;
+  private wake(): void {
+    for (const resolve of this.idle.splice(0)) resolve();
   }
 }
