@@ -15,6 +15,7 @@ import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { conflict } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
+import type { StreamedResponse } from "./http-get.js";
 
 /** Chunk size when a manifest has no chunk hashes (blocks from before they existed). */
 const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
@@ -64,7 +65,7 @@ export interface FetchTimings {
 }
 
 /** A signed GET of the block's state object for `bytes=start-end` (inclusive). */
-export type RangedGet = (start: number, end: number, signal: AbortSignal) => Promise<Response>;
+export type RangedGet = (start: number, end: number, signal: AbortSignal) => Promise<StreamedResponse>;
 
 /** How a failed range is reported: a network or server fault versus damaged bytes. */
 export interface FetchFaults {
@@ -167,36 +168,30 @@ async function fetchPiece(
 ): Promise<void> {
   const start = index * pieceBytes;
   const length = Math.min(pieceBytes, sizeBytes - start);
-  const res = await get(start, start + length - 1, signal);
+  let res: StreamedResponse;
+  try {
+    res = await get(start, start + length - 1, signal);
+  } catch (err) {
+    throw faults.down("GET state range", err);
+  }
   if (res.status === 404 || res.status === 416) {
-    await res.body?.cancel();
+    res.discard();
     throw res.status === 404
       ? faults.corrupt("the manifest is there but the state object is not")
       : faults.corrupt(`shorter than the ${sizeBytes} bytes its manifest says`);
   }
   // A 200 (the whole object) is a valid answer only when the range is the whole object.
   if (res.status !== 206 && !(res.status === 200 && length === sizeBytes)) {
-    await res.body?.cancel();
+    res.discard();
     throw faults.down("GET state range", `status ${res.status}`);
   }
   // The object's total length, from Content-Range: a longer or shorter object is refused at once.
-  const total =
-    res.status === 206 ? Number(/\/(\d+)$/.exec(res.headers.get("content-range") ?? "")?.[1]) : NaN;
-  const objectBytes = res.status === 206 ? total : Number(res.headers.get("content-length"));
+  const total = res.status === 206 ? Number(/\/(\d+)$/.exec(res.header("content-range") ?? "")?.[1]) : NaN;
+  const objectBytes = res.status === 206 ? total : Number(res.header("content-length"));
   if (objectBytes !== sizeBytes) {
-    await res.body?.cancel();
+    res.discard();
     throw faults.corrupt(`the state object is ${objectBytes} bytes, its manifest says ${sizeBytes}`);
   }
-  if (!res.body) throw faults.down("GET state range", "no body");
-  const reader = res.body.getReader();
-  // Once the fetch is aborted mid-body, a pending read of undici's body may never settle (seen
-  // under load when another range failed): the loop stops on the signal itself.
-  const stopped = new Promise<never>((_, reject) => {
-    const stop = () => reject(signal.reason);
-    if (signal.aborted) stop();
-    else signal.addEventListener("abort", stop, { once: true });
-  });
-  stopped.catch(() => undefined);
   let received = 0;
   let batch: Uint8Array[] = [];
   let batchBytes = 0;
@@ -211,29 +206,28 @@ async function fetchPiece(
     if (storing) await storing;
     onStored(storedEnd);
   };
+  // Thrown from inside the body's handler: reported as they are, not as a network fault.
+  let refusal: unknown = null;
   try {
-    for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
-      try {
-        chunk = await Promise.race([reader.read(), stopped]);
-      } catch (err) {
-        throw faults.down("GET state body", err);
+    await res.consume((bytes) => {
+      if (received + bytes.length > length) {
+        refusal = faults.corrupt(`range ${index} is longer than asked`);
+        throw refusal;
       }
-      if (chunk.done) break;
-      const bytes = chunk.value;
-      if (received + bytes.length > length) throw faults.corrupt(`range ${index} is longer than asked`);
       received += bytes.length;
       batch.push(bytes);
       batchBytes += bytes.length;
-      if (batchBytes >= dest.batchBytes) await flush();
-    }
-    if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
-    await flush();
+      if (batchBytes < dest.batchBytes) return undefined;
+      return flush().catch((err: unknown) => {
+        refusal = err;
+        throw err;
+      });
+    });
   } catch (err) {
-    // Not awaited: after an abort the cancel may not settle either.
-    void reader.cancel().catch(() => undefined);
-    throw err;
+    throw refusal ?? faults.down("GET state body", err);
   }
+  if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
+  await flush();
 }
 
 /** Bytes gathered before one write to a temp file. */

@@ -23,6 +23,7 @@ import {
   type UploadLimits,
   uploadObject,
 } from "./bucket-upload.js";
+import { keepAliveAgents, streamedGet } from "./http-get.js";
 
 export { blockKeys };
 
@@ -49,6 +50,8 @@ export class BlockBucket {
   private readonly base: string;
   private readonly fetchParallel: number;
   private readonly limits: UploadLimits;
+  /** Connections kept open for the ranged GETs of block fetches. */
+  private readonly agents = keepAliveAgents();
 
   constructor(config: BucketConfig) {
     // No retries inside the signer: a streamed body cannot be sent twice, and callers report failures.
@@ -142,8 +145,15 @@ export class BlockBucket {
     key = blockKeys(manifest.sha256).state,
   ): Promise<FetchTimings> {
     return fetchRanges(
-      (start, end, signal) =>
-        this.request("GET", key, { headers: { range: `bytes=${start}-${end}` }, signal }),
+      async (start, end, signal) =>
+        streamedGet(
+          await this.aws.sign(`${this.base}/${key}`, {
+            method: "GET",
+            headers: { range: `bytes=${start}-${end}` },
+          }),
+          signal,
+          this.agents,
+        ),
       manifest,
       destination,
       { parallel: this.fetchParallel, faults: { down: bucketDown, corrupt: corruptBlock(manifest.sha256) } },
