@@ -3,9 +3,9 @@
  * into pieces (at most 8 MiB) handed out in offset order to the connections, so the prefix of
  * bytes received without a gap grows steadily; the destination hashes that prefix as it grows:
  * the whole file's SHA-256 (which binds the manifest's chunk hashes to the block's name) and each
- * chunk's (checked against the manifest as each chunk completes). The hashing runs off the thread
- * that receives the bytes and keeps pace with them, so little of it is left when the last byte
- * arrives. The first piece that fails, or chunk that differs, stops the rest.
+ * chunk's (checked against the manifest). The hashing runs off the thread that receives the
+ * bytes and keeps pace with them, so little of it is left when the last byte arrives. The first
+ * piece that fails (or, on the file path, chunk that differs) stops the rest.
  *
  * Two destinations: a temp file hashed by worker threads reading it back (`fileDestination`;
  * not fsynced here, the block store does when it commits it), and on the engine build the warm

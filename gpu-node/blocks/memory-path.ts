@@ -11,7 +11,7 @@ import {
   type ArenaHandle,
   type ArenaRange,
   copySequence,
-  type HashHandle,
+  type HashFollower,
   loadSequenceFromMemory,
   type NativeStateApi,
   saveSequenceToMemory,
@@ -140,8 +140,8 @@ export class MemoryPath {
   /**
    * Room in the arena for a block being fetched from the bucket: the download copies each byte
    * in as it arrives and the addon hashes the filled prefix in place (the whole state's SHA-256
-   * and each chunk's, two chains of steps on the thread pool); `keep` (called only after every
-   * hash matched) makes it the block's warm copy. Null when it does not fit beside the blocks in use.
+   * and each chunk's, on two threads of the pool); `keep` (called only after every hash matched)
+   * makes it the block's warm copy. Null when it does not fit beside the blocks in use.
    */
   stageFetch(sizeBytes: number): StagedFetch | null {
     const staged = this.tier.stage(sizeBytes);
@@ -235,109 +235,46 @@ export class MemoryPath {
 }
 
 /**
- * Hashes an arena range as a fetch fills it: the whole state's SHA-256 and each chunk's, two
- * loops of addon steps side by side on the thread pool. Each step takes all that was stored
- * since the last one (up to the chunk's end for the chunk loop), so a loop that fell behind
- * catches up in larger steps instead of waiting on the main thread for every few megabytes.
+ * Hashes an arena range as a fetch fills it: two threads of the pool (the addon's hash
+ * followers) hash the filled prefix as it grows, the whole state's SHA-256 and each chunk's, so
+ * they keep pace with the download without waiting on the main thread between steps.
  */
 class ArenaHasher {
-  private readonly whole: HashHandle;
-  private chunk: HashHandle;
-  /** Bytes stored so far (hashable). */
-  private stored = 0;
-  private wholeAt = 0;
-  private chunkAt = 0;
-  private wholeLoop: Promise<void> | null = null;
-  private chunkLoop: Promise<void> | null = null;
-  private failure: unknown = null;
-  private idle: Array<() => void> = [];
+  private readonly follower: HashFollower;
+  private readonly whole: Promise<string[]>;
+  private readonly chunks: Promise<string[]> | null;
 
   constructor(
     private readonly api: NativeStateApi,
-    private readonly base: { arena: ArenaHandle; offset: number },
-    private readonly geometry: FetchGeometry,
+    base: { arena: ArenaHandle; offset: number },
+    geometry: FetchGeometry,
     private readonly onChunk: (index: number, sha256: string) => void,
   ) {
-    this.whole = api.hashStart();
-    this.chunk = api.hashStart();
+    const chunkBytes = geometry.chunks > 0 ? geometry.chunkBytes : 0;
+    const followed = api.hashFollow(base.arena, base.offset, geometry.sizeBytes, chunkBytes);
+    this.follower = followed.follower;
+    this.whole = followed.whole;
+    this.chunks = followed.chunks;
+    // Awaited by digest; a fetch that failed first cancels them instead.
+    this.whole.catch(() => undefined);
+    this.chunks?.catch(() => undefined);
   }
 
   advance(end: number): void {
-    this.stored = end;
-    this.kick();
+    this.api.hashAdvance(this.follower, end);
   }
 
-  /** Starts each loop that is not running and has stored bytes to hash (again when one ends). */
-  private kick(): void {
-    if (this.failure !== null) return;
-    if (!this.wholeLoop && this.wholeAt < this.stored)
-      this.wholeLoop = this.run(() => this.wholeStep()).finally(() => {
-        this.wholeLoop = null;
-        this.kick();
-        this.wake();
-      });
-    if (!this.chunkLoop && this.geometry.chunks > 0 && this.chunkAt < this.stored)
-      this.chunkLoop = this.run(() => this.chunkStep()).finally(() => {
-        this.chunkLoop = null;
-        this.kick();
-        this.wake();
-      });
-  }
-
-  /** The whole state's SHA-256 once every stored byte is hashed (advanced to the end first). */
+  /** The whole state's SHA-256 once every byte is hashed (advanced to the end first). */
   async digest(): Promise<string> {
-    await this.settled();
-    if (this.failure !== null) throw this.failure;
-    const { sizeBytes, chunks } = this.geometry;
-    if (this.wholeAt !== sizeBytes || (chunks > 0 && this.chunkAt !== sizeBytes))
-      throw new Error("the hash ended before the last byte");
-    return this.api.hashDigest(this.whole);
+    const [[whole], chunks] = await Promise.all([this.whole, this.chunks ?? []]);
+    for (const [index, sha] of chunks.entries()) this.onChunk(index, sha);
+    if (!whole) throw new Error("the whole-state hash gave no digest");
+    return whole;
   }
 
-  /** Resolves once no step runs: the room may be dropped after. */
+  /** Stops the hashing threads and resolves once they ended: the room may be dropped after. */
   async settled(): Promise<void> {
-    while (this.wholeLoop || this.chunkLoop) await new Promise<void>((resolve) => this.idle.push(resolve));
-  }
-
-  /** Runs steps until one finds nothing stored to hash; a failure stops every loop. */
-  private async run(step: () => Promise<boolean>): Promise<void> {
-    try {
-      while (this.failure === null && (await step()));
-    } catch (err) {
-      this.failure ??= err;
-    }
-  }
-
-  private async wholeStep(): Promise<boolean> {
-    const from = this.wholeAt;
-    const to = this.stored;
-    if (to <= from) return false;
-    await this.update(this.whole, from, to);
-    this.wholeAt = to;
-    return true;
-  }
-
-  private async chunkStep(): Promise<boolean> {
-    const { chunkBytes, sizeBytes } = this.geometry;
-    const from = this.chunkAt;
-    const index = Math.floor(from / chunkBytes);
-    const chunkEnd = Math.min((index + 1) * chunkBytes, sizeBytes);
-    const to = Math.min(this.stored, chunkEnd);
-    if (to <= from) return false;
-    await this.update(this.chunk, from, to);
-    this.chunkAt = to;
-    if (to === chunkEnd) {
-      this.onChunk(index, this.api.hashDigest(this.chunk));
-      this.chunk = this.api.hashStart();
-    }
-    return true;
-  }
-
-  private update(hash: HashHandle, from: number, to: number): Promise<void> {
-    return this.api.hashUpdate(hash, this.base.arena, this.base.offset + from, to - from);
-  }
-
-  private wake(): void {
-    for (const resolve of this.idle.splice(0)) resolve();
+    this.api.hashCancel(this.follower);
+    await Promise.allSettled([this.whole, this.chunks]);
   }
 }

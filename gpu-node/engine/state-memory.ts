@@ -16,8 +16,8 @@ import { unprocessable } from "../../shared/errors.js";
 /** An arena of host memory in the addon (pinned on a GPU), addressed by offset. */
 export type ArenaHandle = { readonly __arena: unique symbol };
 
-/** A SHA-256 in progress in the addon (hashStart). */
-export type HashHandle = { readonly __hash: unique symbol };
+/** Hashing threads following a filling arena range (hashFollow). */
+export type HashFollower = { readonly __follower: unique symbol };
 
 /** The API our addon patch adds (KvgraftState.cpp); absent from the npm prebuilt binaries. */
 export interface NativeStateApi {
@@ -75,12 +75,22 @@ export interface NativeStateApi {
   ): Promise<string>;
   /** SHA-256 of `arena[offset, offset + length)`, on the thread pool. */
   hashRange(arena: ArenaHandle, offset: number, length: number): Promise<string>;
-  /** A new SHA-256 fed in steps (`hashUpdate`) and read once (`hashDigest`). */
-  hashStart(): HashHandle;
-  /** Feeds `arena[offset, offset + length)` to the hash, on the thread pool; one step at a time. */
-  hashUpdate(hash: HashHandle, arena: ArenaHandle, offset: number, length: number): Promise<void>;
-  /** The hash of every byte fed to it; it takes no step after. */
-  hashDigest(hash: HashHandle): string;
+  /**
+   * Starts two threads of the pool hashing `arena[offset, offset + length)` as it fills, in
+   * order: `whole` resolves to [its SHA-256] and `chunks` (null when `chunkBytes` is 0) to each
+   * chunk's, once `hashAdvance` moved the filled prefix to the end; both reject after `hashCancel`
+   * (and after two minutes without a byte).
+   */
+  hashFollow(
+    arena: ArenaHandle,
+    offset: number,
+    length: number,
+    chunkBytes: number,
+  ): { follower: HashFollower; whole: Promise<string[]>; chunks: Promise<string[]> | null };
+  /** The followed range's bytes before `end` are in place. */
+  hashAdvance(follower: HashFollower, end: number): void;
+  /** Stops the follower's threads without waiting for more bytes. */
+  hashCancel(follower: HashFollower): void;
   /** Writes `arena[offset, offset + length)` to the file at `fileOffset`, on the thread pool. */
   writeChunk(
     fd: number,

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -460,77 +463,123 @@ Napi::Value WriteChunk(const Napi::CallbackInfo& info) {
     return worker->GetPromise();
 }
 
-// A SHA-256 computed in steps over bytes as they arrive in the arena (a bucket fetch hashes the
-// received prefix while later bytes still download). One step at a time: JavaScript chains them.
-struct HashState {
-    EVP_MD_CTX* md = nullptr;
-    bool busy = false;  // a step is on the thread pool (only touched on the JavaScript thread)
-    bool finished = false;
-    ~HashState() { EVP_MD_CTX_free(md); }
+// A bucket fetch fills an arena range in order (mostly) while hash followers on the thread pool
+// hash the filled prefix as it grows: one the whole range's SHA-256, one each chunk's. JavaScript
+// only moves the prefix's end (hashAdvance), so the hashing never waits for its event loop.
+struct HashFollower {
+    std::mutex mutex;
+    std::condition_variable grown;
+    size_t stored = 0;
+    bool cancelled = false;
 };
 
-HashState* unwrapHash(const Napi::Value& value) {
-    if (!value.IsExternal()) throw Napi::TypeError::New(value.Env(), "expected a hash state");
-    return value.As<Napi::External<HashState>>().Data();
+// No byte for this long ends a follower with an error (so a thread is never held forever).
+constexpr auto kFollowerIdleLimit = std::chrono::seconds(120);
+
+HashFollower* unwrapFollower(const Napi::Value& value) {
+    if (!value.IsExternal()) throw Napi::TypeError::New(value.Env(), "expected a hash follower");
+    return value.As<Napi::External<HashFollower>>().Data();
 }
 
-// () -> a new SHA-256 state for hashUpdate and hashDigest; freed when collected.
-Napi::Value HashStart(const Napi::CallbackInfo& info) {
-    auto* state = new HashState();
-    state->md = EVP_MD_CTX_new();
-    if (state->md == nullptr || EVP_DigestInit_ex(state->md, EVP_sha256(), nullptr) != 1) {
-        delete state;
-        throw Napi::Error::New(info.Env(), "SHA-256 failed");
-    }
-    return Napi::External<HashState>::New(info.Env(), state, [](Napi::Env, HashState* owned) { delete owned; });
-}
-
-// Feeds arena bytes to a hash state on the thread pool; holds the state and the arena meanwhile.
-class HashStepWorker : public ArenaWorker {
+class FollowWorker : public ArenaWorker {
     public:
-        HashStepWorker(const Napi::CallbackInfo& info, HashState* state)
-            : ArenaWorker(info, "KvgraftHashStep", info[1], sizeArg(info[2]), sizeArg(info[3])), state(state) {
-            if (state->finished) throw Napi::Error::New(info.Env(), "the hash is already finished");
-            if (state->busy) throw Napi::Error::New(info.Env(), "a step of this hash is already running");
-            stateRef = Napi::Persistent(info[0].As<Napi::External<HashState>>());
-            state->busy = true;  // last: a throw above leaves the state free
+        FollowWorker(const Napi::CallbackInfo& info, const Napi::External<HashFollower>& followerValue, size_t chunkBytes)
+            : ArenaWorker(info, "KvgraftHashFollow", info[0], sizeArg(info[1]), sizeArg(info[2])),
+              follower(followerValue.Data()), chunkBytes(chunkBytes) {
+            followerRef = Napi::Persistent(followerValue);
         }
 
     protected:
         void Execute() override {
-            if (EVP_DigestUpdate(state->md, data, length) != 1) SetError("SHA-256 failed");
+            EVP_MD_CTX* md = EVP_MD_CTX_new();
+            try {
+                size_t at = 0;
+                size_t chunkEnd = chunkBytes == 0 ? length : std::min(length, chunkBytes);
+                if (md == nullptr || EVP_DigestInit_ex(md, EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 failed");
+                while (at < length) {
+                    size_t to;
+                    {
+                        std::unique_lock<std::mutex> lock(follower->mutex);
+                        const bool moved = follower->grown.wait_for(lock, kFollowerIdleLimit,
+                            [&] { return follower->cancelled || follower->stored > at; });
+                        if (follower->cancelled) throw std::runtime_error("cancelled");
+                        if (!moved) throw std::runtime_error("no bytes arrived for two minutes");
+                        to = std::min(follower->stored, chunkEnd);
+                    }
+                    if (EVP_DigestUpdate(md, data + at, to - at) != 1) throw std::runtime_error("SHA-256 failed");
+                    at = to;
+                    if (at == chunkEnd) {
+                        unsigned char digest[EVP_MAX_MD_SIZE];
+                        unsigned int digestLength = 0;
+                        if (EVP_DigestFinal_ex(md, digest, &digestLength) != 1 || EVP_DigestInit_ex(md, EVP_sha256(), nullptr) != 1)
+                            throw std::runtime_error("SHA-256 failed");
+                        digests.push_back(toHex(digest, digestLength));
+                        chunkEnd = chunkBytes == 0 ? length : std::min(length, chunkEnd + chunkBytes);
+                    }
+                }
+            } catch (const std::exception& e) {
+                SetError(e.what());
+            }
+            EVP_MD_CTX_free(md);
         }
         void OnOK() override {
-            state->busy = false;
-            deferred.Resolve(Env().Undefined());
-        }
-        void OnError(const Napi::Error& err) override {
-            state->busy = false;
-            ArenaWorker::OnError(err);
+            Napi::Array out = Napi::Array::New(Env(), digests.size());
+            for (size_t i = 0; i < digests.size(); i++) out.Set(static_cast<uint32_t>(i), Napi::String::New(Env(), digests[i]));
+            deferred.Resolve(out);
         }
 
     private:
-        HashState* state;
-        Napi::Reference<Napi::External<HashState>> stateRef;
+        HashFollower* follower;
+        Napi::Reference<Napi::External<HashFollower>> followerRef;
+        size_t chunkBytes;
+        std::vector<std::string> digests;
 };
 
-// (hash, arena, offset, length) -> resolves once arena[offset, offset+length) is hashed in.
-Napi::Value HashUpdate(const Napi::CallbackInfo& info) {
-    auto* worker = new HashStepWorker(info, unwrapHash(info[0]));
-    worker->Queue();
-    return worker->GetPromise();
+// (arena, offset, length, chunkBytes) -> {follower, whole, chunks}: `whole` resolves to
+// [SHA-256 of the range], `chunks` (null when chunkBytes is 0) to the SHA-256 of each chunk, once
+// hashAdvance moved the prefix to the end; both reject after hashCancel.
+Napi::Value HashFollow(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    const size_t chunkBytes = sizeArg(info[3]);
+    auto follower = Napi::External<HashFollower>::New(env, new HashFollower(), [](Napi::Env, HashFollower* owned) { delete owned; });
+    auto* whole = new FollowWorker(info, follower, 0);
+    FollowWorker* chunks = nullptr;
+    try {
+        if (chunkBytes > 0) chunks = new FollowWorker(info, follower, chunkBytes);
+    } catch (...) {
+        delete whole;
+        throw;
+    }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("follower", follower);
+    out.Set("whole", whole->GetPromise());
+    out.Set("chunks", chunks == nullptr ? env.Null() : static_cast<Napi::Value>(chunks->GetPromise()));
+    whole->Queue();
+    if (chunks != nullptr) chunks->Queue();
+    return out;
 }
 
-// (hash) -> the SHA-256 hex of every byte fed to it; the state takes no more steps after.
-Napi::Value HashDigest(const Napi::CallbackInfo& info) {
-    HashState* state = unwrapHash(info[0]);
-    if (state->busy) throw Napi::Error::New(info.Env(), "a step of this hash is still running");
-    if (state->finished) throw Napi::Error::New(info.Env(), "the hash is already finished");
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int digestLength = 0;
-    state->finished = true;
-    if (EVP_DigestFinal_ex(state->md, digest, &digestLength) != 1) throw Napi::Error::New(info.Env(), "SHA-256 failed");
-    return Napi::String::New(info.Env(), toHex(digest, digestLength));
+// (follower, end): the range's bytes before `end` are in place.
+Napi::Value HashAdvance(const Napi::CallbackInfo& info) {
+    HashFollower* follower = unwrapFollower(info[0]);
+    const size_t end = sizeArg(info[1]);
+    {
+        std::lock_guard<std::mutex> lock(follower->mutex);
+        follower->stored = std::max(follower->stored, end);
+    }
+    follower->grown.notify_all();
+    return info.Env().Undefined();
+}
+
+// (follower): its workers stop (their promises reject) without waiting for more bytes.
+Napi::Value HashCancel(const Napi::CallbackInfo& info) {
+    HashFollower* follower = unwrapFollower(info[0]);
+    {
+        std::lock_guard<std::mutex> lock(follower->mutex);
+        follower->cancelled = true;
+    }
+    follower->grown.notify_all();
+    return info.Env().Undefined();
 }
 
 Napi::Value ApiVersion(const Napi::CallbackInfo& info) {
@@ -547,9 +596,9 @@ void kvgraftStateInit(Napi::Object exports) {
         Napi::PropertyDescriptor::Function("copyOut", CopyOut),
         Napi::PropertyDescriptor::Function("copyIn", CopyIn),
         Napi::PropertyDescriptor::Function("hashRange", HashRange),
-        Napi::PropertyDescriptor::Function("hashStart", HashStart),
-        Napi::PropertyDescriptor::Function("hashUpdate", HashUpdate),
-        Napi::PropertyDescriptor::Function("hashDigest", HashDigest),
+        Napi::PropertyDescriptor::Function("hashFollow", HashFollow),
+        Napi::PropertyDescriptor::Function("hashAdvance", HashAdvance),
+        Napi::PropertyDescriptor::Function("hashCancel", HashCancel),
         Napi::PropertyDescriptor::Function("writeChunk", WriteChunk),
         Napi::PropertyDescriptor::Function("sequenceStateSize", SequenceStateSize),
         Napi::PropertyDescriptor::Function("saveSequenceState", SaveSequenceState),
