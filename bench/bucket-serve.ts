@@ -45,6 +45,11 @@ export interface BucketBenchOptions {
   dataDir?: string;
   /** A folder whose node_modules has s3rver (scripts/stage-s3rver.sh). */
   s3rverDir: string;
+  /**
+   * The node tags the manifests it uploads (as one with KVGRAFT_GPU_SECRET does), so a fetch
+   * serves once every chunk matched; false: untagged, the whole state is hashed first.
+   */
+  taggedManifests: boolean;
   /** The warm tier's budget (the pinned arena on the engine build); must hold the block. */
   warmBudgetBytes: number;
   engine: Pick<EngineOptions, "binary" | "threads">;
@@ -67,7 +72,10 @@ export interface BucketBenchRun {
 }
 
 /** The fetch's stages (DiskCache.lastFetch): manifest, first and last bytes stored, every hash checked. */
-type FetchStages = Pick<LastFetch, "manifestMs" | "firstBytesMs" | "allBytesMs" | "hashedMs">;
+type FetchStages = Pick<
+  LastFetch,
+  "manifestMs" | "firstBytesMs" | "allBytesMs" | "hashedMs" | "wholeChecked"
+>;
 
 export interface BucketBenchResult {
   model: string;
@@ -76,6 +84,7 @@ export interface BucketBenchResult {
   stateBytes: number;
   meetsMinimumSize: boolean;
   parallel: number;
+  taggedManifests: boolean;
   /** "memory": the engine build's pinned arena; "file": node-llama-cpp's file path. */
   statePath: "memory" | "file";
   pageCacheDropped: boolean;
@@ -151,7 +160,11 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
   });
   let service: BlockService | null = null;
   try {
-    const bucket = new BlockBucket({ ...s3.config, fetchParallel: o.parallel });
+    const bucket = new BlockBucket({
+      ...s3.config,
+      fetchParallel: o.parallel,
+      ...(o.taggedManifests ? { manifestSecrets: ["bench-bucket-node-secret"] } : {}),
+    });
     service = await BlockService.open({
       engine,
       dataDir: join(root, "node"),
@@ -207,6 +220,7 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
             firstBytesMs: last.firstBytesMs,
             allBytesMs: last.allBytesMs,
             hashedMs: last.hashedMs,
+            wholeChecked: last.wholeChecked,
           },
         };
         o.log(JSON.stringify({ ...row, warmup: run === 0 }));
@@ -220,7 +234,7 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
         const restoreMs = median(rows.map((r) => r.restoreMs));
         const persist = rows.flatMap((r) => (r.persistMs === null ? [] : [r.persistMs]));
         const stages = rows.flatMap((r) => (r.fetch ? [r.fetch] : []));
-        const stage = (key: keyof FetchStages) => median(stages.map((f) => f[key]));
+        const stage = (key: Exclude<keyof FetchStages, "wholeChecked">) => median(stages.map((f) => f[key]));
         return [
           path,
           {
@@ -234,6 +248,7 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
                   firstBytesMs: stage("firstBytesMs"),
                   allBytesMs: stage("allBytesMs"),
                   hashedMs: stage("hashedMs"),
+                  wholeChecked: stages.every((f) => f.wholeChecked),
                 }
               : null,
           },
@@ -248,6 +263,7 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
       stateBytes: manifest.sizeBytes,
       meetsMinimumSize: manifest.sizeBytes >= TARGET_MIN_BYTES,
       parallel: o.parallel,
+      taggedManifests: o.taggedManifests,
       statePath: blocks.memory ? "memory" : "file",
       pageCacheDropped: dropped,
       runs: o.runs,

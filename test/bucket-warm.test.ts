@@ -85,7 +85,7 @@ describe.skipIf(!present)("engine build: a bucket fetch fills the warm arena", (
       expect(put.status).toBe(200);
       const refusal = (m: BlockManifest) => {
         const room = memory.stageFetch(m.sizeBytes);
-        return bucket.download(m, room?.destination as OpenDestination, key).then(
+        return bucket.download(m, room?.destination as OpenDestination, { key }).then(
           () => null,
           (e: unknown) => {
             room?.drop();
@@ -195,5 +195,66 @@ describe.skipIf(!present)("engine build: a bucket fetch fills the warm arena", (
     expect(other.disk.stats.fetches).toBe(2);
     await other.close(); // waits for the commit
     expect(readFileSync(statePath)).toEqual(original);
+  });
+
+  it("a manifest with the node's tag is served once its chunks matched, the whole hash checked behind; without the tag rewritten chunk hashes are refused first", async () => {
+    const secrets = { manifestSecrets: ["warm-tag-node-secret-01"] };
+    const bucket = new BlockBucket({ ...s3.config, ...secrets });
+    const depositor = await openService(bucket);
+    const manifest = await depositor.deposit(text("warm-tagged"));
+    const original = readFileSync(depositor.store.statePath(manifest.sha256));
+    await depositor.close();
+
+    for (const s of engine.slots) await s.clearHistory();
+    const other = await openService(bucket);
+    const served = await other.graft(manifest.sha256, QUERY, { maxTokens: 8, verifyProbe: true });
+    expect(served.tier).toBe("warm");
+    expect(other.disk.lastFetch?.wholeChecked).toBe(false);
+    await other.disk.settled();
+    expect(other.disk.stats.persistFailures).toBe(0);
+    expect(readFileSync(other.store.statePath(manifest.sha256))).toEqual(original);
+    await other.close();
+
+    // One byte changed and the chunk hashes rewritten to match, by someone without the secret:
+    // the manifest has no valid tag, so the whole state is hashed before anything is served.
+    const altered = Buffer.from(original);
+    const at = Math.floor(altered.length / 2); // in the KV data: llama.cpp itself would load it
+    altered.writeUInt8(altered.readUInt8(at) ^ 1, at);
+    const alteredPath = join(fresh("altered"), "state");
+    writeFileSync(alteredPath, altered);
+    const chunks = (await hashFileWithChunks(alteredPath, manifest.chunks?.bytes)).chunks;
+    const forged = { ...manifest, chunks: { bytes: manifest.chunks?.bytes as number, sha256: chunks } };
+    for (const [key, body] of [
+      [blockKeys(manifest.sha256).state, altered],
+      [blockKeys(manifest.sha256).manifest, Buffer.from(JSON.stringify(forged))],
+    ] as const) {
+      const put = await s3.raw.fetch(`${s3.config.url}/${key}`, { method: "PUT", body });
+      expect(put.status).toBe(200);
+    }
+    for (const s of engine.slots) await s.clearHistory();
+    const third = await openService(bucket);
+    const err = await third.graft(manifest.sha256, QUERY, { maxTokens: 8 }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect((err as DomainError).code).toBe("bucket_block_corrupt");
+    expect((err as DomainError).message).toContain("SHA-256 differs");
+    expect(third.memory?.tier.blocks()).toEqual([]);
+
+    // The same forged manifest tagged under the secret (only a node holding it could): served on
+    // its chunk hashes, then the check before the disk copy finds the name differs, and the node
+    // keeps nothing of it.
+    await bucket.delete([blockKeys(manifest.sha256).manifest]);
+    await bucket.upload(forged, alteredPath);
+    for (const s of engine.slots) await s.clearHistory();
+    const fourth = await openService(bucket);
+    const taken = await fourth.graft(manifest.sha256, QUERY, { maxTokens: 8 });
+    expect(taken.tier).toBe("warm");
+    await fourth.disk.settled();
+    expect(fourth.disk.stats.persistFailures).toBe(1);
+    expect(fourth.list()).toEqual([]);
+    expect(fourth.memory?.tier.blocks()).toEqual([]);
+    await fourth.close();
+    await third.close();
   });
 });

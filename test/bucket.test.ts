@@ -268,6 +268,25 @@ describe("block bucket", () => {
     expect(readFileSync(dest).equals(readFileSync(path))).toBe(true);
   });
 
+  it("tags the manifests a node uploads: trusted under its secrets only, and not once rewritten", async () => {
+    const tagging = new BlockBucket({ ...s3.config, manifestSecrets: ["node-secret-current-0123"] });
+    const rotated = new BlockBucket({
+      ...s3.config,
+      manifestSecrets: ["node-secret-next-0123456", "node-secret-current-0123"],
+    });
+    const stranger = new BlockBucket({ ...s3.config, manifestSecrets: ["another-cluster-secret-1"] });
+    const { path, manifest } = await blockFile(2 * CHUNK + 3, "tagged");
+    await tagging.upload(manifest, path);
+    const key = blockKeys(manifest.sha256).manifest;
+    expect((await tagging.manifestAt(key, manifest.sha256))?.authenticated).toBe(true);
+    expect((await rotated.manifestAt(key, manifest.sha256))?.authenticated).toBe(true);
+    expect((await stranger.manifestAt(key, manifest.sha256))?.authenticated).toBe(false);
+    expect((await bucket.manifestAt(key, manifest.sha256))?.authenticated).toBe(false);
+    // The same manifest written again without the node's tag (by anyone with bucket access).
+    await putRaw(key, Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`));
+    expect((await tagging.manifestAt(key, manifest.sha256))?.authenticated).toBe(false);
+  });
+
   it("refuses chunk hashes that match altered bytes: the whole file's SHA-256 names the block", async () => {
     const { path, manifest } = await blockFile(3 * CHUNK, "rehashed");
     await bucket.upload(manifest, path);

@@ -60,7 +60,7 @@ Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model
 With --url, the key is --key, else KVGRAFT_API_KEY or KVGRAFT_ADMIN_KEY. See docs/reliability.md.`,
   "scale-out": SCALE_OUT_HELP,
   bucket: `usage: kvgraft bench bucket --model FILE [--tokens 1000] [--kv f16] [--runs 3] [--parallel 4]
-         [--warm-budget-bytes 2147483648] [--data-dir DIR] [--s3rver-dir DIR] [--json]
+         [--warm-budget-bytes 2147483648] [--data-dir DIR] [--s3rver-dir DIR] [--untagged] [--json]
 
 A graft of a block from the node's own disk (local cold restore: page cache dropped, checked read,
 load) versus a graft of the same block fetched from a bucket (s3rver on loopback, its own process),
@@ -68,6 +68,9 @@ its files in the page cache and not; one node (BlockService), medians after a wa
 runs from the graft's start until the slot holds the block. The issue's target: blocks >= 256 MiB.
 --s3rver-dir: a folder whose node_modules has s3rver (scripts/stage-s3rver.sh); default the current
 folder. --data-dir: a fresh folder is made in it for the node's store and s3rver's files.
+The node tags its manifests as one with KVGRAFT_GPU_SECRET does (a fetch serves once every chunk
+matched, the whole state's SHA-256 checked before the disk commit); --untagged: without a secret
+(the whole state is hashed before the block is served).
 Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS. See docs/deploy-r2.md.`,
   "fast-path": `usage: kvgraft bench fast-path [--requests 1000] [--warmup 100] [--json]
 
@@ -151,6 +154,7 @@ async function benchBucketCommand(argv: string[]): Promise<number> {
     "warm-budget-bytes": { type: "string" },
     "data-dir": { type: "string" },
     "s3rver-dir": { type: "string" },
+    untagged: { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   });
   if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
@@ -172,6 +176,7 @@ async function benchBucketCommand(argv: string[]): Promise<number> {
     warmBudgetBytes: intFlag(flags["warm-budget-bytes"], "warm-budget-bytes", 2 * 2 ** 30),
     ...(flags["data-dir"] ? { dataDir: String(flags["data-dir"]) } : {}),
     s3rverDir,
+    taggedManifests: !flags.untagged,
     engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
     log: (line) => process.stderr.write(`${line}\n`),
   });

@@ -32,6 +32,8 @@ export interface FetchGeometry {
   chunkBytes: number;
   /** Chunks whose SHA-256 the destination computes (0 when the manifest lists none). */
   chunks: number;
+  /** Whether the whole state's SHA-256 is needed now (a destination may compute it anyway). */
+  whole: boolean;
 }
 
 /** Where a fetch puts the bytes; it hashes the written prefix as it grows. */
@@ -42,8 +44,11 @@ export interface FetchDestination {
   write(offset: number, bytes: Uint8Array[]): void | Promise<void>;
   /** Every byte before `end` is stored: hash on up to it (`end` only grows). */
   advance(end: number): void;
-  /** Once advanced to the end: the whole state's SHA-256 (each chunk's went to `onChunk` on the way). */
-  digest(): Promise<string>;
+  /**
+   * Once advanced to the end: the whole state's SHA-256, or null when it was not asked for and not
+   * computed (each chunk's went to `onChunk` on the way).
+   */
+  digest(): Promise<string | null>;
   /** Stops the hashing (cut short when the fetch failed) and releases what it holds. */
   close(): Promise<void>;
 }
@@ -82,15 +87,16 @@ export function corruptBlock(sha: string): (why: string) => Error {
 /**
  * Downloads the state of `manifest` into the destination `openDestination` makes, with
  * `parallel` ranged GETs. Resolves (with its stages' timings) once every chunk's SHA-256 matched
- * the manifest, the total length matched and the whole state hashed to the block's name;
- * otherwise throws (the caller discards what the destination holds).
+ * the manifest, the total length matched and the whole state hashed to the block's name (unless
+ * `chunksTrusted` and the destination left that to the caller: `wholeChecked` false); otherwise
+ * throws (the caller discards what the destination holds).
  */
 export async function fetchRanges(
   get: RangedGet,
   manifest: BlockManifest,
   openDestination: OpenDestination,
-  options: { parallel: number; faults: FetchFaults },
-): Promise<FetchTimings> {
+  options: { parallel: number; faults: FetchFaults; chunksTrusted?: boolean },
+): Promise<FetchTimings & { wholeChecked: boolean }> {
   const { faults } = options;
   const began = performance.now();
   let firstBytesMs = -1;
@@ -109,7 +115,12 @@ export async function fetchRanges(
     abort.abort();
   };
   const dest = await openDestination(
-    { sizeBytes: size, chunkBytes, chunks: manifest.chunks ? chunkCount : 0 },
+    {
+      sizeBytes: size,
+      chunkBytes,
+      chunks: manifest.chunks ? chunkCount : 0,
+      whole: !(options.chunksTrusted && manifest.chunks),
+    },
     (index, digest) => {
       if (digest !== manifest.chunks?.sha256[index]) fail(faults.corrupt(`chunk ${index} differs`));
     },
@@ -148,8 +159,8 @@ export async function fetchRanges(
     const digest = await dest.digest();
     // The last chunks' digests arrive behind the downloads.
     if (failure !== null) throw failure;
-    if (digest !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
-    return { firstBytesMs, allBytesMs, hashedMs: performance.now() - began };
+    if (digest !== null && digest !== manifest.sha256) throw faults.corrupt("the file's SHA-256 differs");
+    return { firstBytesMs, allBytesMs, hashedMs: performance.now() - began, wholeChecked: digest !== null };
   } finally {
     await dest.close();
   }

@@ -40,7 +40,8 @@ export async function importFromBucket(deps: BucketImportDeps, upload: BucketUpl
   const keys = uploadKeys(upload.uploadId, upload.sha256);
   const temp = deps.store.tempPath("bucket-import");
   try {
-    const manifest = await bucket.manifestAt(keys.manifest, upload.sha256);
+    // An admin's manifest has no node's tag: the fetch checks the whole state's SHA-256.
+    const manifest = (await bucket.manifestAt(keys.manifest, upload.sha256))?.manifest;
     if (!manifest)
       throw notFound("upload_not_found", `no uploaded manifest at ${keys.manifest}; PUT it after the state`);
     if (manifest.sizeBytes !== upload.sizeBytes)
@@ -48,7 +49,7 @@ export async function importFromBucket(deps: BucketImportDeps, upload: BucketUpl
         "upload_mismatch",
         `the manifest says ${manifest.sizeBytes} bytes, the grant ${upload.sizeBytes}`,
       );
-    await bucket.download(manifest, fileDestination(temp), keys.state);
+    await bucket.download(manifest, fileDestination(temp), { key: keys.state });
     const stored = await deps.importFile(temp, manifest);
     await deps.disk.makeDurable(stored);
     await bucket.delete([keys.manifest, keys.state]);

@@ -5,6 +5,7 @@
  * upload cut short leaves at most an orphan state object that no reader ever sees.
  * Requests are signed with aws4fetch (SigV4 over fetch), which runs on Node and in Workers.
  */
+import { createHmac, timingSafeEqual } from "node:crypto";
 import { AwsClient } from "aws4fetch";
 import { type BucketAccess, blockKeys } from "../../shared/bucket-keys.js";
 import { conflict, unavailable } from "../../shared/errors.js";
@@ -35,6 +36,22 @@ export interface BucketConfig extends BucketAccess {
   multipartThresholdBytes?: number | undefined;
   /** Part size of multipart uploads (default 64 MiB; S3 requires at least 5 MiB). */
   partBytes?: number | undefined;
+  /**
+   * The GPU nodes' shared secrets (current first, then one being rotated out): a node tags each
+   * manifest it uploads with an HMAC under the first, and a fetch that finds a tag under any of
+   * them trusts the manifest's chunk hashes without first hashing the whole state (see
+   * `download`). None: no tags, every fetch hashes the whole state before it is served.
+   */
+  manifestSecrets?: readonly string[] | undefined;
+}
+
+/** The S3 user metadata header that carries a manifest's tag. */
+const MANIFEST_TAG_HEADER = "x-amz-meta-kvgraft-tag";
+
+/** A block's manifest from the bucket, and whether a node of this cluster wrote it (its tag). */
+export interface FetchedManifest {
+  manifest: BlockManifest;
+  authenticated: boolean;
 }
 
 const bucketDown = (what: string, cause: unknown) =>
@@ -52,6 +69,8 @@ export class BlockBucket {
   private readonly limits: UploadLimits;
   /** Connections kept open for the ranged GETs of block fetches. */
   private readonly agents = keepAliveAgents();
+  /** Keys of the manifest tags (derived from the node secrets), the tagging one first. */
+  private readonly tagKeys: Buffer[];
 
   constructor(config: BucketConfig) {
     // No retries inside the signer: a streamed body cannot be sent twice, and callers report failures.
@@ -63,6 +82,9 @@ export class BlockBucket {
       retries: 0,
     });
     this.base = config.url.replace(/\/+$/, "");
+    this.tagKeys = (config.manifestSecrets ?? []).map((secret) =>
+      createHmac("sha256", secret).update("kvgraft bucket manifest tag v1").digest(),
+    );
     this.fetchParallel = config.fetchParallel ?? DEFAULT_FETCH_PARALLEL;
     this.limits = {
       multipartThresholdBytes: config.multipartThresholdBytes ?? DEFAULT_MULTIPART_THRESHOLD_BYTES,
@@ -105,49 +127,65 @@ export class BlockBucket {
       this.limits,
       bucketDown,
     );
+    const body = `${JSON.stringify(manifest, null, 2)}\n`;
+    const [tagKey] = this.tagKeys;
     const put = await this.request("PUT", keys.manifest, {
-      body: `${JSON.stringify(manifest, null, 2)}\n`,
-      headers: { "content-type": "application/json" },
+      body,
+      headers: {
+        "content-type": "application/json",
+        ...(tagKey ? { [MANIFEST_TAG_HEADER]: tagOf(tagKey, body) } : {}),
+      },
     });
     await put.body?.cancel();
     if (!put.ok) throw bucketDown("PUT manifest", `status ${put.status}`);
   }
 
   /** The block's manifest from the bucket; null when the bucket has no such block. */
-  manifest(sha: string): Promise<BlockManifest | null> {
-    return this.manifestAt(blockKeys(sha).manifest, sha);
+  async manifest(sha: string): Promise<BlockManifest | null> {
+    return (await this.manifestAt(blockKeys(sha).manifest, sha))?.manifest ?? null;
   }
 
-  /** The manifest stored as `key`, which must name block `sha`; null when there is no such object. */
-  async manifestAt(key: string, sha: string): Promise<BlockManifest | null> {
+  /**
+   * The manifest stored as `key`, which must name block `sha`, and whether it carries a valid tag
+   * of this cluster's nodes; null when there is no such object.
+   */
+  async manifestAt(key: string, sha: string): Promise<FetchedManifest | null> {
     const res = await this.request("GET", key);
     if (res.status === 404) {
       await res.body?.cancel();
       return null;
     }
     if (!res.ok) throw bucketDown("GET manifest", `status ${res.status}`);
-    const parsed = blockManifestSchema.safeParse(await res.json().catch(() => undefined));
+    const body = await res.text().catch(() => "");
+    const parsed = blockManifestSchema.safeParse(parseJson(body));
     if (!parsed.success || parsed.data.sha256 !== sha)
       throw conflict("bucket_block_corrupt", `the bucket's manifest of block ${sha} is invalid`);
-    return parsed.data;
+    const tag = Buffer.from(res.headers.get(MANIFEST_TAG_HEADER) ?? "", "hex");
+    const authenticated =
+      tag.length === 32 &&
+      this.tagKeys.some((key) => timingSafeEqual(Buffer.from(tagOf(key, body), "hex"), tag));
+    return { manifest: parsed.data, authenticated };
   }
 
   /**
    * Fetches the block's state with parallel ranged GETs into a destination (a temp file,
-   * `fileDestination`, or the warm arena), every chunk's SHA-256 and the whole file's computed as
-   * the bytes arrive. Throws 409 `bucket_block_corrupt` for altered, truncated or extended bytes
-   * and 503 `bucket_unavailable` for network or server faults; the caller discards the
-   * destination's bytes.
+   * `fileDestination`, or the warm arena), every chunk's SHA-256 computed as the bytes arrive and
+   * checked against the manifest. The whole state's SHA-256 (the block's name, which binds the
+   * chunk list to it) is checked too, unless `chunksTrusted` (a manifest with this cluster's tag,
+   * whose chunk list a node computed from verified bytes) lets the destination leave it to the
+   * caller: the result says whether it was checked. Throws 409 `bucket_block_corrupt` for
+   * altered, truncated or extended bytes and 503 `bucket_unavailable` for network or server
+   * faults; the caller discards the destination's bytes.
    */
   async download(
     manifest: BlockManifest,
     destination: OpenDestination,
-    key = blockKeys(manifest.sha256).state,
-  ): Promise<FetchTimings> {
+    options: { key?: string; chunksTrusted?: boolean } = {},
+  ): Promise<FetchTimings & { wholeChecked: boolean }> {
     return fetchRanges(
       async (start, end, signal) =>
         streamedGet(
-          await this.aws.sign(`${this.base}/${key}`, {
+          await this.aws.sign(`${this.base}/${options.key ?? blockKeys(manifest.sha256).state}`, {
             method: "GET",
             headers: { range: `bytes=${start}-${end}` },
           }),
@@ -156,7 +194,11 @@ export class BlockBucket {
         ),
       manifest,
       destination,
-      { parallel: this.fetchParallel, faults: { down: bucketDown, corrupt: corruptBlock(manifest.sha256) } },
+      {
+        parallel: this.fetchParallel,
+        chunksTrusted: options.chunksTrusted === true,
+        faults: { down: bucketDown, corrupt: corruptBlock(manifest.sha256) },
+      },
     );
   }
 
@@ -167,5 +209,18 @@ export class BlockBucket {
       await res.body?.cancel();
       if (!res.ok && res.status !== 404) throw bucketDown(`DELETE ${key}`, `status ${res.status}`);
     }
+  }
+}
+
+/** The tag of a manifest body: HMAC-SHA256 under a key derived from a node secret, hex. */
+function tagOf(key: Buffer, body: string): string {
+  return createHmac("sha256", key).update(body).digest("hex");
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
 }

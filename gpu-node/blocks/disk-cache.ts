@@ -13,8 +13,8 @@ import { notFound } from "../../shared/errors.js";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 import type { ArenaRange } from "../engine/state-memory.js";
-import type { BlockStore } from "./block-store.js";
-import type { BlockBucket } from "./bucket.js";
+import { type BlockStore, sha256File } from "./block-store.js";
+import { type BlockBucket, blockKeys } from "./bucket.js";
 import { type FetchTimings, fileDestination } from "./bucket-fetch.js";
 import type { StagedFetch } from "./memory-path.js";
 import type { MemoryLease } from "./memory-tier.js";
@@ -47,6 +47,8 @@ export interface LastFetch extends FetchTimings {
   manifestMs: number;
   /** "arena": the warm arena filled by the fetch; "file": a temp file, committed before serving. */
   into: "arena" | "file";
+  /** Whether the whole state's SHA-256 was checked before serving (else: before the disk commit). */
+  wholeChecked: boolean;
 }
 
 /** A fetched block served from the arena while its file is committed to disk. */
@@ -145,15 +147,27 @@ export class DiskCache {
 
   private async fetchFromBucket(bucket: BlockBucket, blockId: string): Promise<BlockManifest> {
     const began = performance.now();
-    const manifest = await bucket.manifest(blockId);
+    const fetched = await bucket.manifestAt(blockKeys(blockId).manifest, blockId);
     const manifestMs = performance.now() - began;
-    if (!manifest) throw notFound("block_not_found", `no block ${blockId} on this node or in the bucket`);
+    if (!fetched) throw notFound("block_not_found", `no block ${blockId} on this node or in the bucket`);
+    const { manifest } = fetched;
     // Straight into the warm arena when it has room, so the graft that asked loads from memory
     // and the disk copy is written behind it; else into a temp file that is committed first.
     const staged = this.warm?.stageFetch(manifest.sizeBytes) ?? null;
     const temp = staged ? null : this.store.tempPath("fetch");
+    let wholeChecked: boolean;
     try {
-      const timings = await bucket.download(manifest, staged?.destination ?? fileDestination(temp as string));
+      // A manifest a node of this cluster wrote (its tag): its chunk hashes are trusted, so the
+      // block is served once every chunk matched; the whole state's SHA-256 is checked before
+      // the disk copy is committed.
+      const timings = await bucket.download(
+        manifest,
+        staged?.destination ?? fileDestination(temp as string),
+        {
+          chunksTrusted: fetched.authenticated,
+        },
+      );
+      wholeChecked = timings.wholeChecked;
       const shift = (ms: number) => manifestMs + ms;
       this.lastFetch = {
         manifestMs,
@@ -161,6 +175,7 @@ export class DiskCache {
         allBytesMs: shift(timings.allBytesMs),
         hashedMs: shift(timings.hashedMs),
         into: staged ? "arena" : "file",
+        wholeChecked,
       };
     } catch (err) {
       staged?.drop();
@@ -177,7 +192,7 @@ export class DiskCache {
       return adopted;
     }
     (staged as StagedFetch).keep(blockId);
-    this.persistInBackground(manifest, this.warm?.tier.acquire(blockId) ?? null);
+    this.persistInBackground(manifest, this.warm?.tier.acquire(blockId) ?? null, wholeChecked);
     return manifest;
   }
 
@@ -196,13 +211,19 @@ export class DiskCache {
    * is deleted, the arena copy dropped (the node lists no block it cannot read back), and the
    * block is fetched again on its next graft.
    */
-  private persistInBackground(manifest: BlockManifest, held: MemoryLease | null): void {
+  private persistInBackground(
+    manifest: BlockManifest,
+    held: MemoryLease | null,
+    wholeChecked: boolean,
+  ): void {
     const sha = manifest.sha256;
     const write = async () => {
       if (!held || !this.warm) throw new Error("the fetched block left the arena before its disk copy");
       const temp = this.store.tempPath("fetch");
       try {
         await this.warm.writeFile(temp, held.range);
+        if (!wholeChecked && (await sha256File(temp)) !== sha)
+          throw new Error("its bytes match every chunk hash of its tagged manifest but not its name");
       } catch (err) {
         await rm(temp, { force: true });
         throw err;

@@ -110,7 +110,15 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
     blocks = await BlockService.open({
       engine,
       dataDir: config.dataDir,
-      ...(config.bucket ? { bucket: new BlockBucket(config.bucket) } : {}),
+      ...(config.bucket
+        ? {
+            bucket: new BlockBucket({
+              ...config.bucket,
+              // Tags the manifests this node uploads; a fetch trusts tags under either secret.
+              manifestSecrets: [config.secret, config.previousSecret].filter((s): s is string => !!s),
+            }),
+          }
+        : {}),
       ...(config.diskBudgetBytes ? { diskBudgetBytes: config.diskBudgetBytes } : {}),
       ...(config.warmBudgetBytes !== undefined ? { warmBudgetBytes: config.warmBudgetBytes } : {}),
       log,
