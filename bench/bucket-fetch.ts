@@ -5,7 +5,7 @@
  * (a) read from the node's own disk with its hash check (`checkedStatePath`: per-chunk SHA-256
  * in parallel), page cache dropped first where permitted; (b) for each `--parallel` count, fetched
  * from the bucket into a fresh store with that many ranged GETs at once (written, each range and
- * the whole file hashed behind the downloads, fsync, committed); (c) the same ranged GETs with the bodies
+ * the whole file hashed as the bytes arrive, fsync, committed); (c) the same ranged GETs with the bodies
  * discarded: what the server alone delivers. The engine load that follows (a) or (b) is the same
  * and is not timed here (this machine has no engine build). Prints each run, then the medians.
  *

@@ -9,7 +9,7 @@
  *   graft reads it hash-checked (engine build: one checked read into the pinned arena) and loads it;
  * - bucket, server cache warm: the block deleted from the node (it stays in the bucket), page
  *   cache dropped, then s3rver's files read back into it, as a store serving from memory would;
- *   the graft fetches it (ranged GETs, hashed behind the downloads) and loads it;
+ *   the graft fetches it (ranged GETs of 8 MiB pieces, hashed as they arrive) and loads it;
  * - bucket, server cache cold: the same with the page cache dropped, s3rver reading from disk.
  * `restoreMs` is the graft's own figure, from its start until the slot holds the block;
  * `graftMs` the whole graft (a few query tokens and one generated token on top). On the engine
