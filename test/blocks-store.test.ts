@@ -2,6 +2,7 @@
  * The on-disk block store on real files: atomic commit, hash-checked reads, quarantine of
  * corrupt or truncated files, and crash recovery at open.
  */
+
 import { createHash, randomBytes } from "node:crypto";
 import {
   existsSync,
@@ -18,7 +19,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BlockStore, sha256File } from "../gpu-node/blocks/block-store.js";
 import { DomainError } from "../shared/errors.js";
-import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
+import { type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
+import { manifestFields } from "./helpers/block-files.js";
 
 const roots: string[] = [];
 afterAll(() => {
@@ -33,39 +35,11 @@ function freshRoot(): string {
 
 const sha = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 
-function manifestFor(label: string): Omit<BlockManifest, "sha256" | "sizeBytes"> {
-  return {
-    formatVersion: BLOCK_FORMAT_VERSION,
-    tokenCount: 300,
-    tokensSha256: sha(`tokens ${label}`),
-    textSha256: sha(`text ${label}`),
-    model: { sha256: sha("model"), sizeBytes: 1234, architecture: "llama", name: "tiny" },
-    engine: {
-      nodeLlamaCpp: "3.21.1",
-      llamaCppRelease: "b0000",
-      backend: "cpu",
-      gpuName: null,
-      computeCapability: null,
-      context: {
-        kvKeyType: "F16",
-        kvValueType: "F16",
-        flashAttention: true,
-        swaFullCache: true,
-        batchSize: 512,
-        sequences: 2,
-      },
-      id: sha("engine"),
-    },
-    probe: { token: 300, sha256: sha(`probe ${label}`) },
-    createdAt: new Date().toISOString(),
-  };
-}
-
 /** Writes `bytes` as a temp state file in the store and commits it. */
 async function commitBytes(store: BlockStore, bytes: Buffer, label = "x"): Promise<BlockManifest> {
   const temp = store.tempPath("test");
   await writeFile(temp, bytes);
-  return store.commit(temp, manifestFor(label));
+  return store.commit(temp, manifestFields(label));
 }
 
 async function expectDomainError(
@@ -100,7 +74,7 @@ describe("BlockStore", () => {
     const bytes = randomBytes(4096 + 17);
     const temp = store.tempPath("test");
     await writeFile(temp, bytes);
-    const m = await store.commit(temp, manifestFor("a"));
+    const m = await store.commit(temp, manifestFields("a"));
 
     expect(m.sha256).toBe(sha(bytes));
     expect(m.sizeBytes).toBe(bytes.length);

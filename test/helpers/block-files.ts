@@ -7,20 +7,10 @@ import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from ".
 
 const sha = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 
-/** A block state file of `size` random bytes in `dir` and its manifest, with `chunkBytes` chunk hashes. */
-export async function randomBlockFile(
-  dir: string,
-  size: number,
-  label: string,
-  chunkBytes: number,
-): Promise<{ path: string; manifest: BlockManifest }> {
-  const path = join(dir, "state");
-  writeFileSync(path, randomBytes(size));
-  const hashed = await hashFileWithChunks(path, chunkBytes);
-  const manifest = blockManifestSchema.parse({
+/** The fields of a made-up block's manifest other than its bytes' size and hashes. */
+export function manifestFields(label: string): Omit<BlockManifest, "sha256" | "sizeBytes" | "chunks"> {
+  return {
     formatVersion: BLOCK_FORMAT_VERSION,
-    sha256: hashed.sha256,
-    sizeBytes: size,
     tokenCount: 300,
     tokensSha256: sha(`tokens ${label}`),
     textSha256: sha(`text ${label}`),
@@ -42,8 +32,25 @@ export async function randomBlockFile(
       id: sha("engine"),
     },
     probe: { token: 300, sha256: sha(`probe ${label}`) },
-    chunks: { bytes: chunkBytes, sha256: hashed.chunks },
     createdAt: new Date().toISOString(),
+  };
+}
+
+/** A block state file of `size` random bytes in `dir` and its manifest, with `chunkBytes` chunk hashes. */
+export async function randomBlockFile(
+  dir: string,
+  size: number,
+  label: string,
+  chunkBytes: number,
+): Promise<{ path: string; manifest: BlockManifest }> {
+  const path = join(dir, "state");
+  writeFileSync(path, randomBytes(size));
+  const hashed = await hashFileWithChunks(path, chunkBytes);
+  const manifest = blockManifestSchema.parse({
+    ...manifestFields(label),
+    sha256: hashed.sha256,
+    sizeBytes: size,
+    chunks: { bytes: chunkBytes, sha256: hashed.chunks },
   });
   return { path, manifest };
 }
