@@ -206,16 +206,19 @@ async function fetchPiece(
   let received = 0;
   let batch: Uint8Array[] = [];
   let batchBytes = 0;
-  const flush = async () => {
-    if (batchBytes === 0) return;
+  // Synchronous for a destination that stores synchronously (the arena): no promise, so the
+  // body is not paused and resumed for every chunk.
+  const flush = (): Promise<void> | undefined => {
+    if (batchBytes === 0) return undefined;
     const bytes = batch;
     const storedEnd = received;
     const at = start + storedEnd - batchBytes;
     batch = [];
     batchBytes = 0;
     const storing = dest.write(at, bytes);
-    if (storing) await storing;
+    if (storing) return storing.then(() => onStored(storedEnd));
     onStored(storedEnd);
+    return undefined;
   };
   // Thrown from inside the body's handler: reported as they are, not as a network fault.
   let refusal: unknown = null;
@@ -229,10 +232,15 @@ async function fetchPiece(
       batch.push(bytes);
       batchBytes += bytes.length;
       if (batchBytes < dest.batchBytes) return undefined;
-      return flush().catch((err: unknown) => {
+      const keep = (err: unknown): never => {
         refusal = err;
         throw err;
-      });
+      };
+      try {
+        return flush()?.catch(keep);
+      } catch (err) {
+        return keep(err);
+      }
     });
   } catch (err) {
     throw refusal ?? faults.down("GET state body", err);
