@@ -4,20 +4,13 @@
  * fsync of the directory), the manifest after the state. Every read is hash-checked first; a
  * file whose bytes do not match its name is moved to `quarantine/`.
  */
-import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
 import { mkdir, open, readdir, readFile, rename, rm, stat, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import { conflict, notFound } from "../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema, type TierBytes } from "../../shared/protocol.js";
-import { HASH_CHUNK_BYTES, hashFileWithChunks, verifyFileChunks } from "./file-hash.js";
+import { HASH_CHUNK_BYTES, hashFileWithChunks, sha256File, verifyFileChunks } from "./file-hash.js";
 
-/** Streams a file through SHA-256. */
-export async function sha256File(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 24 })) hash.update(chunk as Buffer);
-  return hash.digest("hex");
-}
+export { sha256File };
 
 async function fsyncPath(path: string): Promise<void> {
   const handle = await open(path, "r");

@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 
@@ -129,6 +130,18 @@ class HashPool {
 }
 
 let pool: HashPool | undefined;
+const hashPool = (): HashPool => {
+  pool ??= new HashPool(Math.max(1, Math.min(16, availableParallelism())));
+  return pool;
+};
+
+/** The whole file's SHA-256, computed on a hashing thread (~0.25 s per 300 MB off the main thread). */
+export async function sha256File(path: string): Promise<string> {
+  const { size } = await stat(path);
+  const sha = await hashPool().hash(path, 0, size);
+  if (sha === null) throw new Error(`could not read ${path} to hash it`);
+  return sha;
+}
 
 /**
  * Checks a file against its per-chunk hashes in parallel; false on any difference, a wrong size
@@ -141,11 +154,9 @@ export async function verifyFileChunks(
   chunkBytes = HASH_CHUNK_BYTES,
 ): Promise<boolean> {
   if (chunks.length !== Math.max(1, Math.ceil(size / chunkBytes))) return false;
-  pool ??= new HashPool(Math.max(1, Math.min(16, availableParallelism())));
+  const hashes = hashPool();
   const results = await Promise.all(
-    chunks.map((_, i) =>
-      (pool as HashPool).hash(path, i * chunkBytes, Math.min(chunkBytes, size - i * chunkBytes)),
-    ),
+    chunks.map((_, i) => hashes.hash(path, i * chunkBytes, Math.min(chunkBytes, size - i * chunkBytes))),
   );
   return results.every((sha, i) => sha === chunks[i]);
 }
