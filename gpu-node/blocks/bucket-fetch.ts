@@ -41,7 +41,12 @@ export interface FetchDestination {
   /** Bytes gathered from the network before one write; 0 writes each received chunk at once. */
   readonly batchBytes: number;
   /** Stores bytes at `offset`; when it returns a promise, the bytes are stored once it settles. */
-  write(offset: number, bytes: Uint8Array[]): void | Promise<void>;
+  write(offset: number, bytes: Buffer[]): void | Promise<void>;
+  /**
+   * Whether the body pauses until a write settles (a file: backpressure), or goes on arriving
+   * while writes complete behind it, still reported stored in order (the arena's copies).
+   */
+  readonly pauseOnWrite: boolean;
   /** Every byte before `end` is stored: hash on up to it (`end` only grows). */
   advance(end: number): void;
   /**
@@ -204,10 +209,16 @@ async function fetchPiece(
     throw faults.corrupt(`the state object is ${objectBytes} bytes, its manifest says ${sizeBytes}`);
   }
   let received = 0;
-  let batch: Uint8Array[] = [];
+  let batch: Buffer[] = [];
   let batchBytes = 0;
-  // Synchronous for a destination that stores synchronously (the arena): no promise, so the
-  // body is not paused and resumed for every chunk.
+  // Thrown from inside the body's handler or by a write: reported as they are, not as a network fault.
+  let refusal: unknown = null;
+  const refuse = (err: unknown): never => {
+    refusal ??= err;
+    throw err;
+  };
+  // Writes that do not pause the body: each one's bytes are reported stored after the earlier ones'.
+  let inOrder: Promise<void> = Promise.resolve();
   const flush = (): Promise<void> | undefined => {
     if (batchBytes === 0) return undefined;
     const bytes = batch;
@@ -216,37 +227,45 @@ async function fetchPiece(
     batch = [];
     batchBytes = 0;
     const storing = dest.write(at, bytes);
-    if (storing) return storing.then(() => onStored(storedEnd));
-    onStored(storedEnd);
+    if (!storing) {
+      onStored(storedEnd);
+      return undefined;
+    }
+    if (dest.pauseOnWrite) return storing.then(() => onStored(storedEnd));
+    inOrder = inOrder.then(() => storing).then(() => onStored(storedEnd));
+    inOrder.catch((err: unknown) => {
+      refusal ??= err;
+    });
     return undefined;
   };
-  // Thrown from inside the body's handler: reported as they are, not as a network fault.
-  let refusal: unknown = null;
   try {
-    await res.consume((bytes) => {
-      if (received + bytes.length > length) {
-        refusal = faults.corrupt(`range ${index} is longer than asked`);
-        throw refusal;
-      }
-      received += bytes.length;
-      batch.push(bytes);
-      batchBytes += bytes.length;
-      if (batchBytes < dest.batchBytes) return undefined;
-      const keep = (err: unknown): never => {
-        refusal = err;
-        throw err;
-      };
-      try {
-        return flush()?.catch(keep);
-      } catch (err) {
-        return keep(err);
-      }
-    });
-  } catch (err) {
-    throw refusal ?? faults.down("GET state body", err);
+    await receive();
+  } finally {
+    // Never return with a copy still writing into room the caller may free after a failure.
+    await inOrder.catch(() => undefined);
   }
-  if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
-  await flush();
+  async function receive(): Promise<void> {
+    try {
+      await res.consume((bytes) => {
+        if (refusal !== null) throw refusal;
+        if (received + bytes.length > length) refuse(faults.corrupt(`range ${index} is longer than asked`));
+        received += bytes.length;
+        batch.push(bytes);
+        batchBytes += bytes.length;
+        if (batchBytes < dest.batchBytes) return undefined;
+        try {
+          return flush()?.catch(refuse);
+        } catch (err) {
+          return refuse(err);
+        }
+      });
+    } catch (err) {
+      throw refusal ?? faults.down("GET state body", err);
+    }
+    if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
+    await flush();
+    await inOrder;
+  }
 }
 
 /** Bytes gathered before one write to a temp file. */
@@ -263,6 +282,7 @@ export function fileDestination(path: string): OpenDestination {
     const hasher = new FileHasher(file.fd, geometry, onChunk);
     return {
       batchBytes: FILE_WRITE_BYTES,
+      pauseOnWrite: true,
       write: async (offset, bytes) => {
         await file.writev(bytes, offset);
       },

@@ -26,6 +26,8 @@ export interface NativeStateApi {
   allocArena(size: number): { arena: ArenaHandle; pinned: boolean; size: number };
   copyOut(arena: ArenaHandle, offset: number, length: number): Buffer;
   copyIn(arena: ArenaHandle, offset: number, bytes: Buffer): void;
+  /** Copies the buffers, one after another, into the arena from `offset` on, on the thread pool. */
+  copyInAsync(arena: ArenaHandle, offset: number, buffers: Buffer[]): Promise<void>;
   sequenceStateSize(context: unknown, sequenceId: number): number;
   saveSequenceState(
     context: unknown,

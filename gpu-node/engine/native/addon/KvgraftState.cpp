@@ -463,6 +463,51 @@ Napi::Value WriteChunk(const Napi::CallbackInfo& info) {
     return worker->GetPromise();
 }
 
+// Copies received network buffers into the arena on the thread pool (a bucket fetch: the main
+// thread only gathers them), holding each buffer until the copy is done.
+class CopyInWorker : public ArenaWorker {
+    public:
+        CopyInWorker(const Napi::CallbackInfo& info, size_t total)
+            : ArenaWorker(info, "KvgraftCopyIn", info[0], sizeArg(info[1]), total) {
+            Napi::Array buffers = info[2].As<Napi::Array>();
+            for (uint32_t i = 0; i < buffers.Length(); i++) {
+                Napi::Buffer<uint8_t> buffer = buffers.Get(i).As<Napi::Buffer<uint8_t>>();
+                pieces.emplace_back(buffer.Data(), buffer.Length());
+                held.push_back(Napi::Persistent(static_cast<Napi::Object>(buffer)));
+            }
+        }
+
+    protected:
+        void Execute() override {
+            size_t at = 0;
+            for (const auto& [source, bytes] : pieces) {
+                std::memcpy(data + at, source, bytes);
+                at += bytes;
+            }
+        }
+        void OnOK() override { deferred.Resolve(Env().Undefined()); }
+
+    private:
+        std::vector<std::pair<const uint8_t*, size_t>> pieces;
+        std::vector<Napi::ObjectReference> held;
+};
+
+// (arena, offset, buffers) -> resolves once the buffers' bytes, one after another, are in the
+// arena from offset on.
+Napi::Value CopyInAsync(const Napi::CallbackInfo& info) {
+    if (!info[2].IsArray()) throw Napi::TypeError::New(info.Env(), "expected an array of buffers");
+    Napi::Array buffers = info[2].As<Napi::Array>();
+    size_t total = 0;
+    for (uint32_t i = 0; i < buffers.Length(); i++) {
+        Napi::Value value = buffers.Get(i);
+        if (!value.IsBuffer()) throw Napi::TypeError::New(info.Env(), "expected an array of buffers");
+        total += value.As<Napi::Buffer<uint8_t>>().Length();
+    }
+    auto* worker = new CopyInWorker(info, total);
+    worker->Queue();
+    return worker->GetPromise();
+}
+
 // A bucket fetch fills an arena range in order (mostly) while hash followers on the thread pool
 // hash the filled prefix as it grows: one the whole range's SHA-256, one each chunk's. JavaScript
 // only moves the prefix's end (hashAdvance), so the hashing never waits for its event loop.
@@ -595,6 +640,7 @@ void kvgraftStateInit(Napi::Object exports) {
         Napi::PropertyDescriptor::Function("allocArena", AllocArena),
         Napi::PropertyDescriptor::Function("copyOut", CopyOut),
         Napi::PropertyDescriptor::Function("copyIn", CopyIn),
+        Napi::PropertyDescriptor::Function("copyInAsync", CopyInAsync),
         Napi::PropertyDescriptor::Function("hashRange", HashRange),
         Napi::PropertyDescriptor::Function("hashFollow", HashFollow),
         Napi::PropertyDescriptor::Function("hashAdvance", HashAdvance),
