@@ -23,8 +23,11 @@ const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
 const PIECE_BYTES = 8 * 2 ** 20;
 /** The hashing moves on once the gap-free prefix grew by this much, or a piece (or reached the end). */
 const ADVANCE_BYTES = 2 * 2 ** 20;
-/** Ranged GETs in flight when the configuration names no number. */
-export const DEFAULT_FETCH_PARALLEL = 4;
+/**
+ * Ranged GETs in flight when the configuration names no number: 8 served a 313 MiB block from
+ * s3rver on loopback at 0.83-0.85x of the local cold restore on the H200, 4 at 0.75-0.76x.
+ */
+export const DEFAULT_FETCH_PARALLEL = 8;
 
 /** The layout of the state being fetched. */
 export interface FetchGeometry {
