@@ -43,7 +43,7 @@ const envSchema = z.object({
   KVGRAFT_BUCKET_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   /** SigV4 region of the bucket; R2 takes `auto` (the default). */
   KVGRAFT_BUCKET_REGION: z.string().min(1).default("auto"),
-  /** Ranged GETs in flight when a block is fetched from the bucket (default 8). */
+  /** Ranged GETs in flight when a block is fetched from the bucket (default 4). */
   KVGRAFT_BUCKET_FETCH_PARALLEL: z.coerce.number().int().min(1).max(64).optional(),
   /** Block states larger than this are uploaded in parts (default 4 GiB, under R2's ~5 GiB single PUT). */
   KVGRAFT_BUCKET_MULTIPART_THRESHOLD_BYTES: z.coerce.number().int().positive().optional(),

@@ -24,10 +24,11 @@ const PIECE_BYTES = 8 * 2 ** 20;
 /** The hashing moves on once the gap-free prefix grew by this much, or a piece (or reached the end). */
 const ADVANCE_BYTES = 2 * 2 ** 20;
 /**
- * Ranged GETs in flight when the configuration names no number: 8 served a 313 MiB block from
- * s3rver on loopback at 0.83-0.85x of the local cold restore on the H200, 4 at 0.75-0.76x.
+ * Ranged GETs in flight when the configuration names no number: in three rounds on the H200
+ * (s3rver on loopback, a 313 MiB block) 4 served it at 0.74-0.82x of the local cold restore and
+ * 8 at 0.68-0.85x (docs/deploy-r2.md).
  */
-export const DEFAULT_FETCH_PARALLEL = 8;
+export const DEFAULT_FETCH_PARALLEL = 4;
 
 /** The layout of the state being fetched. */
 export interface FetchGeometry {

@@ -30,7 +30,7 @@ export { blockKeys };
 
 /** Where the bucket is, how to sign for it, and how to move blocks. */
 export interface BucketConfig extends BucketAccess {
-  /** Ranged GETs in flight when a block is fetched (default 8). */
+  /** Ranged GETs in flight when a block is fetched (default 4). */
   fetchParallel?: number | undefined;
   /** States larger than this go up as multipart uploads (default 4 GiB, under R2's ~5 GiB PUT limit). */
   multipartThresholdBytes?: number | undefined;
