@@ -47,7 +47,7 @@ export function streamedGet(
       { method: request.method, headers, signal, agent: https ? agents.https : agents.http },
       (res) => resolve(streamed(res, signal)),
     );
-    req.once("error", reject);
+    req.on("error", reject);
     req.end();
   });
 }
