@@ -42,10 +42,10 @@ export interface FetchGeometry {
 
 /** Where a fetch puts the bytes; it hashes the written prefix as it grows. */
 export interface FetchDestination {
-  /** Bytes gathered from the network before one write; 0 writes each received chunk at once. */
+  /** Bytes gathered from the network before one write. */
   readonly batchBytes: number;
-  /** Stores bytes at `offset`; when it returns a promise, the bytes are stored once it settles. */
-  write(offset: number, bytes: Buffer[]): void | Promise<void>;
+  /** Stores bytes at `offset`; they are stored once the promise settles. */
+  write(offset: number, bytes: Buffer[]): Promise<void>;
   /**
    * Whether the body pauses until a write settles (a file: backpressure), or goes on arriving
    * while writes complete behind it, still reported stored in order (the arena's copies).
@@ -231,11 +231,8 @@ async function fetchPiece(
     batch = [];
     batchBytes = 0;
     const storing = dest.write(at, bytes);
-    if (!storing) {
-      onStored(storedEnd);
-      return undefined;
-    }
     if (dest.pauseOnWrite) return storing.then(() => onStored(storedEnd));
+    storing.catch(() => undefined); // seen by the chain below, maybe after it failed
     inOrder = inOrder.then(() => storing).then(() => onStored(storedEnd));
     inOrder.catch((err: unknown) => {
       refusal ??= err;
@@ -243,12 +240,6 @@ async function fetchPiece(
     return undefined;
   };
   try {
-    await receive();
-  } finally {
-    // Never return with a copy still writing into room the caller may free after a failure.
-    await inOrder.catch(() => undefined);
-  }
-  async function receive(): Promise<void> {
     try {
       await res.consume((bytes) => {
         if (refusal !== null) throw refusal;
@@ -269,6 +260,9 @@ async function fetchPiece(
     if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
     await flush();
     await inOrder;
+  } finally {
+    // Never return with a copy still writing into room the caller may free after a failure.
+    await inOrder.catch(() => undefined);
   }
 }
 

@@ -28,6 +28,7 @@ export interface HttpAgents {
   https: HttpsAgent;
 }
 
+/** Agents that keep connections open between GETs (one pair per bucket client). */
 export function keepAliveAgents(): HttpAgents {
   return { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 }

@@ -139,9 +139,8 @@ export class MemoryPath {
 
   /**
    * Room in the arena for a block being fetched from the bucket: the download copies each byte
-   * in as it arrives and the addon hashes the filled prefix in place (the whole state's SHA-256
-   * and each chunk's, on two threads of the pool); `keep` (called only after every hash matched)
-   * makes it the block's warm copy. Null when it does not fit beside the blocks in use.
+   * in as it arrives and the addon hashes the filled prefix in place (`ArenaHasher`); `keep`
+   * (called only after every hash matched) makes it the block's warm copy. Null when it does not fit beside the blocks in use.
    */
   stageFetch(sizeBytes: number): StagedFetch | null {
     const staged = this.tier.stage(sizeBytes);
@@ -238,8 +237,8 @@ export class MemoryPath {
  * single SHA-256 stream (~1.3 GB/s a core on the H200's host) is what bounds the fetch then.
  */
 class ArenaHasher {
-  private readonly whole: { follower: HashFollower; done: Promise<string[]> } | null;
-  private readonly chunks: Array<{ follower: HashFollower; done: Promise<string[]> }> = [];
+  private readonly whole: Followed | null;
+  private readonly chunks: Followed[] = [];
   private stored = 0;
   /** The first chunk not yet told all its bytes. */
   private open = 0;
@@ -276,24 +275,25 @@ class ArenaHasher {
   async digest(): Promise<string | null> {
     if (this.stored !== this.geometry.sizeBytes || this.chunks.length !== this.geometry.chunks)
       throw new Error("the hash ended before the last byte");
-    const chunks = await Promise.all(this.chunks.map((c) => c.done));
-    for (const [index, [sha]] of chunks.entries()) this.onChunk(index, sha ?? "");
-    if (!this.whole) return null;
-    const [whole] = await this.whole.done;
-    return whole ?? null;
+    const chunks = await Promise.all(this.chunks.map((c) => c.digest));
+    for (const [index, sha] of chunks.entries()) this.onChunk(index, sha);
+    return this.whole ? this.whole.digest : null;
   }
 
   /** Stops the hashing threads and resolves once they ended: the room may be dropped after. */
   async settled(): Promise<void> {
     const all = this.whole ? [this.whole, ...this.chunks] : this.chunks;
     for (const f of all) this.api.hashCancel(f.follower);
-    await Promise.allSettled(all.map((f) => f.done));
+    await Promise.allSettled(all.map((f) => f.digest));
   }
 
-  private follow(start: number, length: number): { follower: HashFollower; done: Promise<string[]> } {
-    const { follower, whole } = this.api.hashFollow(this.base.arena, this.base.offset + start, length, 0);
+  private follow(start: number, length: number): Followed {
+    const followed = this.api.hashFollow(this.base.arena, this.base.offset + start, length);
     // Awaited by digest; a fetch that failed first cancels them instead.
-    whole.catch(() => undefined);
-    return { follower, done: whole };
+    followed.digest.catch(() => undefined);
+    return followed;
   }
 }
+
+/** A hash follower of the addon and the digest it resolves to. */
+type Followed = { follower: HashFollower; digest: Promise<string> };

@@ -78,17 +78,15 @@ export interface NativeStateApi {
   /** SHA-256 of `arena[offset, offset + length)`, on the thread pool. */
   hashRange(arena: ArenaHandle, offset: number, length: number): Promise<string>;
   /**
-   * Starts two threads of the pool hashing `arena[offset, offset + length)` as it fills, in
-   * order: `whole` resolves to [its SHA-256] and `chunks` (null when `chunkBytes` is 0) to each
-   * chunk's, once `hashAdvance` moved the filled prefix to the end; both reject after `hashCancel`
-   * (and after two minutes without a byte).
+   * Starts a thread of the pool hashing `arena[offset, offset + length)` as it fills, in order:
+   * `digest` resolves to its SHA-256 once `hashAdvance` moved the filled prefix to the end, and
+   * rejects after `hashCancel` (or two minutes without a byte).
    */
   hashFollow(
     arena: ArenaHandle,
     offset: number,
     length: number,
-    chunkBytes: number,
-  ): { follower: HashFollower; whole: Promise<string[]>; chunks: Promise<string[]> | null };
+  ): { follower: HashFollower; digest: Promise<string> };
   /** The followed range's bytes before `end` are in place. */
   hashAdvance(follower: HashFollower, end: number): void;
   /** Stops the follower's threads without waiting for more bytes. */

@@ -509,7 +509,7 @@ Napi::Value CopyInAsync(const Napi::CallbackInfo& info) {
 }
 
 // A bucket fetch fills an arena range in order (mostly) while hash followers on the thread pool
-// hash the filled prefix as it grows: one the whole range's SHA-256, one each chunk's. JavaScript
+// hash the filled prefix of their ranges as it grows (the whole state, each chunk). JavaScript
 // only moves the prefix's end (hashAdvance), so the hashing never waits for its event loop.
 struct HashFollower {
     std::mutex mutex;
@@ -528,9 +528,9 @@ HashFollower* unwrapFollower(const Napi::Value& value) {
 
 class FollowWorker : public ArenaWorker {
     public:
-        FollowWorker(const Napi::CallbackInfo& info, const Napi::External<HashFollower>& followerValue, size_t chunkBytes)
+        FollowWorker(const Napi::CallbackInfo& info, const Napi::External<HashFollower>& followerValue)
             : ArenaWorker(info, "KvgraftHashFollow", info[0], sizeArg(info[1]), sizeArg(info[2])),
-              follower(followerValue.Data()), chunkBytes(chunkBytes) {
+              follower(followerValue.Data()) {
             followerRef = Napi::Persistent(followerValue);
         }
 
@@ -538,10 +538,8 @@ class FollowWorker : public ArenaWorker {
         void Execute() override {
             EVP_MD_CTX* md = EVP_MD_CTX_new();
             try {
-                size_t at = 0;
-                size_t chunkEnd = chunkBytes == 0 ? length : std::min(length, chunkBytes);
                 if (md == nullptr || EVP_DigestInit_ex(md, EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 failed");
-                while (at < length) {
+                for (size_t at = 0; at < length;) {
                     size_t to;
                     {
                         std::unique_lock<std::mutex> lock(follower->mutex);
@@ -549,58 +547,38 @@ class FollowWorker : public ArenaWorker {
                             [&] { return follower->cancelled || follower->stored > at; });
                         if (follower->cancelled) throw std::runtime_error("cancelled");
                         if (!moved) throw std::runtime_error("no bytes arrived for two minutes");
-                        to = std::min(follower->stored, chunkEnd);
+                        to = std::min(follower->stored, length);
                     }
                     if (EVP_DigestUpdate(md, data + at, to - at) != 1) throw std::runtime_error("SHA-256 failed");
                     at = to;
-                    if (at == chunkEnd) {
-                        unsigned char digest[EVP_MAX_MD_SIZE];
-                        unsigned int digestLength = 0;
-                        if (EVP_DigestFinal_ex(md, digest, &digestLength) != 1 || EVP_DigestInit_ex(md, EVP_sha256(), nullptr) != 1)
-                            throw std::runtime_error("SHA-256 failed");
-                        digests.push_back(toHex(digest, digestLength));
-                        chunkEnd = chunkBytes == 0 ? length : std::min(length, chunkEnd + chunkBytes);
-                    }
                 }
+                unsigned char out[EVP_MAX_MD_SIZE];
+                unsigned int outLength = 0;
+                if (EVP_DigestFinal_ex(md, out, &outLength) != 1) throw std::runtime_error("SHA-256 failed");
+                digest = toHex(out, outLength);
             } catch (const std::exception& e) {
                 SetError(e.what());
             }
             EVP_MD_CTX_free(md);
         }
-        void OnOK() override {
-            Napi::Array out = Napi::Array::New(Env(), digests.size());
-            for (size_t i = 0; i < digests.size(); i++) out.Set(static_cast<uint32_t>(i), Napi::String::New(Env(), digests[i]));
-            deferred.Resolve(out);
-        }
+        void OnOK() override { deferred.Resolve(Napi::String::New(Env(), digest)); }
 
     private:
         HashFollower* follower;
         Napi::Reference<Napi::External<HashFollower>> followerRef;
-        size_t chunkBytes;
-        std::vector<std::string> digests;
+        std::string digest;
 };
 
-// (arena, offset, length, chunkBytes) -> {follower, whole, chunks}: `whole` resolves to
-// [SHA-256 of the range], `chunks` (null when chunkBytes is 0) to the SHA-256 of each chunk, once
-// hashAdvance moved the prefix to the end; both reject after hashCancel.
+// (arena, offset, length) -> {follower, digest}: `digest` resolves to the SHA-256 of the range
+// once hashAdvance moved its filled prefix to the end, and rejects after hashCancel.
 Napi::Value HashFollow(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    const size_t chunkBytes = sizeArg(info[3]);
     auto follower = Napi::External<HashFollower>::New(env, new HashFollower(), [](Napi::Env, HashFollower* owned) { delete owned; });
-    auto* whole = new FollowWorker(info, follower, 0);
-    FollowWorker* chunks = nullptr;
-    try {
-        if (chunkBytes > 0) chunks = new FollowWorker(info, follower, chunkBytes);
-    } catch (...) {
-        delete whole;
-        throw;
-    }
+    auto* worker = new FollowWorker(info, follower);
     Napi::Object out = Napi::Object::New(env);
     out.Set("follower", follower);
-    out.Set("whole", whole->GetPromise());
-    out.Set("chunks", chunks == nullptr ? env.Null() : static_cast<Napi::Value>(chunks->GetPromise()));
-    whole->Queue();
-    if (chunks != nullptr) chunks->Queue();
+    out.Set("digest", worker->GetPromise());
+    worker->Queue();
     return out;
 }
 
