@@ -15,7 +15,7 @@ import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { conflict } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
-import type { StreamedResponse } from "./http-get.js";
+import type { BulkResponse } from "./http-get.js";
 
 /** Chunk size when a manifest has no chunk hashes (blocks from before they existed). */
 const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
@@ -42,15 +42,11 @@ export interface FetchGeometry {
 
 /** Where a fetch puts the bytes; it hashes the written prefix as it grows. */
 export interface FetchDestination {
-  /** Bytes gathered from the network before one write. */
-  readonly batchBytes: number;
-  /** Stores bytes at `offset`; they are stored once the promise settles. */
-  write(offset: number, bytes: Buffer[]): Promise<void>;
   /**
-   * Whether the body pauses until a write settles (a file: backpressure), or goes on arriving
-   * while writes complete behind it, still reported stored in order (the arena's copies).
+   * Stores `bytes` (a received slab, up to 1 MiB, reused once the promise settled) at `offset`;
+   * several run at once, each one's bytes reported stored after the earlier ones'.
    */
-  readonly pauseOnWrite: boolean;
+  write(offset: number, bytes: Buffer): Promise<void>;
   /** Every byte before `end` is stored: hash on up to it (`end` only grows). */
   advance(end: number): void;
   /**
@@ -79,7 +75,7 @@ export interface FetchTimings {
 }
 
 /** A signed GET of the block's state object for `bytes=start-end` (inclusive). */
-export type RangedGet = (start: number, end: number, signal: AbortSignal) => Promise<StreamedResponse>;
+export type RangedGet = (start: number, end: number, signal: AbortSignal) => Promise<BulkResponse>;
 
 /** How a failed range is reported: a network or server fault versus damaged bytes. */
 export interface FetchFaults {
@@ -188,7 +184,7 @@ async function fetchPiece(
 ): Promise<void> {
   const start = index * pieceBytes;
   const length = Math.min(pieceBytes, sizeBytes - start);
-  let res: StreamedResponse;
+  let res: BulkResponse;
   try {
     res = await get(start, start + length - 1, signal);
   } catch (err) {
@@ -207,67 +203,40 @@ async function fetchPiece(
   }
   // The object's total length, from Content-Range: a longer or shorter object is refused at once.
   const total = res.status === 206 ? Number(/\/(\d+)$/.exec(res.header("content-range") ?? "")?.[1]) : NaN;
-  const objectBytes = res.status === 206 ? total : Number(res.header("content-length"));
+  const objectBytes = res.status === 206 ? total : res.bodyBytes;
   if (objectBytes !== sizeBytes) {
     res.discard();
     throw faults.corrupt(`the state object is ${objectBytes} bytes, its manifest says ${sizeBytes}`);
   }
+  if (res.bodyBytes !== length) {
+    res.discard();
+    throw faults.corrupt(`range ${index} is ${res.bodyBytes} bytes, ${length} were asked for`);
+  }
   let received = 0;
-  let batch: Buffer[] = [];
-  let batchBytes = 0;
-  // Thrown from inside the body's handler or by a write: reported as they are, not as a network fault.
+  // A write's failure: reported as it is, not as a network fault.
   let refusal: unknown = null;
-  const refuse = (err: unknown): never => {
-    refusal ??= err;
-    throw err;
-  };
-  // Writes that do not pause the body: each one's bytes are reported stored after the earlier ones'.
+  // Each write's bytes are reported stored after the earlier ones'.
   let inOrder: Promise<void> = Promise.resolve();
-  const flush = (): Promise<void> | undefined => {
-    if (batchBytes === 0) return undefined;
-    const bytes = batch;
-    const storedEnd = received;
-    const at = start + storedEnd - batchBytes;
-    batch = [];
-    batchBytes = 0;
-    const storing = dest.write(at, bytes);
-    if (dest.pauseOnWrite) return storing.then(() => onStored(storedEnd));
-    storing.catch(() => undefined); // seen by the chain below, maybe after it failed
-    inOrder = inOrder.then(() => storing).then(() => onStored(storedEnd));
-    inOrder.catch((err: unknown) => {
-      refusal ??= err;
-    });
-    return undefined;
-  };
   try {
-    try {
-      await res.consume((bytes) => {
-        if (refusal !== null) throw refusal;
-        if (received + bytes.length > length) refuse(faults.corrupt(`range ${index} is longer than asked`));
-        received += bytes.length;
-        batch.push(bytes);
-        batchBytes += bytes.length;
-        if (batchBytes < dest.batchBytes) return undefined;
-        try {
-          return flush()?.catch(refuse);
-        } catch (err) {
-          return refuse(err);
-        }
+    await res.consume((bytes) => {
+      const at = start + received;
+      received += bytes.length;
+      const end = received;
+      const storing = dest.write(at, bytes);
+      inOrder = inOrder.then(() => storing).then(() => onStored(end));
+      inOrder.catch(() => undefined); // seen below
+      return storing.catch((err: unknown) => {
+        refusal ??= err;
+        throw err;
       });
-    } catch (err) {
-      throw refusal ?? faults.down("GET state body", err);
-    }
-    if (received !== length) throw faults.corrupt(`range ${index} ended at ${received} of ${length} bytes`);
-    await flush();
-    await inOrder;
+    });
+  } catch (err) {
+    throw refusal ?? faults.down("GET state body", err);
   } finally {
-    // Never return with a copy still writing into room the caller may free after a failure.
+    // Never return with a write still using room the caller may free after a failure.
     await inOrder.catch(() => undefined);
   }
 }
-
-/** Bytes gathered before one write to a temp file. */
-const FILE_WRITE_BYTES = 8 * 2 ** 20;
 
 /**
  * A temp file at `path` (created) as a fetch's destination, hashed by worker threads reading it
@@ -279,10 +248,11 @@ export function fileDestination(path: string): OpenDestination {
     const file = await open(path, "w+", 0o644);
     const hasher = new FileHasher(file.fd, geometry, onChunk);
     return {
-      batchBytes: FILE_WRITE_BYTES,
-      pauseOnWrite: true,
       write: async (offset, bytes) => {
-        await file.writev(bytes, offset);
+        for (let done = 0; done < bytes.length; ) {
+          const { bytesWritten } = await file.write(bytes, done, bytes.length - done, offset + done);
+          done += bytesWritten;
+        }
       },
       advance: (end) => hasher.advance(end),
       digest: () => hasher.digest(),
@@ -332,6 +302,9 @@ if (mode === "chunk") {
 }
 `;
 
+/** Bytes a hash worker reads at a time. */
+const HASH_READ_BYTES = 8 * 2 ** 20;
+
 type HashMessage = { index: number; sha256: string } | { whole: string };
 
 /** Chunk-hashing workers beside the whole-file one (they read the page cache, not the disk). */
@@ -355,7 +328,7 @@ class FileHasher {
     const start = (mode: "whole" | "chunk") =>
       new Worker(HASH_WORKER_SOURCE, {
         eval: true,
-        workerData: { mode, fd, ...geometry, bufferBytes: FILE_WRITE_BYTES },
+        workerData: { mode, fd, ...geometry, bufferBytes: HASH_READ_BYTES },
       });
     this.whole = start("whole");
     for (let i = 0; i < Math.min(CHUNK_WORKERS, geometry.chunks); i++) this.chunkWorkers.push(start("chunk"));

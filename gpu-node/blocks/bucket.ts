@@ -24,7 +24,7 @@ import {
   type UploadLimits,
   uploadObject,
 } from "./bucket-upload.js";
-import { keepAliveAgents, streamedGet } from "./http-get.js";
+import { BulkHttpClient } from "./http-get.js";
 
 export { blockKeys };
 
@@ -68,7 +68,7 @@ export class BlockBucket {
   private readonly fetchParallel: number;
   private readonly limits: UploadLimits;
   /** Connections kept open for the ranged GETs of block fetches. */
-  private readonly agents = keepAliveAgents();
+  private readonly bulk = new BulkHttpClient();
   /** Keys of the manifest tags (derived from the node secrets), the tagging one first. */
   private readonly tagKeys: Buffer[];
 
@@ -183,15 +183,16 @@ export class BlockBucket {
     options: { key?: string; chunksTrusted?: boolean } = {},
   ): Promise<FetchTimings & { wholeChecked: boolean }> {
     return fetchRanges(
-      async (start, end, signal) =>
-        streamedGet(
-          await this.aws.sign(`${this.base}/${options.key ?? blockKeys(manifest.sha256).state}`, {
+      async (start, end, signal) => {
+        const signed = await this.aws.sign(
+          `${this.base}/${options.key ?? blockKeys(manifest.sha256).state}`,
+          {
             method: "GET",
             headers: { range: `bytes=${start}-${end}` },
-          }),
-          signal,
-          this.agents,
-        ),
+          },
+        );
+        return this.bulk.get(new URL(signed.url), signed.headers, signal);
+      },
       manifest,
       destination,
       {

@@ -1,104 +1,427 @@
 /**
- * A GET through node:http(s) for bulk bodies (a block's state from the bucket). fetch's web
- * streams copy every received chunk once more and make a promise per read: on the H200 that
- * machinery and the garbage it leaves took more of the main thread than storing the bytes, and
- * a fetch of 313 MiB received at well under the rate the store sent. Here each socket chunk is
- * handed over as it is, and a signed request (aws4fetch) supplies the URL and headers.
+ * GETs of bulk bodies (a block's state from the bucket) over keep-alive HTTP/1.1 connections
+ * whose bytes the kernel reads straight into a few reused slabs (net's `onread`), handed to the
+ * caller a slab at a time. node:http allocates a buffer for every socket read and runs each
+ * through its parser and a stream: on the H200's host that held a 313 MiB body from s3rver on
+ * loopback to 0.75-1.4 GB/s on the main thread, where these connections received 2.0-2.5 GB/s
+ * (docs/deploy-r2.md). Only what a ranged GET needs is spoken: one request at a time per
+ * connection, a body delimited by Content-Length (S3 and R2 send one with every object GET; a
+ * response without one is refused), http: and https:.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { isIP, connect as netConnect, type OnReadOpts, type Socket } from "node:net";
+import { type ConnectionOptions, connect as tlsConnect } from "node:tls";
 
-/** A response whose body is consumed chunk by chunk. */
-export interface StreamedResponse {
+/** A response whose body is consumed a slab at a time. */
+export interface BulkResponse {
   status: number;
+  /** A header's value (repeated headers joined with ", "), or null. */
   header(name: string): string | null;
+  /** The body's length from Content-Length. */
+  readonly bodyBytes: number;
   /**
-   * Hands every body chunk to `onData` (in order) and resolves at the end. When `onData` returns
-   * a promise the body is paused until it settles. Rejects on a network error, an abort of the
-   * request's signal, or a throw from `onData` (the connection is then dropped).
+   * Hands the body to `onBytes` in order, a view of up to `SLAB_BYTES` at a time, and resolves
+   * once it all came and every promise `onBytes` returned settled. A view stays valid until the
+   * promise `onBytes` returned for it settles (or until it returns, when it returns none): the
+   * slab is then read into again. Rejects on a network error, an abort, a body cut short, or
+   * a throw or rejection of `onBytes` (as it is; the connection is then closed).
    */
-  consume(onData: (bytes: Buffer) => void | Promise<void>): Promise<void>;
-  /** Drops the body (and its connection). */
+  consume(onBytes: (bytes: Buffer) => void | Promise<void>): Promise<void>;
+  /** Drops the body and its connection. */
   discard(): void;
 }
 
-/** Keep-alive connection pools for one client of a host. */
-export interface HttpAgents {
-  http: HttpAgent;
-  https: HttpsAgent;
+/** Bytes of one slab: what one `onBytes` call gets at most. */
+export const SLAB_BYTES = 2 ** 20;
+/** Slabs per connection: how many handed-out views may be in use while the next one fills. */
+const SLABS = 4;
+/** A slab with less room left than this is handed over rather than read into. */
+const MIN_READ_ROOM = 64 * 1024;
+/** Largest response head accepted. */
+const HEAD_BYTES = 16 * 1024;
+/** Idle connections are closed after this long (under the usual 5 s keep-alive of servers). */
+const IDLE_MS = 4_000;
+
+/** A pool of keep-alive connections to one origin for bulk GETs. */
+export class BulkHttpClient {
+  private readonly idle: Connection[] = [];
+
+  /**
+   * Sends a GET of `url` with `headers` (a signed request's; no body) and resolves once the
+   * response's head is in. A request that fails on a reused connection before any byte of its
+   * answer (the server closed it while idle) is sent once more on a new one.
+   */
+  async get(url: URL, headers: Headers, signal: AbortSignal): Promise<BulkResponse> {
+    const head = requestHead(url, headers);
+    for (;;) {
+      const reused = this.take(url);
+      const connection = reused ?? (await Connection.open(url, signal));
+      try {
+        return await connection.request(head, signal, (c) => this.release(c));
+      } catch (err) {
+        if (!reused || connection.answered || signal.aborted) throw err;
+      }
+    }
+  }
+
+  /** Closes the idle connections. */
+  close(): void {
+    for (const c of this.idle.splice(0)) c.destroy();
+  }
+
+  private take(url: URL): Connection | null {
+    for (let c = this.idle.pop(); c; c = this.idle.pop()) {
+      if (c.origin === url.origin && c.reusable) {
+        c.wake();
+        return c;
+      }
+      c.destroy();
+    }
+    return null;
+  }
+
+  private release(connection: Connection): void {
+    if (!connection.reusable) {
+      connection.destroy();
+      return;
+    }
+    this.idle.push(connection);
+    connection.sleep(IDLE_MS, () => {
+      const at = this.idle.indexOf(connection);
+      if (at >= 0) this.idle.splice(at, 1);
+      connection.destroy();
+    });
+  }
 }
 
-/** Agents that keep connections open between GETs (one pair per bucket client). */
-export function keepAliveAgents(): HttpAgents {
-  return { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+/** The request's bytes: GET of the URL's path and query with `headers` (host from the URL). */
+function requestHead(url: URL, headers: Headers): string {
+  let head = `GET ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\n`;
+  for (const [name, value] of headers) {
+    if (name === "host") continue;
+    if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) throw new Error(`header ${name} holds a line break`);
+    head += `${name}: ${value}\r\n`;
+  }
+  return `${head}\r\n`;
 }
 
-/** Sends `request` (its method, URL and headers; no body) and resolves once the headers are in. */
-export function streamedGet(
-  request: Request,
-  signal: AbortSignal,
-  agents: HttpAgents,
-): Promise<StreamedResponse> {
-  const url = new URL(request.url);
-  const headers = Object.fromEntries(request.headers.entries());
-  const https = url.protocol === "https:";
-  return new Promise((resolve, reject) => {
-    const req = (https ? httpsRequest : httpRequest)(
-      url,
-      { method: request.method, headers, signal, agent: https ? agents.https : agents.http },
-      (res) => resolve(streamed(res, signal)),
+type Phase = "idle" | "head" | "held" | "body";
+
+/** One keep-alive connection: its socket reads into `headBuffer` for a head, into the slabs for a body. */
+class Connection {
+  reusable = true;
+  private phase: Phase = "idle";
+  private readonly headBuffer = Buffer.allocUnsafe(HEAD_BYTES);
+  private headFill = 0;
+  /** The slabs, one after another. */
+  private readonly slabMemory = Buffer.allocUnsafeSlow(SLABS * SLAB_BYTES);
+  /** Per slab: its view is in the caller's hands until this settles. */
+  private readonly inUse: (Promise<void> | null)[] = new Array(SLABS).fill(null);
+  private slab = 0;
+  /** Bytes in the current slab not yet handed over. */
+  private fill = 0;
+  /** Body bytes not yet read. */
+  private remaining = 0;
+  private onBytes: ((bytes: Buffer) => void | Promise<void>) | null = null;
+  /** Settles the phase in progress (the head's promise, then the body's). */
+  private settle: { resolve: () => void; reject: (err: unknown) => void } | null = null;
+  /** Whether any byte of the current answer arrived (a connection the server closed sees none). */
+  answered = false;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private failure: unknown = null;
+  /** The answer's status and headers, once its head is in. */
+  private status = 0;
+  private headers = new Map<string, string>();
+
+  private constructor(
+    readonly origin: string,
+    private readonly socket: Socket,
+  ) {
+    socket.on("error", (err) => this.fail(err));
+    socket.on("close", () => this.fail(new Error("the connection closed")));
+  }
+
+  /** Connects (TLS for https:), reading into this connection's buffers. */
+  static open(url: URL, signal: AbortSignal): Promise<Connection> {
+    const https = url.protocol === "https:";
+    if (!https && url.protocol !== "http:") throw new Error(`unsupported protocol ${url.protocol}`);
+    const port = Number(url.port) || (https ? 443 : 80);
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    let connection: Connection | null = null;
+    // The first buffer is asked for before the connection exists; its bytes are copied over.
+    const onread: OnReadOpts = {
+      buffer: () => connection?.nextBuffer() ?? Buffer.allocUnsafe(HEAD_BYTES),
+      callback: (bytes, buffer) => connection?.received(bytes, buffer) ?? false,
+    };
+    const tlsOptions: ConnectionOptions & { onread: OnReadOpts } = {
+      host,
+      port,
+      ALPNProtocols: ["http/1.1"],
+      onread,
+      ...(isIP(host) ? {} : { servername: host }),
+    };
+    const socket = https ? tlsConnect(tlsOptions) : netConnect({ host, port, onread });
+    socket.setNoDelay(true);
+    connection = new Connection(url.origin, socket);
+    const opened = connection;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        opened.destroy();
+        reject(signal.reason);
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      socket.once(https ? "secureConnect" : "connect", () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(opened);
+      });
+      socket.once("error", (err) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      });
+    });
+  }
+
+  /** Sends one request; resolves with its response once the head is in. */
+  request(head: string, signal: AbortSignal, done: (c: Connection) => void): Promise<BulkResponse> {
+    if (this.phase !== "idle") throw new Error("a connection serves one request at a time");
+    if (this.failure !== null) return Promise.reject(this.failure);
+    this.phase = "head";
+    this.answered = false;
+    const onAbort = () => this.fail(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    const ended = () => signal.removeEventListener("abort", onAbort);
+    const headIn = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+    if (signal.aborted) onAbort();
+    else {
+      this.socket.resume(); // paused when the last body was all read with its head
+      this.socket.write(head);
+    }
+    return headIn.then(
+      () => this.response(ended, done),
+      (err: unknown) => {
+        ended();
+        throw err;
+      },
     );
-    req.on("error", reject);
-    req.end();
-  });
-}
+  }
 
-function streamed(res: IncomingMessage, signal: AbortSignal): StreamedResponse {
-  return {
-    status: res.statusCode ?? 0,
-    header: (name) => {
-      const value = res.headers[name.toLowerCase()];
-      return value === undefined ? null : Array.isArray(value) ? value.join(", ") : value;
-    },
-    consume: (onData) =>
-      new Promise<void>((resolve, reject) => {
-        let failed = false;
-        const fail = (err: unknown) => {
-          if (failed) return;
-          failed = true;
-          signal.removeEventListener("abort", onAbort);
-          res.destroy();
-          reject(err);
-        };
-        const onAbort = () => fail(signal.reason);
-        if (signal.aborted) return fail(signal.reason);
-        signal.addEventListener("abort", onAbort, { once: true });
-        res.on("data", (chunk: Buffer) => {
-          if (failed) return;
-          try {
-            const pending = onData(chunk);
-            if (pending) {
-              res.pause();
-              pending.then(() => {
-                if (!failed) res.resume();
-              }, fail);
-            }
-          } catch (err) {
-            fail(err);
-          }
+  wake(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+    this.socket.ref();
+  }
+
+  sleep(ms: number, expire: () => void): void {
+    this.idleTimer = setTimeout(expire, ms);
+    this.idleTimer.unref();
+    this.socket.unref();
+  }
+
+  destroy(): void {
+    this.reusable = false;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.socket.destroy();
+  }
+
+  private response(ended: () => void, done: (c: Connection) => void): BulkResponse {
+    const headers = this.headers;
+    const bodyBytes = this.remaining + this.fill;
+    return {
+      status: this.status,
+      bodyBytes,
+      header: (name) => headers.get(name.toLowerCase()) ?? null,
+      consume: (onBytes) => {
+        if (this.phase !== "held") return Promise.reject(new Error("the body was already consumed"));
+        const body = new Promise<void>((resolve, reject) => {
+          this.settle = { resolve, reject };
         });
-        res.once("error", fail);
-        res.once("aborted", () => fail(new Error("the connection closed before the body ended")));
-        res.once("end", () => {
-          if (failed) return;
-          signal.removeEventListener("abort", onAbort);
-          // A paused body ends only after it resumed, so every `onData` promise has settled.
-          resolve();
-        });
-        res.once("close", () => {
-          if (!res.complete) fail(new Error("the connection closed before the body ended"));
-        });
-      }),
-    discard: () => res.destroy(),
-  };
+        this.onBytes = onBytes;
+        this.phase = "body";
+        if (this.remaining === 0) this.handOver(true);
+        else this.socket.resume();
+        return body.then(
+          () => {
+            ended();
+            done(this);
+          },
+          (err: unknown) => {
+            ended();
+            this.destroy();
+            throw err;
+          },
+        );
+      },
+      discard: () => {
+        ended();
+        this.destroy();
+      },
+    };
+  }
+
+  private slabAt(index: number): Buffer {
+    return this.slabMemory.subarray(index * SLAB_BYTES, (index + 1) * SLAB_BYTES);
+  }
+
+  /** The buffer the socket reads into next (onread asks after every read). */
+  private nextBuffer(): Buffer {
+    // A body read whole with its head needs no more reads: the next one is the next answer's head.
+    const bodyReads = this.phase === "body" || (this.phase === "held" && this.remaining > 0);
+    return bodyReads ? this.slabAt(this.slab).subarray(this.fill) : this.headBuffer.subarray(this.headFill);
+  }
+
+  /**
+   * Takes `bytes` just read into `buffer` (what `nextBuffer` gave, or given before the phase
+   * changed: then copied to where the phase reads); false pauses the socket.
+   */
+  private received(bytes: number, buffer: Uint8Array): boolean {
+    this.answered = true;
+    if (this.phase === "head") return this.receivedHead(bytes, buffer);
+    if (this.phase !== "body") {
+      this.fail(new Error("the server sent bytes outside an answer"));
+      return false;
+    }
+    const slab = this.slabAt(this.slab);
+    if (buffer.buffer !== slab.buffer || buffer.byteOffset !== slab.byteOffset + this.fill) {
+      if (bytes > SLAB_BYTES - this.fill) {
+        this.fail(new Error("a read overran its slab"));
+        return false;
+      }
+      slab.set(buffer.subarray(0, bytes), this.fill);
+    }
+    this.fill += bytes;
+    this.remaining -= bytes;
+    if (this.remaining < 0) {
+      this.fail(new Error("the server sent more than the body's Content-Length"));
+      return false;
+    }
+    if (this.remaining === 0) return this.handOver(true);
+    if (SLAB_BYTES - this.fill >= MIN_READ_ROOM) return true;
+    return this.handOver(false);
+  }
+
+  private receivedHead(bytes: number, buffer: Uint8Array): boolean {
+    const into = this.headBuffer;
+    if (buffer.buffer !== into.buffer || buffer.byteOffset !== into.byteOffset + this.headFill) {
+      if (bytes > HEAD_BYTES - this.headFill) {
+        this.fail(new Error(`the response head is over ${HEAD_BYTES} bytes`));
+        return false;
+      }
+      into.set(buffer.subarray(0, bytes), this.headFill);
+    }
+    this.headFill += bytes;
+    const end = this.headBuffer.subarray(0, this.headFill).indexOf("\r\n\r\n");
+    if (end < 0) {
+      if (this.headFill === HEAD_BYTES) this.fail(new Error(`the response head is over ${HEAD_BYTES} bytes`));
+      return this.headFill < HEAD_BYTES;
+    }
+    try {
+      this.parseHead(this.headBuffer.toString("latin1", 0, end));
+    } catch (err) {
+      this.fail(err);
+      return false;
+    }
+    // Body bytes read with the head go to the first slab (every slab is free between answers).
+    const early = this.headFill - end - 4;
+    if (early > this.remaining) {
+      this.fail(new Error("the server sent more than the body's Content-Length"));
+      return false;
+    }
+    this.headBuffer.copy(this.slabAt(0), 0, end + 4, this.headFill);
+    this.headFill = 0;
+    this.slab = 0;
+    this.fill = early;
+    this.remaining -= early;
+    this.phase = "held";
+    const settle = this.settle;
+    this.settle = null;
+    settle?.resolve();
+    return false; // until the body is consumed
+  }
+
+  private parseHead(head: string): void {
+    const [statusLine = "", ...lines] = head.split("\r\n");
+    const status = /^HTTP\/1\.([01]) (\d{3})/.exec(statusLine);
+    if (!status) throw new Error(`not an HTTP/1.x answer: ${JSON.stringify(statusLine.slice(0, 40))}`);
+    const headers = new Map<string, string>();
+    for (const line of lines) {
+      const colon = line.indexOf(":");
+      if (colon <= 0) throw new Error(`a malformed header line: ${JSON.stringify(line.slice(0, 40))}`);
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      const before = headers.get(name);
+      headers.set(name, before === undefined ? value : `${before}, ${value}`);
+    }
+    const length = headers.get("content-length");
+    if (headers.has("transfer-encoding") || length === undefined || !/^\d+$/.test(length))
+      throw new Error("the answer has no Content-Length (a chunked body is not read here)");
+    const connection = headers.get("connection")?.toLowerCase() ?? "";
+    if (connection.includes("close") || (status[1] === "0" && !connection.includes("keep-alive")))
+      this.reusable = false;
+    this.status = Number(status[2]);
+    this.headers = headers;
+    this.remaining = Number(length);
+  }
+
+  /**
+   * Hands the current slab's bytes to `onBytes`, then moves to the next slab; pauses the socket
+   * (returns false) while that one is still in the caller's hands. At the body's end, resolves
+   * the body once every handed-out view settled.
+   */
+  private handOver(last: boolean): boolean {
+    const index = this.slab;
+    const view = this.slabAt(index).subarray(0, this.fill);
+    this.fill = 0;
+    let pending: Promise<void> | null = null;
+    if (view.length > 0) {
+      try {
+        const returned = this.onBytes?.(view);
+        if (returned) pending = returned;
+      } catch (err) {
+        this.fail(err);
+        return false;
+      }
+    }
+    if (pending) {
+      const held = pending.then(
+        () => {
+          if (this.inUse[index] === held) this.inUse[index] = null;
+        },
+        (err: unknown) => this.fail(err),
+      );
+      this.inUse[index] = held;
+    }
+    if (last) {
+      this.phase = "idle";
+      this.onBytes = null;
+      void Promise.all(this.inUse).then(() => {
+        if (this.failure !== null) return; // fail() rejected the body
+        const settle = this.settle;
+        this.settle = null;
+        settle?.resolve();
+      });
+      return true;
+    }
+    this.slab = (index + 1) % SLABS;
+    const next = this.inUse[this.slab];
+    if (!next) return true;
+    void next.then(() => {
+      if (this.failure === null && this.phase === "body") this.socket.resume();
+    });
+    return false;
+  }
+
+  private fail(err: unknown): void {
+    this.reusable = false;
+    if (this.failure !== null) return;
+    this.failure = err;
+    this.socket.destroy();
+    const settle = this.settle;
+    this.settle = null;
+    if (!settle) return;
+    // A body's promise waits for the views in the caller's hands, whose memory is reused only
+    // after they settle.
+    void Promise.allSettled(this.inUse).then(() => settle.reject(err));
+  }
 }

@@ -154,10 +154,8 @@ export class MemoryPath {
           onChunk,
         );
         return {
-          // Gathered into 1 MiB copies on the thread pool: the main thread only receives.
-          batchBytes: 2 ** 20,
-          pauseOnWrite: false,
-          write: (offset, bytes) => this.api.copyInAsync(staged.arena, staged.offset + offset, bytes),
+          // Copied in on the thread pool: the main thread only receives.
+          write: (offset, bytes) => this.api.copyInAsync(staged.arena, staged.offset + offset, [bytes]),
           advance: (end) => hasher.advance(end),
           digest: () => hasher.digest(),
           close: () => hasher.settled(),
