@@ -85,7 +85,13 @@ case "$mode" in
       cp "$work/build/bin/libllama.so" "$out/libllama.$variant.so"
       # two calls: patchelf 0.14 (Debian 12) given both options at once wrote the needed name as the soname
       patchelf --set-soname "libllama.$variant.so" "$out/libllama.$variant.so"
-      patchelf --replace-needed libggml.so "libggml.$variant.so" "$out/libllama.$variant.so"
+      # its ggml libraries by the CUDA build's names (this build's may carry a version: libggml.so.0)
+      for need in $(readelf -d "$out/libllama.$variant.so" | sed -n 's/.*(NEEDED).*\[\(libggml[^]]*\)\]/\1/p'); do
+        base=${need%%.so*}
+        if [[ $base == libggml ]]; then target=libggml.$variant.so; else target=$base.so; fi
+        [[ -f $rel/$target ]] || { echo "build-engine: libllama needs $need; the CUDA build has no $target" >&2; exit 1; }
+        [[ $need == "$target" ]] || patchelf --replace-needed "$need" "$target" "$out/libllama.$variant.so"
+      done
       readelf -d "$out/libllama.$variant.so" | grep -q "soname: \[libllama.$variant.so\]" ||
         { echo "build-engine: patchelf did not set libllama's soname" >&2; exit 1; }
     fi

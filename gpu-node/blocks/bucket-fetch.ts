@@ -15,7 +15,7 @@ import { open } from "node:fs/promises";
 import { Worker } from "node:worker_threads";
 import { conflict } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
-import type { BulkResponse } from "./http-get.js";
+import type { BulkResponse } from "./http-connection.js";
 
 /** Chunk size when a manifest has no chunk hashes (blocks from before they existed). */
 const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;

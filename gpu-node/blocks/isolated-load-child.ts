@@ -6,6 +6,7 @@
  * on import), so it is spawned, never imported.
  */
 import { getLlama } from "node-llama-cpp";
+import { LAST_BUILD_ONLY } from "../engine/llama-binary.js";
 // A type only (erased): this script never loads the parent's module.
 import type { IsolatedLoadRequest } from "./isolated-load.js";
 
@@ -15,7 +16,7 @@ process.stdin.on("end", () => process.exit(1));
 process.stdin.resume();
 const llama =
   req.binary === "lastBuild"
-    ? await getLlama("lastBuild", { maxThreads: 1 })
+    ? await getLlama("lastBuild", { maxThreads: 1, ...LAST_BUILD_ONLY })
     : await getLlama({ gpu: req.binary === "cpu" ? false : "auto", maxThreads: 1, progressLogs: false });
 const model = await llama.loadModel({ modelPath: req.modelPath, gpuLayers: 0 });
 const context = await model.createContext({

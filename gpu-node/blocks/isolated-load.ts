@@ -4,12 +4,14 @@
  * (422 `block_invalid`), not a dead node. The child's resident memory is watched and it is killed
  * past its limit, and it has a wall-clock limit.
  */
+
 import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unavailable, unprocessable } from "../../shared/errors.js";
 import { childProcessEnv } from "../config.js";
+import type { LlamaBinary } from "../engine/llama-binary.js";
 
 const here = fileURLToPath(import.meta.url);
 /** The child script beside this module: `.ts` under tsx in a checkout, `.js` in dist/. */
@@ -19,7 +21,7 @@ const POLL_MS = 25;
 /** The serving engine's shape, which the child's context copies (the state's layout needs it). */
 export interface IsolatedLoadRequest {
   /** The serving engine's llama.cpp binary: the child must read the format that one writes. */
-  binary: "cpu" | "lastBuild" | "auto";
+  binary: LlamaBinary;
   statePath: string;
   modelPath: string;
   slots: number;

@@ -21,10 +21,11 @@ import {
   modelFileSha256,
 } from "./fingerprint.js";
 import { hotSlotsForVram } from "./hot-capacity.js";
+import { LAST_BUILD_ONLY, type LlamaBinary } from "./llama-binary.js";
 import { type NativeStateApi, nativeStateApi } from "./state-memory.js";
 
 /** Which llama.cpp binary to load: the CPU build, the last local build (CUDA on the GPU machine), or auto. */
-export type LlamaBinary = "cpu" | "lastBuild" | "auto";
+export type { LlamaBinary };
 export type KvType = "f16" | "q8_0";
 
 /** Everything that shapes the engine; fixed for the life of the process. */
@@ -64,7 +65,7 @@ function llamaFor(binary: LlamaBinary, threads: number): Promise<Llama> {
   processLlamaBinary = binary;
   processLlama ??=
     binary === "lastBuild"
-      ? getLlama("lastBuild", { maxThreads: threads })
+      ? getLlama("lastBuild", { maxThreads: threads, ...LAST_BUILD_ONLY })
       : getLlama({ gpu: binary === "cpu" ? false : "auto", maxThreads: threads, progressLogs: false });
   return processLlama;
 }
