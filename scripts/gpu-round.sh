@@ -11,7 +11,7 @@
 #   bash scripts/gpu-round.sh bucket      # 1b preset, a 10,000-token block (~328 MB of f16 state): kvgraft bench
 #                                         # bucket (local cold restore vs a graft fetched from s3rver on
 #                                         # loopback), 4 and 8 ranged GETs at once; needs S3RVER_DIR (the output
-#                                         # of scripts/stage-s3rver.sh); BUCKET_PRESET, BUCKET_TOKENS override
+#                                         # of scripts/stage-s3rver.sh); BUCKET_PRESET, BUCKET_TOKENS, BUCKET_RUNS override
 #   bash scripts/gpu-round.sh engine [KV] # 12b preset: bench graft, f16 and q8_0 KV (or KV alone), 5,977 and
 #                                         # 11,994 tokens, memory path (our engine build) beside the file path
 #   bash scripts/gpu-round.sh hot-loop    # 12b preset: bench/hot-step-loop.js, node-llama-cpp's path vs the native
@@ -151,7 +151,7 @@ case "${1:-}" in
     preset=${BUCKET_PRESET:-1b}
     tokens=${BUCKET_TOKENS:-10000}
     for p in ${BUCKET_PARALLEL:-4 8}; do
-      $cli bench bucket --model "$(model "$preset")" --tokens "$tokens" --kv f16 --runs 5 --parallel "$p" \
+      $cli bench bucket --model "$(model "$preset")" --tokens "$tokens" --kv f16 --runs "${BUCKET_RUNS:-5}" --parallel "$p" \
         --s3rver-dir "$S3RVER_DIR" --data-dir /root/bucket-bench --json \
         2>"$out/bucket-$preset-p$p.log" | tee "$out/bucket-$preset-p$p.txt"
       tail -n 1 "$out/bucket-$preset-p$p.txt" > "$out/bucket-$preset-p$p-h200.json"

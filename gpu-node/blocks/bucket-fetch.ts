@@ -11,17 +11,15 @@
  * not fsynced here, the block store does when it commits it), and on the engine build the warm
  * arena, hashed in place by the addon (`MemoryPath.stageFetch`).
  */
-import { open } from "node:fs/promises";
-import { Worker } from "node:worker_threads";
 import { conflict } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 import type { BulkResponse } from "./http-connection.js";
 
 /** Chunk size when a manifest has no chunk hashes (blocks from before they existed). */
 const DEFAULT_CHUNK_BYTES = 64 * 2 ** 20;
-/** Largest piece one GET asks for: small enough that the gap-free prefix grows evenly. */
+/** Largest piece one GET asks for: small enough that each chunk's gap-free prefix grows evenly. */
 const PIECE_BYTES = 8 * 2 ** 20;
-/** The hashing moves on once the gap-free prefix grew by this much, or a piece (or reached the end). */
+/** The hashing moves on once a chunk's gap-free prefix grew by this much (or reached its end). */
 const ADVANCE_BYTES = 2 * 2 ** 20;
 /**
  * Ranged GETs in flight when the configuration names no number: in three rounds on the H200
@@ -47,8 +45,11 @@ export interface FetchDestination {
    * several run at once, each one's bytes reported stored after the earlier ones'.
    */
   write(offset: number, bytes: Buffer): Promise<void>;
-  /** Every byte before `end` is stored: hash on up to it (`end` only grows). */
-  advance(end: number): void;
+  /**
+   * Chunk `chunk`'s bytes from its start to `chunkEnd` are stored, and every byte before
+   * `prefixEnd`: hash on up to them (each only grows; a chunk reported whole is not reported again).
+   */
+  advance(chunk: number, chunkEnd: number, prefixEnd: number): void;
   /**
    * Once advanced to the end: the whole state's SHA-256, or null when it was not asked for and not
    * computed (each chunk's went to `onChunk` on the way).
@@ -110,9 +111,8 @@ export async function fetchRanges(
   const chunkCount = Math.max(1, Math.ceil(size / chunkBytes));
   if (manifest.chunks && manifest.chunks.sha256.length !== chunkCount)
     throw faults.corrupt("its manifest's chunk list does not match its size");
-  const pieceBytes = Math.min(PIECE_BYTES, chunkBytes);
-  const advanceBytes = Math.min(ADVANCE_BYTES, pieceBytes);
-  const pieces = Math.ceil(size / pieceBytes);
+  const whole = !(options.chunksTrusted && manifest.chunks);
+  const plan = planPieces(size, chunkBytes, chunkCount, !whole);
   const abort = new AbortController();
   let failure: unknown = null;
   const fail = (err: unknown) => {
@@ -120,45 +120,31 @@ export async function fetchRanges(
     abort.abort();
   };
   const dest = await openDestination(
-    {
-      sizeBytes: size,
-      chunkBytes,
-      chunks: manifest.chunks ? chunkCount : 0,
-      whole: !(options.chunksTrusted && manifest.chunks),
-    },
+    { sizeBytes: size, chunkBytes, chunks: manifest.chunks ? chunkCount : 0, whole },
     (index, digest) => {
       if (digest !== manifest.chunks?.sha256[index]) fail(faults.corrupt(`chunk ${index} differs`));
     },
   );
-  // The gap-free prefix: pieces before `whole` are all stored, and `stored[whole]` bytes of that one.
-  const stored = new Array<number>(pieces).fill(0);
-  let whole = 0;
-  let advanced = 0;
-  const onStored = (piece: number, bytes: number) => {
-    if (firstBytesMs < 0) firstBytesMs = performance.now() - began;
-    stored[piece] = bytes;
-    while (whole < pieces && stored[whole] === Math.min(pieceBytes, size - whole * pieceBytes)) whole++;
-    const end = whole < pieces ? whole * pieceBytes + (stored[whole] ?? 0) : size;
-    if (end > advanced && (end - advanced >= advanceBytes || end === size)) {
-      dest.advance(end);
-      advanced = end;
-    }
-  };
+  const progress = new ChunkProgress(plan, size, chunkBytes, (chunk, chunkEnd, prefixEnd) =>
+    dest.advance(chunk, chunkEnd, prefixEnd),
+  );
   let next = 0;
   const connection = async (): Promise<void> => {
-    while (failure === null && next < pieces) {
-      const piece = next++;
+    while (failure === null && next < plan.order.length) {
+      const piece = plan.pieces[plan.order[next++] ?? 0] as Piece;
       try {
-        await fetchPiece(get, piece, pieceBytes, size, dest, faults, abort.signal, (bytes) =>
-          onStored(piece, bytes),
-        );
+        await fetchPiece(get, piece, size, dest, faults, abort.signal, (bytes) => {
+          if (firstBytesMs < 0) firstBytesMs = performance.now() - began;
+          progress.stored(piece, bytes);
+        });
       } catch (err) {
         fail(err);
       }
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(options.parallel, pieces)) }, connection));
+    const connections = Math.max(1, Math.min(options.parallel, plan.order.length));
+    await Promise.all(Array.from({ length: connections }, connection));
     if (failure !== null) throw failure;
     const allBytesMs = performance.now() - began;
     const digest = await dest.digest();
@@ -171,19 +157,114 @@ export async function fetchRanges(
   }
 }
 
+/** One ranged GET's part of the state: never across a chunk's end. */
+interface Piece {
+  /** Its place in `PiecePlan.pieces` (offset order). */
+  index: number;
+  chunk: number;
+  start: number;
+  length: number;
+}
+
+/** The pieces in offset order, each chunk's pieces (indexes, in offset order), and the order to fetch them. */
+interface PiecePlan {
+  pieces: Piece[];
+  byChunk: number[][];
+  order: number[];
+}
+
+/**
+ * Cuts the state into pieces of at most `PIECE_BYTES` inside chunks. In offset order when the
+ * whole state's SHA-256 is computed (one stream that follows the gap-free prefix), else
+ * `interleaved`: the chunks' pieces in turn (first of each, then second of each...), so every
+ * chunk fills front to back at a fraction of the rate its own hash runs at, all at once, and each
+ * chunk's hash ends a piece after its last byte. In offset order, the GETs in flight all fall in
+ * one chunk, whose hash can only follow the earliest one; at the end that left 20-60 ms of the
+ * last chunk to hash after the last byte on the H200's host.
+ */
+function planPieces(size: number, chunkBytes: number, chunkCount: number, interleaved: boolean): PiecePlan {
+  const pieces: Piece[] = [];
+  const byChunk: number[][] = [];
+  for (let chunk = 0; chunk < chunkCount; chunk++) {
+    const own: number[] = [];
+    const end = Math.min(size, (chunk + 1) * chunkBytes);
+    for (let start = chunk * chunkBytes; start < end; start += PIECE_BYTES) {
+      own.push(pieces.length);
+      pieces.push({ index: pieces.length, chunk, start, length: Math.min(PIECE_BYTES, end - start) });
+    }
+    byChunk.push(own);
+  }
+  if (!interleaved) return { pieces, byChunk, order: pieces.map((p) => p.index) };
+  const order: number[] = [];
+  const rounds = Math.max(...byChunk.map((own) => own.length));
+  for (let round = 0; round < rounds; round++)
+    for (const own of byChunk) if (round < own.length) order.push(own[round] as number);
+  return { pieces, byChunk, order };
+}
+
+/**
+ * Tracks each chunk's gap-free prefix and the whole state's as pieces are stored, and reports
+ * them (`advance`) once a chunk's grew by `ADVANCE_BYTES` or reached its end.
+ */
+class ChunkProgress {
+  /** Per piece: its bytes stored, from its start. */
+  private readonly bytes: number[];
+  /** Per chunk: its first piece not wholly stored (an index into its `byChunk` list). */
+  private readonly cursor: number[];
+  /** Per chunk: the end of its prefix last reported. */
+  private readonly reported: number[];
+  /** The first chunk not wholly stored. */
+  private prefixChunk = 0;
+
+  constructor(
+    private readonly plan: PiecePlan,
+    private readonly size: number,
+    private readonly chunkBytes: number,
+    private readonly advance: (chunk: number, chunkEnd: number, prefixEnd: number) => void,
+  ) {
+    this.bytes = new Array<number>(plan.pieces.length).fill(0);
+    this.cursor = new Array<number>(plan.byChunk.length).fill(0);
+    this.reported = plan.byChunk.map((_, chunk) => chunk * chunkBytes);
+  }
+
+  /** `bytes` of `piece`, from its start, are stored. */
+  stored(piece: Piece, bytes: number): void {
+    this.bytes[piece.index] = bytes;
+    const { pieces, byChunk } = this.plan;
+    const c = piece.chunk;
+    const own = byChunk[c] ?? [];
+    let at = this.cursor[c] ?? 0;
+    while (at < own.length && this.bytes[own[at] as number] === pieces[own[at] as number]?.length) at++;
+    this.cursor[c] = at;
+    const complete = at === own.length;
+    const current = pieces[own[at] as number];
+    const chunkEnd =
+      complete || !current
+        ? Math.min(this.size, (c + 1) * this.chunkBytes)
+        : current.start + (this.bytes[current.index] ?? 0);
+    if (!complete && chunkEnd - (this.reported[c] ?? 0) < ADVANCE_BYTES) return;
+    this.reported[c] = chunkEnd;
+    while (
+      this.prefixChunk < byChunk.length &&
+      this.cursor[this.prefixChunk] === byChunk[this.prefixChunk]?.length
+    )
+      this.prefixChunk++;
+    const prefixEnd =
+      this.prefixChunk === byChunk.length ? this.size : (this.reported[this.prefixChunk] ?? 0);
+    this.advance(c, chunkEnd, prefixEnd);
+  }
+}
+
 /** One ranged GET: streamed into the destination; `onStored` gets the piece's bytes stored so far. */
 async function fetchPiece(
   get: RangedGet,
-  index: number,
-  pieceBytes: number,
+  { index, start, length }: Piece,
   sizeBytes: number,
   dest: FetchDestination,
   faults: FetchFaults,
   signal: AbortSignal,
   onStored: (bytes: number) => void,
 ): Promise<void> {
-  const start = index * pieceBytes;
-  const length = Math.min(pieceBytes, sizeBytes - start);
   let res: BulkResponse;
   try {
     res = await get(start, start + length - 1, signal);
@@ -235,142 +316,5 @@ async function fetchPiece(
   } finally {
     // Never return with a write still using room the caller may free after a failure.
     await inOrder.catch(() => undefined);
-  }
-}
-
-/**
- * A temp file at `path` (created) as a fetch's destination, hashed by worker threads reading it
- * back through the fetch's own descriptor: one follows the stored prefix for the whole file's
- * SHA-256, the others hash each chunk once it is stored.
- */
-export function fileDestination(path: string): OpenDestination {
-  return async (geometry, onChunk) => {
-    const file = await open(path, "w+", 0o644);
-    const hasher = new FileHasher(file.fd, geometry, onChunk);
-    return {
-      write: async (offset, bytes) => {
-        for (let done = 0; done < bytes.length; ) {
-          const { bytesWritten } = await file.write(bytes, done, bytes.length - done, offset + done);
-          done += bytesWritten;
-        }
-      },
-      advance: (end) => hasher.advance(end),
-      digest: () => hasher.digest(),
-      close: async () => {
-        await hasher.stop();
-        await file.close();
-      },
-    };
-  };
-}
-
-/**
- * The hash workers' source (CommonJS, run with `eval`), reading the temp file with positional
- * reads. Mode "whole": each message is a new end of the stored prefix; hashes on up to it, and
- * posts the digest once at the end. Mode "chunk": each message is a stored chunk to hash.
- */
-const HASH_WORKER_SOURCE = `
-const { parentPort, workerData } = require("node:worker_threads");
-const { createHash } = require("node:crypto");
-const { readSync } = require("node:fs");
-const { mode, fd, chunkBytes, sizeBytes, bufferBytes } = workerData;
-const buffer = Buffer.allocUnsafe(bufferBytes);
-const hashBytes = (hash, from, to) => {
-  for (let at = from; at < to; ) {
-    const read = readSync(fd, buffer, 0, Math.min(buffer.length, to - at), at);
-    if (read === 0) throw new Error("the temp file ended at " + at);
-    hash.update(buffer.subarray(0, read));
-    at += read;
-  }
-};
-if (mode === "chunk") {
-  parentPort.on("message", (index) => {
-    const hash = createHash("sha256");
-    hashBytes(hash, index * chunkBytes, Math.min((index + 1) * chunkBytes, sizeBytes));
-    parentPort.postMessage({ index, sha256: hash.digest("hex") });
-  });
-} else {
-  const whole = createHash("sha256");
-  let at = 0;
-  parentPort.on("message", (end) => {
-    hashBytes(whole, at, end);
-    at = end;
-    if (at !== sizeBytes) return;
-    parentPort.postMessage({ whole: whole.digest("hex") });
-    parentPort.close();
-  });
-}
-`;
-
-/** Bytes a hash worker reads at a time. */
-const HASH_READ_BYTES = 8 * 2 ** 20;
-
-type HashMessage = { index: number; sha256: string } | { whole: string };
-
-/** Chunk-hashing workers beside the whole-file one (they read the page cache, not the disk). */
-const CHUNK_WORKERS = 4;
-
-/** Worker threads that hash a fetch's temp file behind its downloads. */
-class FileHasher {
-  private readonly whole: Worker;
-  private readonly chunkWorkers: Worker[] = [];
-  private readonly finished: Promise<string>;
-  /** Chunks handed to a worker so far (in order). */
-  private chunksSent = 0;
-
-  constructor(
-    fd: number,
-    private readonly geometry: FetchGeometry,
-    onChunk: (index: number, sha256: string) => void,
-  ) {
-    let digest: string | null = null;
-    let chunks = 0;
-    const start = (mode: "whole" | "chunk") =>
-      new Worker(HASH_WORKER_SOURCE, {
-        eval: true,
-        workerData: { mode, fd, ...geometry, bufferBytes: HASH_READ_BYTES },
-      });
-    this.whole = start("whole");
-    for (let i = 0; i < Math.min(CHUNK_WORKERS, geometry.chunks); i++) this.chunkWorkers.push(start("chunk"));
-    this.finished = new Promise<string>((resolve, reject) => {
-      const settleIfDone = () => {
-        if (digest !== null && chunks === geometry.chunks) resolve(digest);
-      };
-      for (const worker of [this.whole, ...this.chunkWorkers]) {
-        worker.on("message", (m: HashMessage) => {
-          if ("whole" in m) digest = m.whole;
-          else {
-            onChunk(m.index, m.sha256);
-            chunks++;
-          }
-          settleIfDone();
-        });
-        worker.once("error", reject);
-        worker.once("exit", (code) => {
-          // The whole-file worker ends by itself once it posted its digest.
-          if (worker !== this.whole || digest === null)
-            reject(new Error(`a hash worker exited (${code}) before the end`));
-        });
-      }
-    });
-    // Awaited only when every byte was stored; a fetch that fails first never asks.
-    this.finished.catch(() => undefined);
-  }
-
-  advance(end: number): void {
-    this.whole.postMessage(end);
-    const { chunks, chunkBytes, sizeBytes } = this.geometry;
-    while (this.chunksSent < chunks && Math.min((this.chunksSent + 1) * chunkBytes, sizeBytes) <= end) {
-      this.chunkWorkers[this.chunksSent % this.chunkWorkers.length]?.postMessage(this.chunksSent);
-      this.chunksSent++;
-    }
-  }
-
-  digest(): Promise<string> {
-    return this.finished;
-  }
-
-  async stop(): Promise<void> {
-    await Promise.all([this.whole, ...this.chunkWorkers].map((w) => w.terminate()));
   }
 }

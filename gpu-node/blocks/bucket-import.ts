@@ -11,8 +11,8 @@ import { uploadKeys } from "../../shared/bucket-keys.js";
 import { conflict, DomainError, notFound } from "../../shared/errors.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 import type { BlockStore } from "./block-store.js";
-import { fileDestination } from "./bucket-fetch.js";
 import type { DiskCache } from "./disk-cache.js";
+import { fileDestination } from "./fetch-file-destination.js";
 
 /** Which upload to import: its id (the grant's) and the block it must be, at its size. */
 export interface BucketUpload {

@@ -15,7 +15,8 @@ import type { BlockManifest } from "../../shared/protocol.js";
 import type { ArenaRange } from "../engine/state-memory.js";
 import { type BlockStore, sha256File } from "./block-store.js";
 import { type BlockBucket, blockKeys } from "./bucket.js";
-import { type FetchTimings, fileDestination } from "./bucket-fetch.js";
+import type { FetchTimings } from "./bucket-fetch.js";
+import { fileDestination } from "./fetch-file-destination.js";
 import type { StagedFetch } from "./memory-path.js";
 import type { MemoryLease } from "./memory-tier.js";
 

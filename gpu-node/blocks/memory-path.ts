@@ -156,7 +156,7 @@ export class MemoryPath {
         return {
           // Copied in on the thread pool: the main thread only receives.
           write: (offset, bytes) => this.api.copyInAsync(staged.arena, staged.offset + offset, [bytes]),
-          advance: (end) => hasher.advance(end),
+          advance: (chunk, chunkEnd, prefixEnd) => hasher.advance(chunk, chunkEnd, prefixEnd),
           digest: () => hasher.digest(),
           close: () => hasher.settled(),
         };
@@ -230,16 +230,16 @@ export class MemoryPath {
 /**
  * Hashes an arena range as a fetch fills it, with the addon's hash followers (threads of the
  * pool that hash a range's filled prefix as JavaScript moves its end, never waiting on the main
- * thread between steps): one per chunk, started when the prefix reaches the chunk, so a chunk's
- * hash ends right after its last byte; and, when asked for, one for the whole state, whose
- * single SHA-256 stream (~1.3 GB/s a core on the H200's host) is what bounds the fetch then.
+ * thread between steps): one per chunk, started when the chunk's first bytes are stored, so a
+ * chunk's hash ends right after its last byte; and, when asked for, one for the whole state,
+ * whose single SHA-256 stream (~1.3 GB/s a core on the H200's host) is what bounds the fetch then.
  */
 class ArenaHasher {
   private readonly whole: Followed | null;
   private readonly chunks: Followed[] = [];
-  private stored = 0;
-  /** The first chunk not yet told all its bytes. */
-  private open = 0;
+  private prefix = 0;
+  /** Chunks told all their bytes. */
+  private complete = 0;
 
   constructor(
     private readonly api: NativeStateApi,
@@ -250,28 +250,22 @@ class ArenaHasher {
     this.whole = geometry.whole ? this.follow(0, geometry.sizeBytes) : null;
   }
 
-  advance(end: number): void {
-    this.stored = end;
-    if (this.whole) this.api.hashAdvance(this.whole.follower, end);
+  advance(chunk: number, chunkEnd: number, prefixEnd: number): void {
+    if (this.whole && prefixEnd > this.prefix) this.api.hashAdvance(this.whole.follower, prefixEnd);
+    this.prefix = Math.max(this.prefix, prefixEnd);
     const { chunks, chunkBytes, sizeBytes } = this.geometry;
-    // Chunks the prefix reached and not yet told all their bytes: each one's follower, started
-    // on first reach, gets its part.
-    const reached = Math.min(chunks, Math.ceil(end / chunkBytes));
-    for (; this.open < reached; ) {
-      const index = this.open;
-      const start = index * chunkBytes;
-      const length = Math.min(chunkBytes, sizeBytes - start);
-      const chunk = this.chunks[index] ?? this.follow(start, length);
-      this.chunks[index] = chunk;
-      this.api.hashAdvance(chunk.follower, Math.min(length, end - start));
-      if (end - start < length) break; // the prefix ends inside this chunk
-      this.open++;
-    }
+    if (chunk >= chunks) return; // no chunk hashes (an old manifest): the whole one only
+    const start = chunk * chunkBytes;
+    const length = Math.min(chunkBytes, sizeBytes - start);
+    const followed = this.chunks[chunk] ?? this.follow(start, length);
+    this.chunks[chunk] = followed;
+    this.api.hashAdvance(followed.follower, chunkEnd - start);
+    if (chunkEnd - start === length) this.complete++;
   }
 
   /** The whole state's SHA-256 (null when not asked for) once every byte is hashed. */
   async digest(): Promise<string | null> {
-    if (this.stored !== this.geometry.sizeBytes || this.chunks.length !== this.geometry.chunks)
+    if (this.prefix !== this.geometry.sizeBytes || this.complete !== this.geometry.chunks)
       throw new Error("the hash ended before the last byte");
     const chunks = await Promise.all(this.chunks.map((c) => c.digest));
     for (const [index, sha] of chunks.entries()) this.onChunk(index, sha);
@@ -280,7 +274,8 @@ class ArenaHasher {
 
   /** Stops the hashing threads and resolves once they ended: the room may be dropped after. */
   async settled(): Promise<void> {
-    const all = this.whole ? [this.whole, ...this.chunks] : this.chunks;
+    const chunks = this.chunks.filter((c) => c !== undefined);
+    const all = this.whole ? [this.whole, ...chunks] : chunks;
     for (const f of all) this.api.hashCancel(f.follower);
     await Promise.allSettled(all.map((f) => f.digest));
   }
