@@ -106,6 +106,53 @@ describe.skipIf(!present)("engine build: a bucket fetch fills the warm arena", (
     },
   );
 
+  it.each([
+    ["untagged: pieces in offset order, the whole hash following", false],
+    ["tagged: each chunk's pieces in turn, chunk hashes only", true],
+  ])(
+    "chunks that span several 8 MiB pieces fill the arena byte-exact (%s); a damaged later piece is refused",
+    async (_, trusted) => {
+      // 2 chunks of 20 MiB (pieces of 8, 8, 4 MiB) and one of 1 MiB + 3 bytes.
+      const CHUNK = 20 * 2 ** 20;
+      const bucket = new BlockBucket({ ...s3.config, fetchParallel: 3 });
+      const memory = MemoryPath.open(engine.nativeApi, 96 * 2 ** 20) as MemoryPath;
+      const { path, manifest } = await randomBlockFile(
+        fresh("src"),
+        2 * CHUNK + 2 ** 20 + 3,
+        `span-${trusted}`,
+        CHUNK,
+      );
+      const key = `span/${trusted}.state`;
+      const put = async (bytes: Buffer) =>
+        expect((await s3.raw.fetch(`${s3.config.url}/${key}`, { method: "PUT", body: bytes })).status).toBe(
+          200,
+        );
+      await put(readFileSync(path));
+      const staged = memory.stageFetch(manifest.sizeBytes);
+      const fetched = await bucket.download(manifest, staged?.destination as OpenDestination, {
+        key,
+        chunksTrusted: trusted,
+      });
+      expect(fetched.wholeChecked).toBe(!trusted);
+      staged?.keep(manifest.sha256);
+      const lease = memory.tier.acquire(manifest.sha256);
+      const { arena, offset, length } = lease?.range ?? expect.fail("not kept");
+      expect(memory.api.copyOut(arena, offset, length).equals(readFileSync(path))).toBe(true);
+      lease?.release();
+      // One byte changed in the second piece of chunk 1.
+      const damaged = Buffer.from(readFileSync(path));
+      const at = CHUNK + 8 * 2 ** 20 + 77;
+      damaged.writeUInt8(damaged.readUInt8(at) ^ 1, at);
+      await put(damaged);
+      const room = memory.stageFetch(manifest.sizeBytes);
+      await expect(
+        bucket.download(manifest, room?.destination as OpenDestination, { key, chunksTrusted: trusted }),
+      ).rejects.toThrow(/chunk 1 differs/);
+      room?.drop();
+      expect(memory.tier.blocks()).toEqual([manifest.sha256]);
+    },
+  );
+
   it("a graft of a block not on the node loads it from the arena the fetch filled", async () => {
     const bucket = new BlockBucket({ ...s3.config, fetchParallel: 3 });
     const depositor = await openService(bucket);

@@ -268,6 +268,47 @@ describe("block bucket", () => {
     expect(readFileSync(dest).equals(readFileSync(path))).toBe(true);
   });
 
+  it.each([
+    ["an untagged", false],
+    ["a tagged", true],
+  ])(
+    "fetches chunks that span several 8 MiB pieces for %s manifest into a file (hashed whole as it grows, so in offset order), byte-exact, and finds a damaged later piece",
+    async (_, tagged) => {
+      // 2 chunks of 20 MiB (pieces of 8, 8, 4 MiB) and one of 1 MiB + 3 bytes.
+      const chunk = 20 * 2 ** 20;
+      const { path, manifest } = await randomBlockFile(
+        freshDir("multi"),
+        2 * chunk + 2 ** 20 + 3,
+        "multi-piece",
+        chunk,
+      );
+      const node = new BlockBucket({
+        ...s3.config,
+        fetchParallel: 3,
+        manifestSecrets: ["node-secret-multi-piece"],
+      });
+      const key = tagged ? `multi-piece-tagged-${manifest.sha256}` : blockKeys(manifest.sha256).state;
+      if (tagged) await putRaw(key, readFileSync(path));
+      else await bucket.upload(manifest, path);
+      const dest = join(freshDir("dest"), "state");
+      const fetched = await node.download(manifest, fileDestination(dest), { key, chunksTrusted: tagged });
+      // A file is hashed whole as it grows either way (its pieces in offset order).
+      expect(fetched.wholeChecked).toBe(true);
+      expect(readFileSync(dest).equals(readFileSync(path))).toBe(true);
+      // One byte changed in the second piece of chunk 1.
+      const damaged = Buffer.from(readFileSync(path));
+      const at = chunk + 8 * 2 ** 20 + 77;
+      damaged.writeUInt8(damaged.readUInt8(at) ^ 1, at);
+      await putRaw(key, damaged);
+      await expect(
+        node.download(manifest, fileDestination(join(freshDir("dest"), "state")), {
+          key,
+          chunksTrusted: tagged,
+        }),
+      ).rejects.toThrow(/chunk 1 differs/);
+    },
+  );
+
   it("tags the manifests a node uploads: trusted under its secrets only, and not once rewritten", async () => {
     const tagging = new BlockBucket({ ...s3.config, manifestSecrets: ["node-secret-current-0123"] });
     const rotated = new BlockBucket({

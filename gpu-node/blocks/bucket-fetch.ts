@@ -41,6 +41,11 @@ export interface FetchGeometry {
 /** Where a fetch puts the bytes; it hashes the written prefix as it grows. */
 export interface FetchDestination {
   /**
+   * Whether it hashes the whole state as the gap-free prefix grows (asked to, or anyway): then
+   * the pieces come in offset order, else each chunk's in turn (`planPieces`).
+   */
+  readonly followsPrefix: boolean;
+  /**
    * Stores `bytes` (a received slab, up to 1 MiB, reused once the promise settled) at `offset`;
    * several run at once, each one's bytes reported stored after the earlier ones'.
    */
@@ -112,7 +117,6 @@ export async function fetchRanges(
   if (manifest.chunks && manifest.chunks.sha256.length !== chunkCount)
     throw faults.corrupt("its manifest's chunk list does not match its size");
   const whole = !(options.chunksTrusted && manifest.chunks);
-  const plan = planPieces(size, chunkBytes, chunkCount, !whole);
   const abort = new AbortController();
   let failure: unknown = null;
   const fail = (err: unknown) => {
@@ -125,6 +129,7 @@ export async function fetchRanges(
       if (digest !== manifest.chunks?.sha256[index]) fail(faults.corrupt(`chunk ${index} differs`));
     },
   );
+  const plan = planPieces(size, chunkBytes, chunkCount, !dest.followsPrefix);
   const progress = new ChunkProgress(plan, size, chunkBytes, (chunk, chunkEnd, prefixEnd) =>
     dest.advance(chunk, chunkEnd, prefixEnd),
   );
@@ -175,7 +180,7 @@ interface PiecePlan {
 
 /**
  * Cuts the state into pieces of at most `PIECE_BYTES` inside chunks. In offset order when the
- * whole state's SHA-256 is computed (one stream that follows the gap-free prefix), else
+ * whole state's SHA-256 is computed as it comes (one stream that follows the gap-free prefix), else
  * `interleaved`: the chunks' pieces in turn (first of each, then second of each...), so every
  * chunk fills front to back at a fraction of the rate its own hash runs at, all at once, and each
  * chunk's hash ends a piece after its last byte. In offset order, the GETs in flight all fall in

@@ -17,6 +17,7 @@ export function fileDestination(path: string): OpenDestination {
     const file = await open(path, "w+", 0o644);
     const hasher = new FileHasher(file.fd, geometry, onChunk);
     return {
+      followsPrefix: true,
       write: async (offset, bytes) => {
         for (let done = 0; done < bytes.length; ) {
           const { bytesWritten } = await file.write(bytes, done, bytes.length - done, offset + done);

@@ -154,6 +154,7 @@ export class MemoryPath {
           onChunk,
         );
         return {
+          followsPrefix: geometry.whole,
           // Copied in on the thread pool: the main thread only receives.
           write: (offset, bytes) => this.api.copyInAsync(staged.arena, staged.offset + offset, [bytes]),
           advance: (chunk, chunkEnd, prefixEnd) => hasher.advance(chunk, chunkEnd, prefixEnd),
