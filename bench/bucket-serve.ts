@@ -104,7 +104,7 @@ const median = (values: number[]) => quantile(values, 0.5);
  * s3rver in a child process (its own event loop, as a real store), CommonJS `require` from
  * `s3rverDir` so a staged copy outside the app works; resolves once it listens.
  */
-async function startS3rver(s3rverDir: string, directory: string) {
+export async function startS3rver(s3rverDir: string, directory: string) {
   const script = `const S3rver = require("s3rver");
     new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory: ${JSON.stringify(directory)},
       configureBuckets: [{ name: "kvgraft-blocks" }] }).run().then(({ port }) => console.log(port));`;
