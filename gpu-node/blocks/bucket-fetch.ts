@@ -1,11 +1,12 @@
 /**
  * Fetching a block's state from the bucket with several ranged GETs at once. The state is cut
- * into pieces (at most 8 MiB) handed out in offset order to the connections, so the prefix of
- * bytes received without a gap grows steadily; the destination hashes that prefix as it grows:
- * the whole file's SHA-256 (which binds the manifest's chunk hashes to the block's name) and each
- * chunk's (checked against the manifest). The hashing runs off the thread that receives the
+ * into pieces (at most 8 MiB, never across a chunk) handed out to the connections (`planPieces`:
+ * in offset order when the destination hashes the whole state as its gap-free prefix grows, else
+ * each chunk's in turn); the destination hashes what is stored as it grows: each chunk's SHA-256
+ * (checked against the manifest) and, when asked for, the whole file's (which binds the
+ * manifest's chunk hashes to the block's name). The hashing runs off the thread that receives the
  * bytes and keeps pace with them, so little of it is left when the last byte arrives. The first
- * piece that fails (or, on the file path, chunk that differs) stops the rest.
+ * piece that fails (or chunk that differs) stops the rest.
  *
  * Two destinations: a temp file hashed by worker threads reading it back (`fileDestination`;
  * not fsynced here, the block store does when it commits it), and on the engine build the warm
@@ -22,9 +23,9 @@ const PIECE_BYTES = 8 * 2 ** 20;
 /** The hashing moves on once a chunk's gap-free prefix grew by this much (or reached its end). */
 const ADVANCE_BYTES = 2 * 2 ** 20;
 /**
- * Ranged GETs in flight when the configuration names no number: in three rounds on the H200
- * (s3rver on loopback, a 313 MiB block) 4 served it at 0.74-0.82x of the local cold restore and
- * 8 at 0.68-0.85x (docs/deploy-r2.md).
+ * Ranged GETs in flight when the configuration names no number: on the H200 (s3rver on loopback,
+ * a 313 MiB block, tagged manifests) 4 served it at 0.80-1.12x of the local cold restore and 8 at
+ * 0.85-1.08x over three rounds (docs/deploy-r2.md, rounds D1-D3).
  */
 export const DEFAULT_FETCH_PARALLEL = 4;
 

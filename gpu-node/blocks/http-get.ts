@@ -1,12 +1,13 @@
 /**
  * GETs of bulk bodies (a block's state from the bucket) over keep-alive HTTP/1.1 connections
  * whose bytes the kernel reads straight into a few reused slabs (net's `onread`), handed to the
- * caller a slab at a time. node:http allocates a buffer for every socket read and runs each
- * through its parser and a stream: on the H200's host that held a 313 MiB body from s3rver on
- * loopback to 0.75-1.4 GB/s on the main thread, where these connections received 2.0-2.5 GB/s
- * (docs/deploy-r2.md). Only what a ranged GET needs is spoken: one request at a time per
- * connection, a body delimited by Content-Length (S3 and R2 send one with every object GET; a
- * response without one is refused), http: and https:.
+ * caller a slab at a time (`http-connection.ts`). node:http allocates a buffer for every socket
+ * read and runs each through its parser and a stream, on the thread that also has to store and
+ * account for the bytes: on the H200's host, 313 MiB from s3rver on loopback in 8 MiB GETs came
+ * in at 1.22-1.24 GB/s through node:http and 1.70-1.71 GB/s through these connections
+ * (bench/bucket-receive.ts; docs/deploy-r2.md has a noisier run too). Only what a ranged GET needs
+ * is spoken: one request at a time per connection, a body delimited by Content-Length (S3 and R2
+ * send one with every object GET; an answer without one is refused), http: and https:.
  */
 import { BulkConnection, type BulkResponse } from "./http-connection.js";
 
