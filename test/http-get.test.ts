@@ -168,7 +168,7 @@ describe("BulkHttpClient", () => {
     raw.close();
   });
 
-  it("stops at an abort and at a failed write (as it is), and reuses neither connection", async () => {
+  it("stops at an abort (mid-body or before it) and at a failed write (as it is), and reuses none of those connections", async () => {
     const client = new BulkHttpClient();
     const before = connections;
     const abort = new AbortController();
@@ -178,6 +178,11 @@ describe("BulkHttpClient", () => {
         abort.abort(new Error("stop here"));
       }),
     ).rejects.toThrow("stop here");
+    // Aborted between the head and the body.
+    const early = new AbortController();
+    const held = await client.get(new URL(`${base}/b?n=${4 * SLAB_BYTES}`), new Headers(), early.signal);
+    early.abort(new Error("not now"));
+    await expect(held.consume(() => undefined)).rejects.toThrow("not now");
     const diskFull = new Error("disk full");
     const second = await client.get(
       new URL(`${base}/b?n=${4 * SLAB_BYTES}`),
@@ -186,7 +191,7 @@ describe("BulkHttpClient", () => {
     );
     await expect(second.consume(() => Promise.reject(diskFull))).rejects.toBe(diskFull);
     expect((await getAll(client, `${base}/b?n=10`)).bytes.equals(body(10))).toBe(true);
-    expect(connections - before).toBe(3);
+    expect(connections - before).toBe(4);
     client.close();
   });
 

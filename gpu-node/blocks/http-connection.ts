@@ -166,6 +166,11 @@ export class BulkConnection {
       header: (name) => headers.get(name.toLowerCase()) ?? null,
       consume: (onBytes) => {
         if (this.phase !== "held") return Promise.reject(new Error("the body was already consumed"));
+        // Aborted, or closed by the server, since the head came: no read will settle the body.
+        if (this.failure !== null) {
+          ended();
+          return Promise.reject(this.failure);
+        }
         const body = new Promise<void>((resolve, reject) => {
           this.settle = { resolve, reject };
         });
