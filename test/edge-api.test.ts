@@ -5,7 +5,7 @@
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -285,6 +285,41 @@ describe("request bodies", () => {
       body: { role: "public", label: "x".repeat(5000) },
     });
     expect(admin.status).toBe(413);
+  });
+
+  it("an answer given without reading the body closes the connection, and says so; one that read it keeps it", async () => {
+    /** One request on a fresh socket: the answer's head and whether the server closed the socket. */
+    const exchange = (path: string, body: string) =>
+      new Promise<{ head: string; closed: boolean }>((resolve) => {
+        const socket = connect(e.port, "127.0.0.1");
+        let got = "";
+        let closed = false;
+        socket.on("data", (d) => {
+          got += d.toString("latin1");
+        });
+        socket.on("error", () => undefined); // the rest of an unread body may meet a closed socket
+        socket.on("close", () => {
+          closed = true;
+        });
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${e.adminKey}\r\n` +
+            `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        setTimeout(() => {
+          socket.destroy();
+          resolve({ head: got.split("\r\n\r\n")[0] ?? "", closed });
+        }, 500);
+      });
+    // Over the limit (declared length): 413 before the body is read; the server will not read on.
+    const big = await exchange("/v1/solve", JSON.stringify({ problem: "x".repeat(20_000) }));
+    expect(big.head).toMatch(/^HTTP\/1\.1 413/);
+    expect(big.head.toLowerCase()).toContain("connection: close");
+    expect(big.closed).toBe(true);
+    // A body that was read (a key created): the connection stays open for the next request.
+    const read = await exchange("/admin/keys", JSON.stringify({ role: "public", label: "kept" }));
+    expect(read.head).toMatch(/^HTTP\/1\.1 201/);
+    expect(read.head.toLowerCase()).toContain("connection: keep-alive");
+    expect(read.closed).toBe(false);
   });
 
   it("413 for a chunked body that grows past the limit", async () => {

@@ -27,6 +27,26 @@ import type { AppEnv } from "../http.js";
 import { createLocalRateLimiter } from "../rate-limit.js";
 import { ensureAdminKey } from "../services/keys.service.js";
 
+/**
+ * Marks `Connection: close` on answers given without reading the request's body (a 413 from the
+ * declared length, a 401 or 404 before the body was needed): Node's server then closes that
+ * connection rather than read the rest, and a client told "keep-alive" would send its next
+ * request into a socket being closed ("other side closed", as test/reliability/edge-fuzz.test.ts
+ * saw after the 413s of /v1/solve).
+ */
+function closeIfBodyUnread(
+  fetch: (req: Request, ...rest: never[]) => Response | Promise<Response>,
+): (req: Request) => Promise<Response> {
+  return async (req) => {
+    const res = await fetch(req);
+    if (req.body === null || req.bodyUsed) return res;
+    const headers = new Headers(res.headers);
+    headers.set("connection", "close");
+    // Read whole (these are error answers, small JSON) so that it keeps a Content-Length.
+    return new Response(await res.arrayBuffer(), { status: res.status, statusText: res.statusText, headers });
+  };
+}
+
 /** The library database the Node entry uses when LIBSQL_URL and --db are unset. */
 export const DEFAULT_DB_URL = "file:.data/kvgraft.db";
 
@@ -100,8 +120,9 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     });
     const host = options.host ?? listen.host;
     const started = await new Promise<Server>((resolve, reject) => {
-      const s = serve({ fetch: app.fetch, port: options.port ?? listen.port, hostname: host }, () =>
-        resolve(s as Server),
+      const s = serve(
+        { fetch: closeIfBodyUnread(app.fetch), port: options.port ?? listen.port, hostname: host },
+        () => resolve(s as Server),
       ) as Server;
       s.once("error", reject);
     });

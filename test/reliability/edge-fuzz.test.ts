@@ -94,10 +94,12 @@ interface Sent {
 
 /**
  * Connections closed without an answer (the request is then sent once more on a new connection).
- * Seen in about one run in four of this whole file, always on POST /admin/solutions with ordinary
- * bodies, never when that property runs alone: most likely the keep-alive race of an idle pooled
- * connection reused as the server's 5 s keep-alive timeout closes it, not the edge dropping a
- * request. Counted and bounded below rather than hidden.
+ * Seen in about one run in four of this whole file, always on the first POST /admin/solutions,
+ * right after /v1/solve's near-miss bodies over the size limit: the edge answered those 413 with
+ * "Connection: keep-alive" and then closed the connection (Node's server does not read an
+ * unread body on), so the client's pool sent the next requests into closing sockets; once, in
+ * CI, the retry met another one. The edge now says "Connection: close" on such answers
+ * (edge/runtime/node.ts, test/edge-api.test.ts). Counted and bounded below rather than hidden.
  */
 const dropped: string[] = [];
 
