@@ -185,7 +185,7 @@ interface PiecePlan {
  * `interleaved`: the chunks' pieces in turn (first of each, then second of each...), so every
  * chunk fills front to back at a fraction of the rate its own hash runs at, all at once, and each
  * chunk's hash ends a piece after its last byte. In offset order, the GETs in flight all fall in
- * one chunk, whose hash can only follow the earliest one; at the end that left 20-60 ms of the
+ * one chunk, whose hash can only follow the earliest one; at the end that left 16-60 ms of the
  * last chunk to hash after the last byte on the H200's host.
  */
 function planPieces(size: number, chunkBytes: number, chunkCount: number, interleaved: boolean): PiecePlan {
