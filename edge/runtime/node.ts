@@ -34,11 +34,11 @@ import { ensureAdminKey } from "../services/keys.service.js";
  * request into a socket being closed ("other side closed", as test/reliability/edge-fuzz.test.ts
  * saw after the 413s of /v1/solve).
  */
-function closeIfBodyUnread(
-  fetch: (req: Request, ...rest: never[]) => Response | Promise<Response>,
-): (req: Request) => Promise<Response> {
-  return async (req) => {
-    const res = await fetch(req);
+function closeIfBodyUnread<Rest extends unknown[]>(
+  fetch: (req: Request, ...rest: Rest) => Response | Promise<Response>,
+): (req: Request, ...rest: Rest) => Promise<Response> {
+  return async (req, ...rest) => {
+    const res = await fetch(req, ...rest);
     if (req.body === null || req.bodyUsed) return res;
     const headers = new Headers(res.headers);
     headers.set("connection", "close");

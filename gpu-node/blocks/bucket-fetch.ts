@@ -136,8 +136,9 @@ export async function fetchRanges(
   );
   let next = 0;
   const connection = async (): Promise<void> => {
-    while (failure === null && next < plan.order.length) {
-      const piece = plan.pieces[plan.order[next++] ?? 0] as Piece;
+    for (;;) {
+      const piece = plan.order[next++];
+      if (failure !== null || !piece) return;
       try {
         await fetchPiece(get, piece, size, dest, faults, abort.signal, (bytes) => {
           if (firstBytesMs < 0) firstBytesMs = performance.now() - began;
@@ -165,18 +166,17 @@ export async function fetchRanges(
 
 /** One ranged GET's part of the state: never across a chunk's end. */
 interface Piece {
-  /** Its place in `PiecePlan.pieces` (offset order). */
+  /** Its place in offset order. */
   index: number;
   chunk: number;
   start: number;
   length: number;
 }
 
-/** The pieces in offset order, each chunk's pieces (indexes, in offset order), and the order to fetch them. */
+/** Each chunk's pieces (in offset order), and every piece in the order to fetch them. */
 interface PiecePlan {
-  pieces: Piece[];
-  byChunk: number[][];
-  order: number[];
+  byChunk: Piece[][];
+  order: Piece[];
 }
 
 /**
@@ -189,23 +189,24 @@ interface PiecePlan {
  * last chunk to hash after the last byte on the H200's host.
  */
 function planPieces(size: number, chunkBytes: number, chunkCount: number, interleaved: boolean): PiecePlan {
-  const pieces: Piece[] = [];
-  const byChunk: number[][] = [];
+  const byChunk: Piece[][] = [];
+  let index = 0;
   for (let chunk = 0; chunk < chunkCount; chunk++) {
-    const own: number[] = [];
+    const own: Piece[] = [];
     const end = Math.min(size, (chunk + 1) * chunkBytes);
-    for (let start = chunk * chunkBytes; start < end; start += PIECE_BYTES) {
-      own.push(pieces.length);
-      pieces.push({ index: pieces.length, chunk, start, length: Math.min(PIECE_BYTES, end - start) });
-    }
+    for (let start = chunk * chunkBytes; start < end; start += PIECE_BYTES)
+      own.push({ index: index++, chunk, start, length: Math.min(PIECE_BYTES, end - start) });
     byChunk.push(own);
   }
-  if (!interleaved) return { pieces, byChunk, order: pieces.map((p) => p.index) };
-  const order: number[] = [];
+  if (!interleaved) return { byChunk, order: byChunk.flat() };
+  const order: Piece[] = [];
   const rounds = Math.max(...byChunk.map((own) => own.length));
   for (let round = 0; round < rounds; round++)
-    for (const own of byChunk) if (round < own.length) order.push(own[round] as number);
-  return { pieces, byChunk, order };
+    for (const own of byChunk) {
+      const piece = own[round];
+      if (piece) order.push(piece);
+    }
+  return { byChunk, order };
 }
 
 /**
@@ -213,7 +214,7 @@ function planPieces(size: number, chunkBytes: number, chunkCount: number, interl
  * them (`advance`) once a chunk's grew by `ADVANCE_BYTES` or reached its end.
  */
 class ChunkProgress {
-  /** Per piece: its bytes stored, from its start. */
+  /** Per piece (by index): its bytes stored, from its start. */
   private readonly bytes: number[];
   /** Per chunk: its first piece not wholly stored (an index into its `byChunk` list). */
   private readonly cursor: number[];
@@ -228,7 +229,7 @@ class ChunkProgress {
     private readonly chunkBytes: number,
     private readonly advance: (chunk: number, chunkEnd: number, prefixEnd: number) => void,
   ) {
-    this.bytes = new Array<number>(plan.pieces.length).fill(0);
+    this.bytes = new Array<number>(plan.order.length).fill(0);
     this.cursor = new Array<number>(plan.byChunk.length).fill(0);
     this.reported = plan.byChunk.map((_, chunk) => chunk * chunkBytes);
   }
@@ -236,19 +237,18 @@ class ChunkProgress {
   /** `bytes` of `piece`, from its start, are stored. */
   stored(piece: Piece, bytes: number): void {
     this.bytes[piece.index] = bytes;
-    const { pieces, byChunk } = this.plan;
+    const { byChunk } = this.plan;
     const c = piece.chunk;
     const own = byChunk[c] ?? [];
+    const whole = (p: Piece | undefined) => p !== undefined && this.bytes[p.index] === p.length;
     let at = this.cursor[c] ?? 0;
-    while (at < own.length && this.bytes[own[at] as number] === pieces[own[at] as number]?.length) at++;
+    while (whole(own[at])) at++;
     this.cursor[c] = at;
-    const complete = at === own.length;
-    const current = pieces[own[at] as number];
-    const chunkEnd =
-      complete || !current
-        ? Math.min(this.size, (c + 1) * this.chunkBytes)
-        : current.start + (this.bytes[current.index] ?? 0);
-    if (!complete && chunkEnd - (this.reported[c] ?? 0) < ADVANCE_BYTES) return;
+    const current = own[at];
+    const chunkEnd = current
+      ? current.start + (this.bytes[current.index] ?? 0)
+      : Math.min(this.size, (c + 1) * this.chunkBytes);
+    if (current && chunkEnd - (this.reported[c] ?? 0) < ADVANCE_BYTES) return;
     this.reported[c] = chunkEnd;
     while (
       this.prefixChunk < byChunk.length &&
