@@ -1,0 +1,4 @@
+/** algebra families. */
+import type { Family } from "./family.js";
+
+export const ALGEBRA: Family[] = [];

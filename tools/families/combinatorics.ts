@@ -1,0 +1,4 @@
+/** combinatorics families. */
+import type { Family } from "./family.js";
+
+export const COMBINATORICS: Family[] = [];

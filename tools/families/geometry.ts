@@ -1,0 +1,4 @@
+/** geometry families. */
+import type { Family } from "./family.js";
+
+export const GEOMETRY: Family[] = [];

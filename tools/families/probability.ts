@@ -1,0 +1,4 @@
+/** probability families. */
+import type { Family } from "./family.js";
+
+export const PROBABILITY: Family[] = [];

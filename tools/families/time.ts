@@ -1,0 +1,4 @@
+/** time families. */
+import type { Family } from "./family.js";
+
+export const TIME: Family[] = [];

@@ -1,0 +1,4 @@
+/** units families. */
+import type { Family } from "./family.js";
+
+export const UNITS: Family[] = [];
