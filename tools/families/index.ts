@@ -25,3 +25,30 @@ export const FAMILIES: readonly Family[] = [
   ...GEOMETRY,
   ...PROBABILITY,
 ];
+
+/**
+ * The families held out of all training data: in each domain, the second and the fifth family in
+ * file order (a fixed rule, set before any training). The experiments' "new to the model" set.
+ */
+export const HELD_OUT_FAMILY_IDS: ReadonlySet<string> = new Set(
+  [...new Set(FAMILIES.map((f) => f.domain))].flatMap((domain) => {
+    const inDomain = FAMILIES.filter((f) => f.domain === domain);
+    return [inDomain[1], inDomain[4]].filter((f) => f !== undefined).map((f) => f.id);
+  }),
+);
+
+/** Whether the model was trained on this family (on all of its phrasings but the last). */
+export function isTrainedFamily(family: Family): boolean {
+  return !HELD_OUT_FAMILY_IDS.has(family.id);
+}
+
+/** The phrasings of a family that training data may use: none for held-out families, else all but the last. */
+export function trainingPhrasings(family: Family): number[] {
+  if (!isTrainedFamily(family)) return [];
+  return family.phrasings.slice(0, -1).map((_, i) => i);
+}
+
+/** The held-out phrasing of a trained family (its last). */
+export function heldOutPhrasing(family: Family): number {
+  return family.phrasings.length - 1;
+}
