@@ -26,6 +26,10 @@
 #                                         # one node SIGKILLed under load at 80% of the 2-node capacity
 #                                         # (MODEL_PRESET=tiny-llama MODELS_DIR=... KV_LLAMA=cpu NODE=node:
 #                                         # the same round on a CPU machine, to check the script)
+#   bash scripts/gpu-round.sh train-model # the embedded model (docs/model.md), from the repository root with
+#                                         # PyTorch, no Node: TRAIN_DATA=dir (default .train/data, written
+#                                         # here by tools/model/dataset.ts and carried) -> weights, reference
+#                                         # outputs and the training log in $OUT
 # KV_ENGINE_DIR=dir (the output of scripts/build-engine.sh cuda-addon: llama-addon.node and, with
 # llama-patches, libllama) replaces the CUDA build's files before the round.
 # BWRAP_DIR=dir (the output of scripts/stage-bwrap.sh) installs bubblewrap first where the machine has
@@ -71,6 +75,9 @@ swa_graft() { # gemma3-12b, SWA full cache off: bench graft with f16 and q8_0 KV
   done
 }
 case "${1:-}" in
+  train-model)
+    PYTHONUNBUFFERED=1 python3 tools/model/train.py --data "${TRAIN_DATA:-.train/data}" --out "$out" 2>&1 |
+      tee "$out/train.log" ;;
   engine) # optional second argument: one KV type (f16 or q8_0) instead of both
     for kv in ${2:-f16 q8_0}; do
       $cli bench graft --model "$(model 12b)" --lengths 5977,11994 --kv "$kv" --runs 3 --json \

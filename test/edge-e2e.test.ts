@@ -1,6 +1,6 @@
 /**
  * End to end through both real services: `kvgraft start --json` (as `npm start` runs it) in a
- * child process generates a tiny random-weight model, starts the GPU node (llama.cpp on the CPU,
+ * child process takes the embedded model (models/kvgraft-math.gguf), starts the GPU node (llama.cpp on the CPU,
  * the Python sandbox) and the edge, and deposits the starter library; the tests then use the
  * edge's HTTP API only. The model's text is gibberish, so only what does not depend on the
  * model's knowledge is asserted: sources, routes, hashes, token counts, verification.
@@ -97,9 +97,9 @@ afterAll(async () => {
 }, 60_000);
 
 describe("kvgraft start: GPU node + edge + starter library", () => {
-  it("reports both services, a random-weight model and the deposited starter library", async () => {
+  it("reports both services, the embedded model and the deposited starter library", async () => {
     expect(run.summary).toMatchObject({
-      randomWeights: true,
+      embeddedModel: true,
       sandbox: { isolation: "bwrap" },
       starter: { total: 12, deposited: 12, present: 0, failed: [] },
     });

@@ -1,6 +1,6 @@
 /**
- * `kvgraft start` (`npm start`): the embedded default on one machine. Generates a tiny
- * random-weight model into the data dir (or uses MODEL_PATH), starts the GPU node as a child
+ * `kvgraft start` (`npm start`): the embedded default on one machine. Uses the embedded model
+ * (models/kvgraft-math.gguf, trained here: docs/model.md) or MODEL_PATH, starts the GPU node as a child
  * process (`kvgraft serve gpu`, through the same node + tsx/dist entry as this process), starts
  * the edge on Node with a libSQL file in the data dir, deposits the starter library on first
  * start, and prints the URLs, the admin key and curl commands that work as printed.
@@ -16,8 +16,6 @@ import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/
 import { adminSolutionRequestSchema } from "../../edge/schemas.js";
 import { depositSolution } from "../../edge/services/admin.service.js";
 import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
-import { resolveSpec } from "../../gpu-node/synth/presets.js";
-import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
 import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
@@ -31,15 +29,15 @@ const HELP = `usage: kvgraft start [--data-dir DIR] [--json]
 Runs the embedded default on this machine: a GPU node (child process) and the edge (this process).
   --data-dir DIR   model, blocks, database and admin key (default .data, or KVGRAFT_DATA_DIR)
   --json           print one JSON line {edgeUrl, gpuUrl, adminKey, ...} when ready
-Environment: MODEL_PATH (a real GGUF; default a generated tiny random-weight model),
+Environment: MODEL_PATH (a GGUF model; default the embedded one, models/kvgraft-math.gguf),
   PORT or EDGE_PORT (edge, default 8787), GPU_PORT (default 8788), KVGRAFT_GPU_SECRET (generated
   if unset), KVGRAFT_ADMIN_KEY (otherwise one is generated on first start and kept in DIR/admin.key),
-  KVGRAFT_FLYWHEEL (on|off|auto; auto, the default: off with the generated model, on with MODEL_PATH).
+  KVGRAFT_FLYWHEEL (on|off|auto; auto, the default, is on).
 Stops both services on Ctrl-C, SIGTERM or SIGHUP (a closed terminal); the GPU node also stops
   when this process dies.`;
 
-const TINY_PRESET = "tiny-llama";
-const TINY_SEED = "0";
+/** The embedded model: a small model trained here on generated problem families (docs/model.md). */
+export const EMBEDDED_MODEL = "models/kvgraft-math.gguf";
 const GPU_READY_TIMEOUT_MS = 300_000;
 const GPU_STOP_TIMEOUT_MS = 10_000;
 /** The GPU node listens on loopback only: the edge in this process is its one client. */
@@ -70,10 +68,11 @@ export default async function start(argv: string[]): Promise<number> {
   const edgeListen = readListenConfig(inheritedEnv());
 
   // 1. The model.
-  const randomWeights = env.modelPath === undefined;
-  const modelPath = env.modelPath
-    ? requireGgufFile(resolve(env.modelPath), "MODEL_PATH")
-    : join(dataDir, `${TINY_PRESET}-seed${TINY_SEED}.gguf`);
+  const embeddedModel = env.modelPath === undefined;
+  const modelPath = requireGgufFile(
+    env.modelPath ? resolve(env.modelPath) : join(packageRoot(), EMBEDDED_MODEL),
+    env.modelPath ? "MODEL_PATH" : "the embedded model",
+  );
   mkdirSync(dataDir, { recursive: true });
   // A busy port (often an earlier kvgraft still running) is one line naming its holder, found
   // before anything starts.
@@ -83,10 +82,6 @@ export default async function start(argv: string[]): Promise<number> {
     edgeListen.port,
     "stop that process, or set PORT (or EDGE_PORT) to another port",
   );
-  if (!existsSync(modelPath)) {
-    say(`generating a tiny random-weight test model at ${modelPath} ...`);
-    writeSyntheticModel(modelPath, resolveSpec(TINY_PRESET, {}), TINY_SEED);
-  }
 
   // From here on SIGINT, SIGTERM and SIGHUP (a closed terminal) stop both services, also while
   // they start.
@@ -149,7 +144,7 @@ export default async function start(argv: string[]): Promise<number> {
         KVGRAFT_GPU_URL: gpuUrl,
         KVGRAFT_GPU_SECRET: secret,
       },
-      context: { syntheticModel: randomWeights },
+      context: { syntheticModel: false },
     });
     edge = withFlywheelWorker(edge);
     const keyFile = join(dataDir, "admin.key");
@@ -173,7 +168,7 @@ export default async function start(argv: string[]): Promise<number> {
       adminKey: edge.generatedAdminKey,
       dataDir,
       model: modelPath,
-      randomWeights,
+      embeddedModel,
       sandbox,
       flywheel: { enabled: edge.config.flywheel.enabled, setting: edge.config.flywheel.setting },
       starter,
@@ -181,7 +176,7 @@ export default async function start(argv: string[]): Promise<number> {
     if (stop.signal === null) {
       if (json) printJson(summary);
       else
-        printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem, sandbox);
+        printBanner(edge, gpuUrl, keyShell, keyFile, embeddedModel, modelPath, starter.firstProblem, sandbox);
     }
 
     // 6. Run until a stop signal or the GPU node dies.
@@ -265,7 +260,7 @@ function printBanner(
   gpuUrl: string,
   keyShell: string,
   keyFile: string,
-  randomWeights: boolean,
+  embeddedModel: boolean,
   modelPath: string,
   firstProblem: string | null,
   sandbox: SandboxState,
@@ -295,9 +290,9 @@ function printBanner(
       : `  sandbox   ${sandbox.isolation} (each program in its own bubblewrap namespaces)`,
     edge.config.flywheel.enabled
       ? "  flywheel  on: unsure answers are solved again in the background (GET /admin/flywheel shows each item's step)"
-      : `  flywheel  off (KVGRAFT_FLYWHEEL=${edge.config.flywheel.setting}${edge.config.flywheel.setting === "auto" ? " with the random-weight model" : ""}; KVGRAFT_FLYWHEEL=on turns it on)`,
-    randomWeights
-      ? `  model     ${modelPath}\n            NOTE: a tiny RANDOM-WEIGHT TEST MODEL: it produces gibberish. Library answers are real;\n            model answers are not. Set MODEL_PATH=/path/to/model.gguf for a real model.`
+      : `  flywheel  off (KVGRAFT_FLYWHEEL=${edge.config.flywheel.setting}; KVGRAFT_FLYWHEEL=on turns it on)`,
+    embeddedModel
+      ? `  model     ${modelPath}\n            the embedded model: a small model trained here on generated problem families, not a\n            general math model (docs/model.md). MODEL_PATH=/path/to/model.gguf runs another.`
       : `  model     ${modelPath}`,
     edge.generatedAdminKey
       ? `  admin key ${edge.generatedAdminKey}\n            (shown once; also saved to ${keyFile}, readable only by you)`

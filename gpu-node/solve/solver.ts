@@ -40,11 +40,21 @@ const MIN_SAMPLE_TOKENS = 48;
 /** Prompt and chat-template tokens beyond the problem, for the context check. */
 const TEMPLATE_MARGIN = 256;
 
-const SYSTEM_PROMPT =
+/** The system prompt of every solve (the embedded model is trained on it: tools/model/transcripts.ts). */
+export const SYSTEM_PROMPT =
   "You solve math problems. Think step by step and be brief. When asked for the final part, " +
   "reply with JSON only: the final answer as a short string, and a Python 3 program that " +
   "computes it. The problem's numbers, in order of appearance, are in the list PARAMS, which is " +
   "already defined: the program reads them from PARAMS and prints only the answer, on its last line.";
+
+/** The user turn that asks for the final part, with its limits and the problem's numbers. */
+export function finalPartPrompt(limits: FinalLimits, params: readonly string[]): string {
+  return (
+    `Now the final part, as JSON {"answer": ..., "program": ...}: the answer in at most ` +
+    `${limits.answerChars} characters, the program in at most ${limits.programChars}. ` +
+    `PARAMS = [${params.join(",")}].`
+  );
+}
 
 /** How a solve's output budget is spent. */
 export interface SolvePlan {
@@ -93,10 +103,7 @@ export class Solver {
     const plan = planSolve(req.maxTokens, req.samples);
     // Exact literals: a 400-digit number reaches the program as a Python int, not a float or null.
     const { literals: params } = problemTemplate(req.problem);
-    const finalPrompt =
-      `Now the final part, as JSON {"answer": ..., "program": ...}: the answer in at most ` +
-      `${plan.limits.answerChars} characters, the program in at most ${plan.limits.programChars}. ` +
-      `PARAMS = [${params.join(",")}].`;
+    const finalPrompt = finalPartPrompt(plan.limits, params);
     const promptTokens = this.engine.tokenize(`${SYSTEM_PROMPT}\n${req.problem}\n${finalPrompt}`).length;
     const needed = promptTokens + plan.reasoningTokens + plan.finalTokens + TEMPLATE_MARGIN;
     if (needed > this.engine.options.contextSize)

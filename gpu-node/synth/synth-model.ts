@@ -18,9 +18,32 @@ const CHUNK_ELEMENTS = 1 << 22;
 /** Progress callback: bytes written so far out of the total. */
 export type Progress = (written: number, total: number) => void;
 
-function metadata(spec: ModelSpec, name: string): Record<string, MetaValue> {
+/** A model's tokenizer as GGUF metadata carries it (SentencePiece-style, llama.cpp's `llama` tokenizer). */
+export interface TokenizerSpec {
+  tokens: string[];
+  scores: Float32Array;
+  types: Int32Array;
+  unknown: number;
+  bos: number;
+  eos: number;
+  /** A Jinja chat template (`tokenizer.chat_template`), from which node-llama-cpp picks its chat wrapper. */
+  chatTemplate?: string;
+}
+
+/** The embedded synthetic vocabulary of `size` pieces (`<unk>`, `<s>`, `</s>` first). */
+export function syntheticTokenizer(size: number): TokenizerSpec {
+  return { ...buildVocabulary(size), unknown: 0, bos: 1, eos: 2 };
+}
+
+/** The GGUF metadata of a model of this spec named `name`, with this tokenizer. */
+export function modelMetadata(
+  spec: ModelSpec,
+  name: string,
+  vocab: TokenizerSpec = syntheticTokenizer(spec.vocab),
+): Record<string, MetaValue> {
   const a = spec.arch;
-  const vocab = buildVocabulary(spec.vocab);
+  if (vocab.tokens.length !== spec.vocab)
+    throw new Error(`the tokenizer has ${vocab.tokens.length} tokens, the spec ${spec.vocab}`);
   const u32 = (value: number): MetaValue => ({ type: "u32", value });
   const meta: Record<string, MetaValue> = {
     "general.architecture": { type: "str", value: a },
@@ -44,13 +67,15 @@ function metadata(spec: ModelSpec, name: string): Record<string, MetaValue> {
     "tokenizer.ggml.tokens": { type: "str[]", value: vocab.tokens },
     "tokenizer.ggml.scores": { type: "f32[]", value: vocab.scores },
     "tokenizer.ggml.token_type": { type: "i32[]", value: vocab.types },
-    "tokenizer.ggml.unknown_token_id": u32(0),
-    "tokenizer.ggml.bos_token_id": u32(1),
-    "tokenizer.ggml.eos_token_id": u32(2),
+    "tokenizer.ggml.unknown_token_id": u32(vocab.unknown),
+    "tokenizer.ggml.bos_token_id": u32(vocab.bos),
+    "tokenizer.ggml.eos_token_id": u32(vocab.eos),
     "tokenizer.ggml.add_bos_token": { type: "bool", value: true },
     "tokenizer.ggml.add_eos_token": { type: "bool", value: false },
   };
   if (a === "gemma3") meta[`${a}.attention.sliding_window`] = u32(spec.slidingWindow);
+  if (vocab.chatTemplate !== undefined)
+    meta["tokenizer.chat_template"] = { type: "str", value: vocab.chatTemplate };
   return meta;
 }
 
@@ -162,24 +187,49 @@ export function writeSyntheticModel(
   spec: ModelSpec,
   seed: string,
   onProgress?: Progress,
+  tokenizer?: TokenizerSpec,
 ): number {
-  const tensors = tensorList(spec);
   const tables: Tables = {
     half: normalHalfTable(WEIGHT_STD),
     q8: normalQ8Table(),
     q8Scale: toHalfBits(WEIGHT_STD / Q8_LEVEL_SCALE),
   };
+  const meta = modelMetadata(spec, `kvgraft-synthetic-${spec.arch}-seed-${seed}`, tokenizer);
+  return writeModelFile(
+    path,
+    meta,
+    tensorList(spec),
+    (fd, t, onBytes) => writeTensor(fd, t, seed, tables, onBytes),
+    onProgress,
+  );
+}
+
+/**
+ * Writes a GGUF file atomically (temp file, fsync, rename): the header, then each tensor's data
+ * from `writeData` (which must write exactly the tensor's bytes), each padded to the alignment.
+ * Returns the file size.
+ */
+export function writeModelFile(
+  path: string,
+  meta: Record<string, MetaValue>,
+  tensors: TensorSpec[],
+  writeData: (fd: number, tensor: TensorSpec, onBytes: (n: number) => void) => void,
+  onProgress?: Progress,
+): number {
   const temp = `${path}.tmp-${process.pid}`;
   const fd = openSync(temp, "w");
   try {
-    let written = writeGgufHeader(fd, metadata(spec, `kvgraft-synthetic-${spec.arch}-seed-${seed}`), tensors);
+    let written = writeGgufHeader(fd, meta, tensors);
     const total = written + tensors.reduce((s, t) => s + tensorBytes(t) + paddingAfter(tensorBytes(t)), 0);
     const onBytes = (n: number) => {
       written += n;
       onProgress?.(written, total);
     };
     for (const t of tensors) {
-      writeTensor(fd, t, seed, tables, onBytes);
+      const before = written;
+      writeData(fd, t, onBytes);
+      if (written - before !== tensorBytes(t))
+        throw new Error(`${t.name}: wrote ${written - before} bytes, the tensor has ${tensorBytes(t)}`);
       const pad = paddingAfter(tensorBytes(t));
       if (pad > 0) {
         writeSync(fd, Buffer.alloc(pad));

@@ -1,0 +1,45 @@
+/**
+ * The embedded model's layout and training settings (docs/model.md). Changing any of these is a new
+ * model: re-run `scripts/gpu-round.sh train-model` and re-export.
+ */
+import type { ModelSpec } from "../../gpu-node/synth/presets.js";
+
+/** llama layout: RMSNorm, RoPE, grouped-query attention (4 query heads on 2 KV heads), SwiGLU. */
+export const MODEL_SPEC: ModelSpec = {
+  arch: "llama",
+  vocab: 2048,
+  embd: 256,
+  layers: 8,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 64,
+  ffn: 704,
+  contextLength: 2048,
+  slidingWindow: 64,
+  weights: "f16",
+};
+
+/** What tools/model/train.py reads besides the layout. */
+export const TRAINING = {
+  seed: 0,
+  /** Longest transcript trained on, in tokens (longer ones are left out of the data). */
+  trainContext: 512,
+  ropeBase: 10_000,
+  rmsEps: 1e-6,
+  batchSize: 128,
+  steps: 3000,
+  warmupSteps: 200,
+  lr: 2e-3,
+  weightDecay: 0.1,
+  evalEvery: 500,
+  /** Transcripts generated: solves and grafts of the trained families' training phrasings. */
+  solves: 48_000,
+  grafts: 24_000,
+  /** Held-out phrasings of trained families: scored during training, never trained on. */
+  heldOutSolves: 2_000,
+} as const;
+
+/** ChatML, which node-llama-cpp resolves to its ChatMLChatWrapper (the dataset step checks it does). */
+export const CHAT_TEMPLATE =
+  "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}" +
+  "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
