@@ -19,10 +19,12 @@ import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
 import { resolveSpec } from "../../gpu-node/synth/presets.js";
 import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
 import { DomainError } from "../../shared/errors.js";
+import { logLevelSetting, parseEnv } from "../../shared/http/config.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
 import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
+import { startLogSink } from "../log-sink.js";
 import { packageRoot } from "../package-root.js";
 import { ensurePortFree } from "../ports.js";
 
@@ -68,6 +70,10 @@ export default async function start(argv: string[]): Promise<number> {
   const dataDir = resolve(flags["data-dir"] ?? env.dataDir ?? ".data");
   const gpuPort = intFlag(env.gpuPort, "GPU_PORT", 8788, 0);
   const edgeListen = readListenConfig(inheritedEnv());
+  const { KVGRAFT_LOG_LEVEL: logLevel } = parseEnv(
+    z.object({ KVGRAFT_LOG_LEVEL: logLevelSetting }).loose(),
+    inheritedEnv(),
+  );
 
   // 1. The model.
   const randomWeights = env.modelPath === undefined;
@@ -87,6 +93,12 @@ export default async function start(argv: string[]): Promise<number> {
     say(`generating a tiny random-weight test model at ${modelPath} ...`);
     writeSyntheticModel(modelPath, resolveSpec(TINY_PRESET, {}), TINY_SEED);
   }
+
+  // Both services' JSON log lines go to a file; the terminal gets a readable line per event that
+  // matters (cli/log-sink.ts).
+  const logs = startLogSink(join(dataDir, "kvgraft.log"), logLevel, (line) =>
+    process.stderr.write(`${line}\n`),
+  );
 
   // From here on SIGINT, SIGTERM and SIGHUP (a closed terminal) stop both services, also while
   // they start.
@@ -114,7 +126,7 @@ export default async function start(argv: string[]): Promise<number> {
     ready: readyUrl,
     readyTimeoutMs: GPU_READY_TIMEOUT_MS,
     onStdoutLine: (line) => process.stderr.write(`[gpu] ${line}\n`),
-    stderr: "inherit",
+    stderr: logs.gpuStderr,
     // Its own process group: a terminal's Ctrl-C or hangup reaches only this process, which then
     // sends the child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
     detached: true,
@@ -150,8 +162,9 @@ export default async function start(argv: string[]): Promise<number> {
         KVGRAFT_GPU_SECRET: secret,
       },
       context: { syntheticModel: randomWeights },
+      logger: logs.logger,
     });
-    edge = withFlywheelWorker(edge);
+    edge = withFlywheelWorker(edge, { logger: logs.logger.child({ component: "flywheel" }) });
     const keyFile = join(dataDir, "admin.key");
     if (edge.generatedAdminKey) writeFileSync(keyFile, `${edge.generatedAdminKey}\n`, { mode: 0o600 });
 
@@ -172,6 +185,7 @@ export default async function start(argv: string[]): Promise<number> {
       gpuUrl,
       adminKey: edge.generatedAdminKey,
       dataDir,
+      logFile: logs.path,
       model: modelPath,
       randomWeights,
       sandbox,
@@ -181,7 +195,17 @@ export default async function start(argv: string[]): Promise<number> {
     if (stop.signal === null) {
       if (json) printJson(summary);
       else
-        printBanner(edge, gpuUrl, keyShell, keyFile, randomWeights, modelPath, starter.firstProblem, sandbox);
+        printBanner(
+          edge,
+          gpuUrl,
+          keyShell,
+          keyFile,
+          randomWeights,
+          modelPath,
+          starter.firstProblem,
+          sandbox,
+          logs.path,
+        );
     }
 
     // 6. Run until a stop signal or the GPU node dies.
@@ -203,6 +227,8 @@ export default async function start(argv: string[]): Promise<number> {
     await edge?.close();
     await gpu.stop(GPU_STOP_TIMEOUT_MS);
     throw err;
+  } finally {
+    logs.close();
   }
 }
 
@@ -269,6 +295,7 @@ function printBanner(
   modelPath: string,
   firstProblem: string | null,
   sandbox: SandboxState,
+  logFile: string,
 ): void {
   const auth = `-H "Authorization: Bearer ${keyShell}"`;
   const jsonHeader = `-H "Content-Type: application/json"`;
@@ -302,6 +329,7 @@ function printBanner(
     edge.generatedAdminKey
       ? `  admin key ${edge.generatedAdminKey}\n            (shown once; also saved to ${keyFile}, readable only by you)`
       : `  admin key ${keyShell.startsWith("$(") ? `in ${keyFile}` : "from KVGRAFT_ADMIN_KEY"}`,
+    `  logs      ${logFile}\n            (JSON lines of both services, every request included; this terminal shows events and problems)`,
     "",
     "Try it:",
     "  # a verified answer from the library (fast path: no GPU call)",
