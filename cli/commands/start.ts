@@ -314,7 +314,7 @@ function printBanner(
     "",
     "kvgraft is running",
     `  edge      ${edge.url}   (API; OpenAPI at ${edge.url}/openapi.json, health at ${edge.url}/health)`,
-    `  console   ${edge.url}/console   (web console: sign in with the admin key below, or a user key)`,
+    `  console   ${edge.url}/console   (web console: sign in with the admin key below, or a public key)`,
     `  GPU node  ${gpuUrl}   (signed requests only)`,
     `  database  ${edge.config.db.url}`,
     sandbox.isolation === "none"

@@ -3,7 +3,7 @@
  * API. Signing in posts the key once; it then travels in the console's own cookie (session.ts).
  * Every form post is CSRF-checked (Hono's `csrf`: the Origin must be this site) on top of the
  * SameSite=Strict cookie, and every page carries strict security headers with a content security
- * policy that runs only this site's script files. Admin pages and actions refuse user keys with
+ * policy that runs only this site's script files. Admin pages and actions refuse public keys with
  * 403 on the server; the navigation also hides them. The public pages are here, the admin ones in
  * console-admin.routes.tsx.
  */
@@ -155,6 +155,10 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.route("/", adminConsoleRoutes(deps));
+  // Any other console address: a page that says so, with the navigation, not the API's JSON 404.
+  app.get("*", (c) => {
+    throw new DomainError(404, "page_not_found", `There is no console page at ${c.req.path}.`);
+  });
 
   app.onError(renderConsoleError);
   return app;
