@@ -253,12 +253,11 @@ describe("web console in Chromium", () => {
     await page.goto(`${edge.url}/console/playground`);
     await page.getByLabel("Problem").fill(NEW_PROBLEM);
     // A mode the edge does not know: refused (400) before any text is generated.
-    await page.getByLabel("Mode").evaluate((select) => {
-      const option = document.createElement("option");
-      option.value = "bogus";
-      option.selected = true;
-      select.append(option);
-    });
+    await page
+      .getByLabel("Mode")
+      .evaluate((select) =>
+        select.insertAdjacentHTML("beforeend", '<option value="bogus" selected>bogus</option>'),
+      );
     await page.getByRole("button", { name: "Ask" }).click();
     await expect
       .poll(() => page.locator("#answer-panel [role=alert]").textContent())
@@ -453,15 +452,14 @@ describe("web console in Chromium", () => {
     const page = await context.newPage();
     for (const path of ["playground", "library", "flywheel", "nodes", "keys", "uploads", "nope"]) {
       await page.goto(`${edge.url}/console/${path}`);
-      const widths = await page.evaluate(() => {
-        // A wide table scrolls inside its own box (.wide), which must fit.
+      // A wide table scrolls inside its own box (.wide), which must fit. (A string: the test's
+      // TypeScript has no DOM types.)
+      const widths = (await page.evaluate(`(() => {
         const wide = [...document.querySelectorAll("body *")]
           .filter((e) => !e.parentElement?.closest(".wide") && e.getBoundingClientRect().right > 390.5)
-          .map(
-            (e) => `${e.tagName.toLowerCase()}.${e.className} ${Math.round(e.getBoundingClientRect().right)}`,
-          );
+          .map((e) => e.tagName.toLowerCase() + "." + e.className + " " + Math.round(e.getBoundingClientRect().right));
         return { page: document.documentElement.scrollWidth, wide: wide.slice(0, 8) };
-      });
+      })()`)) as { page: number; wide: string[] };
       expect(widths, path).toEqual({ page: 390, wide: [] });
       // Each page's link is on the screen (the navigation wraps; nothing is cut off).
       for (const link of await page.getByRole("navigation").getByRole("link").all()) {
