@@ -13,6 +13,7 @@ import { csrf } from "hono/csrf";
 import { secureHeaders } from "hono/secure-headers";
 import { z } from "zod";
 import { DomainError, tooLarge } from "../../shared/errors.js";
+import { routeOf } from "../../shared/http/request-log.js";
 import { LIMITS } from "../../shared/protocol.js";
 import { getLibraryItem, listLibrary } from "../db/library-pages.js";
 import { problemHits } from "../db/query-stats.js";
@@ -82,6 +83,12 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.use("*", consoleSession(deps));
+  // A console address no page answers: a page that says so, with the navigation, instead of the
+  // API's JSON 404. (A middleware, not a catch-all route, so each page's log line keeps its route.)
+  app.use("*", async (c, next) => {
+    if (c.req.method !== "GET" || routeOf(c) !== "unmatched") return next();
+    throw new DomainError(404, "page_not_found", `There is no console page at ${c.req.path}.`);
+  });
   const examples = async () =>
     (await listLibrary(deps.db, { limit: EXAMPLES })).items.map((item) => item.problem);
 
@@ -155,10 +162,6 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.route("/", adminConsoleRoutes(deps));
-  // Any other console address: a page that says so, with the navigation, not the API's JSON 404.
-  app.get("*", (c) => {
-    throw new DomainError(404, "page_not_found", `There is no console page at ${c.req.path}.`);
-  });
 
   app.onError(renderConsoleError);
   return app;
