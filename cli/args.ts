@@ -1,4 +1,5 @@
 import { closeSync, openSync, readSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 
 /**
@@ -51,6 +52,21 @@ export function requireFlag(value: unknown, name: string): string {
 /** Prints the machine-readable result as the last line of stdout. */
 export function printJson(result: unknown): void {
   process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+/** Reads the text file a flag names; a file that is missing or unreadable is a UserError saying so in words. */
+export async function readFlagFile(path: string, flag: string): Promise<string> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR")
+      throw new UserError(`${flag} ${path} does not exist; check the path`);
+    if (code === "EISDIR") throw new UserError(`${flag} ${path} is a folder; give the path of a file`);
+    if (code === "EACCES" || code === "EPERM")
+      throw new UserError(`${flag} ${path} cannot be read (no permission); check its permissions`);
+    throw err;
+  }
 }
 
 /**

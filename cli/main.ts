@@ -50,24 +50,33 @@ const commands: Record<string, Command> = {
   flywheel: { module: "./commands/flywheel.js", summary: "run the flywheel worker" },
 };
 
+/** The top-level help: every command and the global flags, in two aligned columns. */
 function usage(): string {
-  const lines: string[] = [];
+  const rows: [string, string][] = [];
   for (const [name, command] of Object.entries(commands)) {
-    if (!command.subcommands) lines.push(`  ${name.padEnd(14)} ${command.summary}`);
+    if (!command.subcommands) rows.push([name, command.summary]);
     else
       for (const [sub, summary] of Object.entries(command.subcommands))
-        lines.push(`  ${`${name} ${sub}`.padEnd(14)} ${summary}`);
+        rows.push([`${name} ${sub}`, summary]);
   }
+  const general: [string, string][] = [
+    ["kvgraft <command> --help", "the command's flags"],
+    ["kvgraft --version", "the version"],
+    ["--json", "print one JSON object as the last stdout line"],
+    ["--verbose", "print the stack trace of an internal error"],
+  ];
+  // The summaries start in one column: commands are indented by 2, the general lines are not.
+  const width =
+    Math.max(...rows.map(([name]) => name.length + 2), ...general.map(([name]) => name.length)) + 2;
+  const column = (rows: [string, string][], indent: string) =>
+    rows.map(([name, summary]) => `${indent}${name.padEnd(width - indent.length)}${summary}`);
   return [
     "usage: kvgraft <command> [flags]",
     "",
     "commands:",
-    ...lines,
+    ...column(rows, "  "),
     "",
-    "kvgraft <command> --help     the command's flags",
-    "kvgraft --version            the version",
-    "--json                       print one JSON object as the last stdout line",
-    "--verbose                    print the stack trace of an internal error",
+    ...column(general, ""),
   ].join("\n");
 }
 

@@ -22,12 +22,9 @@ const envSchema = z
     /** Base URL clients use to reach the GPU node's import endpoints (upload grants); default the above. */
     KVGRAFT_GPU_PUBLIC_URL: z.url().optional(),
     /** Shared secret for signed edge-to-GPU requests and upload grants. */
-    KVGRAFT_GPU_SECRET: z.string().min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters").optional(),
+    KVGRAFT_GPU_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
     /** The secret KVGRAFT_GPU_SECRET replaces: heartbeats signed with it are still accepted during a rotation. */
-    KVGRAFT_GPU_SECRET_PREVIOUS: z
-      .string()
-      .min(16, "KVGRAFT_GPU_SECRET_PREVIOUS must be at least 16 characters")
-      .optional(),
+    KVGRAFT_GPU_SECRET_PREVIOUS: z.string().min(16, "must be at least 16 characters").optional(),
     /**
      * A Cloudflare Access service token (both or neither): sent as CF-Access-Client-Id and
      * CF-Access-Client-Secret on every call to a GPU node, which Access in front of the node's

@@ -13,12 +13,9 @@ const envSchema = z.object({
   /** llama.cpp threads; defaults to the available parallelism. */
   KV_THREADS: z.coerce.number().int().positive().optional(),
   /** Shared secret for signed edge-to-GPU requests. */
-  KVGRAFT_GPU_SECRET: z.string().min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters").optional(),
+  KVGRAFT_GPU_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
   /** The secret KVGRAFT_GPU_SECRET replaces: still accepted during a rotation (docs/deploy.md). */
-  KVGRAFT_GPU_SECRET_PREVIOUS: z
-    .string()
-    .min(16, "KVGRAFT_GPU_SECRET_PREVIOUS must be at least 16 characters")
-    .optional(),
+  KVGRAFT_GPU_SECRET_PREVIOUS: z.string().min(16, "must be at least 16 characters").optional(),
   /** A real GGUF model; without it the embedded default generates a tiny random-weight model. */
   MODEL_PATH: z.string().min(1).optional(),
   /** Cloudflare Access application audience (AUD tag); with the team domain, requests need an Access JWT. */

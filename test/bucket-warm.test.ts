@@ -18,21 +18,22 @@ import { Engine } from "../gpu-node/engine/engine.js";
 import { DomainError } from "../shared/errors.js";
 import type { BlockManifest } from "../shared/protocol.js";
 import { randomBlockFile } from "./helpers/block-files.js";
-import { engineBuildPresent } from "./helpers/engine-build.js";
+import { noEngineBuildReason } from "./helpers/engine-build.js";
 import { syntheticModel } from "./helpers/models.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
+import { skipEachWith } from "./helpers/skip.js";
 
-const present = await engineBuildPresent();
-if (!present)
-  console.warn("bucket-warm.test: skipped: no kvgraft engine build (run `bash scripts/build-engine.sh cpu`)");
+const NO_ENGINE = await noEngineBuildReason();
 
 const QUERY = " What follows from this? Answer:";
 
-describe.skipIf(!present)("engine build: a bucket fetch fills the warm arena", () => {
+describe("engine build: a bucket fetch fills the warm arena", () => {
+  skipEachWith(NO_ENGINE, "bucket-warm.test");
   const roots: string[] = [];
   let s3: TestBucketServer;
   let engine: Engine;
   beforeAll(async () => {
+    if (NO_ENGINE) return;
     s3 = await startS3Server();
     engine = await Engine.open({
       modelPath: syntheticModel("tiny-llama"),

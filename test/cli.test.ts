@@ -84,6 +84,11 @@ describe("kvgraft --help and --version", () => {
     );
     for (const words of listed) expect(r.stdout).toContain(`  ${words.join(" ")} `);
     expect(r.stdout).toContain("--version");
+    // Every summary starts in one column, the general lines' included.
+    const rows = r.stdout.split("\n").filter((l) => / {2,}\S/.test(l.trimStart()));
+    const columns = new Set(rows.map((l) => l.length - l.trimStart().replace(/^\S+( \S+)* {2,}/, "").length));
+    expect(rows.length).toBeGreaterThan(listed.length);
+    expect([...columns]).toHaveLength(1);
   });
 
   it.for(HELP_CASES)("kvgraft %s --help exits 0 with its usage", (words) => {
@@ -135,6 +140,18 @@ const MISTAKES: Mistake[] = [
     args: () => ["synth-model", "--preset", "tiny-llama", "--out", "/nonexistent/x.gguf"],
     line: () =>
       /^kvgraft synth-model: --out \/nonexistent\/x\.gguf: the folder \/nonexistent does not exist; create it/,
+  },
+  {
+    name: "sandbox --file that does not exist",
+    args: () => ["sandbox", "--file", "/nonexistent/p.py"],
+    line: () => /^kvgraft sandbox: --file \/nonexistent\/p\.py does not exist; check the path$/,
+  },
+  {
+    name: "serve edge with a short KVGRAFT_GPU_SECRET (the name said once)",
+    args: () => ["serve", "edge", "--port", "0"],
+    env: () => ({ KVGRAFT_GPU_SECRET: "short" }),
+    line: () =>
+      /^kvgraft serve edge: invalid edge configuration: KVGRAFT_GPU_SECRET: must be at least 16 characters /,
   },
   {
     name: "an unknown flag",

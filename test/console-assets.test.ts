@@ -23,6 +23,7 @@ describe("console assets", () => {
     const assets = loadConsoleAssets();
     expect(assets("console.js")?.type).toBe("text/javascript; charset=utf-8");
     expect(assets("uPlot.min.css")?.type).toBe("text/css; charset=utf-8");
+    expect(assets("favicon.svg")?.type).toBe("image/svg+xml");
     expect(assets("../node-assets.ts")).toBeNull();
     expect(assets("missing.js")).toBeNull();
   });

@@ -3,11 +3,13 @@
  * driven by playwright-core; no browser download) against a real edge (Node entry, libSQL file) and
  * the loopback GPU node, all on loopback. One browser and one edge serve every case: sign in with
  * a key, ask a library problem (library answer, 0 GPU tokens) and a new one (asked from the
- * keyboard; the model's answer streams in), accept a flywheel item, see a node's charts drawn with
- * data, create and revoke a key, upload a block in chunks through the upload grant, and find that a
- * user key sees no admin pages and is refused them (403) on the server. Each page gets an axe-core
+ * keyboard; the model's answer streams in; a failed one leaves only its error), find the console's
+ * own not-found page and icon, accept a flywheel item, see a node's charts drawn with data over the
+ * last hour, create and revoke a key (one role name, public, as in the API), upload a block in
+ * chunks through the upload grant, fit every page into a 390 px phone, and find that a public key
+ * sees no admin pages and is refused them (403) on the server. Each page gets an axe-core
  * check (no serious or critical violations) and a screenshot under test-results/console/; the
- * playground's and the nodes page's are copied to docs/img/ for the README when
+ * playground's (desktop and phone) and the nodes page's are copied to docs/img/ for the README when
  * KVGRAFT_UPDATE_SCREENSHOTS=1 (a plain run leaves the checkout as it was).
  * Skips, saying why, where no chromium executable is installed (`.ci/run` installs it; CHROMIUM_PATH
  * names another).
@@ -177,6 +179,9 @@ describe("web console in Chromium", () => {
     const csp = res?.headers()["content-security-policy"] ?? "";
     expect(csp).toContain("script-src 'self'");
     expect(csp).toContain("default-src 'none'");
+    expect(await page.textContent("main")).toMatch(
+      /A public key opens the playground and the library; an admin key also opens the flywheel, the nodes and tiers, the keys and the uploads pages/,
+    );
     await expectAccessible(page);
     await shot(page, "signin");
     await page.getByLabel("API key").fill("kvg_AAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB");
@@ -243,6 +248,44 @@ describe("web console in Chromium", () => {
     expect(await page.getByLabel("Mode").inputValue()).toBe("verified");
   });
 
+  it("a question that fails leaves the error, and no empty box of generated text", async () => {
+    const { page } = admin;
+    await page.goto(`${edge.url}/console/playground`);
+    await page.getByLabel("Problem").fill(NEW_PROBLEM);
+    // A mode the edge does not know: refused (400) before any text is generated.
+    await page
+      .getByLabel("Mode")
+      .evaluate((select) =>
+        select.insertAdjacentHTML("beforeend", '<option value="bogus" selected>bogus</option>'),
+      );
+    await page.getByRole("button", { name: "Ask" }).click();
+    await expect
+      .poll(() => page.locator("#answer-panel [role=alert]").textContent())
+      .toContain("The solve failed");
+    expect(await page.locator("#stream-section").isHidden()).toBe(true);
+    await expectAccessible(page);
+  });
+
+  it("an unknown console address is the console's own not-found page; every page names its icon", async () => {
+    const { page } = admin;
+    const res = await page.goto(`${edge.url}/console/nope`);
+    expect(res?.status()).toBe(404);
+    expect(res?.headers()["content-type"]).toContain("text/html");
+    expect(await page.textContent("h1")).toBe("Not found");
+    expect(await page.getByRole("alert").textContent()).toBe(
+      "There is no console page at /console/nope. (page_not_found, HTTP 404)",
+    );
+    expect(await page.getByRole("navigation").getByRole("link").count()).toBe(6);
+    await expectAccessible(page);
+    await shot(page, "not-found");
+    // The icon is the console's own (no request for a /favicon.ico the edge does not have).
+    const href = await page.locator('link[rel="icon"]').getAttribute("href");
+    expect(href).toBe("/console/assets/favicon.svg");
+    const icon = await page.request.get(`${edge.url}${href}`);
+    expect(icon.status()).toBe(200);
+    expect(icon.headers()["content-type"]).toBe("image/svg+xml");
+  });
+
   it("browses and searches the library; a problem's page shows its program, block and hits", async () => {
     const { page } = admin;
     await page.goto(`${edge.url}/console/library`);
@@ -276,6 +319,9 @@ describe("web console in Chromium", () => {
   it("draws each node's tier charts (bytes and blocks) from the samples of its views", async () => {
     const { page } = admin;
     await page.goto(`${edge.url}/console/nodes`);
+    // The first view is the first sample: each chart says so instead of drawing a lone point unexplained.
+    await page.waitForSelector(".charts canvas");
+    expect(await page.locator(".chart-note").first().textContent()).toContain("One sample so far");
     // A reworded library problem is grafted with its block (the loopback node restores it "hot").
     await page.goto(`${edge.url}/console/playground`);
     await page.getByLabel("Problem").fill(REWORDED);
@@ -288,9 +334,14 @@ describe("web console in Chromium", () => {
     await page.waitForSelector(".charts canvas");
     const data = JSON.parse((await page.textContent("#node-samples")) ?? "{}") as {
       times: number[];
+      end: number;
+      windowS: number;
       nodes: { charts: { title: string; unit: string; series: { values: (number | null)[] }[] }[] }[];
     };
     expect(data.times.length).toBeGreaterThanOrEqual(2);
+    expect(await page.locator(".chart-note").count()).toBe(0);
+    // The time axis is the last hour up to this view's sample, whatever the samples span.
+    expect(data).toMatchObject({ end: data.times.at(-1), windowS: 3600 });
     const charts = data.nodes[0]?.charts ?? [];
     const tiers = charts.find((c) => c.title === "Blocks by tier");
     expect(tiers?.series[0]?.values.every((v) => v === starter.length)).toBe(true);
@@ -345,8 +396,15 @@ describe("web console in Chromium", () => {
   it("creates a key, shows its plaintext once, and revokes it", async () => {
     const { page } = admin;
     await page.goto(`${edge.url}/console/keys`);
+    // One name for the role, as the API has it: public.
+    expect(await page.getByLabel("Role").locator("option").allTextContents()).toEqual([
+      "public (playground, library, /v1)",
+      "admin (everything)",
+    ]);
     await page.getByLabel("Label").fill("reader");
     await page.getByRole("button", { name: "Create" }).click();
+    expect(await page.textContent("#created-title")).toBe("New public key");
+    expect(await page.locator("tr", { hasText: "reader" }).locator("td").nth(2).textContent()).toBe("public");
     expect(await page.textContent("#created-key")).toMatch(/^kvg_[0-9A-Za-z]{8}_[0-9A-Za-z]{32}$/);
     await expectAccessible(page);
     await shot(page, "keys");
@@ -388,6 +446,34 @@ describe("web console in Chromium", () => {
     expect(await page.textContent("main")).toContain(manifest.sha256);
   });
 
+  it("fits a 390 px phone: every page as wide as the screen, the whole navigation reachable", async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+    await context.addCookies(await admin.context.cookies());
+    const page = await context.newPage();
+    for (const path of ["playground", "library", "flywheel", "nodes", "keys", "uploads", "nope"]) {
+      await page.goto(`${edge.url}/console/${path}`);
+      // A wide table scrolls inside its own box (.wide), which must fit. (A string: the test's
+      // TypeScript has no DOM types.)
+      const widths = (await page.evaluate(`(() => {
+        const wide = [...document.querySelectorAll("body *")]
+          .filter((e) => !e.parentElement?.closest(".wide") && e.getBoundingClientRect().right > 390.5)
+          .map((e) => e.tagName.toLowerCase() + "." + e.className + " " + Math.round(e.getBoundingClientRect().right));
+        return { page: document.documentElement.scrollWidth, wide: wide.slice(0, 8) };
+      })()`)) as { page: number; wide: string[] };
+      expect(widths, path).toEqual({ page: 390, wide: [] });
+      // Each page's link is on the screen (the navigation wraps; nothing is cut off).
+      for (const link of await page.getByRole("navigation").getByRole("link").all()) {
+        const box = await link.boundingBox();
+        expect(box && box.x >= 0 && box.x + box.width <= 390, `${path}: ${await link.textContent()}`).toBe(
+          true,
+        );
+      }
+      const file = await shot(page, `mobile-${path}`);
+      if (path === "playground") readmeShot(file, "console-mobile.png");
+    }
+    await context.close();
+  });
+
   it("refuses a cross-site form post (CSRF) and runs no inline script", async () => {
     const res = await admin.page.request.post(`${edge.url}/console/keys`, {
       form: { label: "evil", role: "admin" },
@@ -407,8 +493,9 @@ describe("web console in Chromium", () => {
     expect(cspViolations).toEqual([]);
   });
 
-  it("a user key: no admin links, and every admin page and action is 403 on the server", async () => {
+  it("a public key: no admin links, and every admin page and action is 403 on the server", async () => {
     const user = await signedIn(userKey);
+    expect(await user.page.textContent(".role")).toBe("public key");
     const nav = (await user.page.getByRole("navigation").textContent()) ?? "";
     expect(nav).toContain("Playground");
     expect(nav).not.toContain("Flywheel");

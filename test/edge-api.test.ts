@@ -365,6 +365,27 @@ describe("request bodies", () => {
     const q = await call(e, "GET", "/v1/library?limit=0", { key: e.adminKey });
     expect(q.status).toBe(400);
   });
+
+  it("OpenAI-compatible 400s name the failing field in param and the message", async () => {
+    const messages = [{ role: "user", content: "1+1" }];
+    for (const [body, param] of [
+      [{ model: "kvgraft", messages: [] }, "messages"],
+      [{ messages }, "model"],
+      [{ model: "kvgraft", messages: [{ content: "1+1" }] }, "messages.0.role"],
+      [{ model: "kvgraft", messages, max_tokens: 0 }, "max_tokens"],
+    ] as const) {
+      const res = await call(e, "POST", "/v1/chat/completions", { key: e.adminKey, body });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      const err = (await json(res)).error;
+      expect(err).toMatchObject({ code: "invalid_request", type: "invalid_request_error", param });
+      expect(err.message).toMatch(
+        new RegExp(`^The request failed validation: ${param.replaceAll(".", "\\.")}: .+\\.$`),
+      );
+    }
+    // An error that names no field keeps param null.
+    const empty = await call(e, "POST", "/v1/chat/completions", { key: e.adminKey, rawBody: "" });
+    expect((await json(empty)).error).toMatchObject({ code: "invalid_json", param: null });
+  });
 });
 
 describe("rate limits", () => {

@@ -25,6 +25,8 @@ type Json = Record<string, any>;
 interface Started {
   child: ChildProcess;
   summary: Json;
+  /** What `start` wrote to its terminal's stderr so far. */
+  stderr(): string;
 }
 
 /** The test's environment without what would change what `start` does. */
@@ -44,7 +46,7 @@ async function startKvgraft(dataDir: string): Promise<Started> {
     ready: (line) => line as Json,
     readyTimeoutMs: START_TIMEOUT_MS,
   });
-  return { child: started.child, summary: await started.ready };
+  return { child: started.child, summary: await started.ready, stderr: started.stderr };
 }
 
 /** Sends `signal` and resolves with the exit code (fails the test after 30 s). */
@@ -110,6 +112,21 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     expect(consolePage.url).toBe(`${url}/console/signin`);
     expect(await consolePage.text()).toContain('name="key"');
     expect(readFileSync(join(dataDir, "admin.key"), "utf8").trim()).toBe(run.summary.adminKey);
+    // The terminal gets a readable line per event, no JSON line per request; the log file has every
+    // line of both services as JSON, the requests of the deposits (GPU node) and of this test (edge).
+    expect(run.summary.logFile).toBe(join(dataDir, "kvgraft.log"));
+    expect(run.stderr()).toMatch(/^\d\d:\d\d:\d\d gpu sandbox: isolation bwrap/m);
+    expect(run.stderr()).not.toMatch(/^\{/m);
+    const logged = readFileSync(run.summary.logFile, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Json);
+    expect(
+      logged.filter((r) => r.service === "gpu" && r.route === "/v1/blocks").length,
+    ).toBeGreaterThanOrEqual(12);
+    expect(logged.filter((r) => r.service === "edge").map((r) => `${r.message} ${r.route}`)).toContain(
+      "request /console/signin",
+    );
     const health = await (await fetch(`${url}/health`)).json();
     expect(health).toMatchObject({ status: "ok", db: { status: "ok" }, gpu: { status: "ok" } });
     const library = await api("GET", "/v1/library?limit=100");

@@ -21,16 +21,14 @@ import {
   saveSequenceToMemory,
 } from "../gpu-node/engine/state-memory.js";
 import { DomainError } from "../shared/errors.js";
-import { engineBuildPresent } from "./helpers/engine-build.js";
+import { noEngineBuildReason } from "./helpers/engine-build.js";
 import { syntheticModel } from "./helpers/models.js";
+import { skipEachWith } from "./helpers/skip.js";
 
-const present = await engineBuildPresent();
-if (!present)
-  console.warn(
-    "engine-memory.test: skipped: no kvgraft engine build (run `bash scripts/build-engine.sh cpu`)",
-  );
+const NO_ENGINE = await noEngineBuildReason();
 
-describe.skipIf(!present)("engine build: in-memory state path", () => {
+describe("engine build: in-memory state path", () => {
+  skipEachWith(NO_ENGINE, "engine-memory.test");
   const dirs: string[] = [];
   let engine: Engine;
   const fresh = (label: string) => {
@@ -40,6 +38,7 @@ describe.skipIf(!present)("engine build: in-memory state path", () => {
   };
 
   beforeAll(async () => {
+    if (NO_ENGINE) return;
     engine = await Engine.open({
       modelPath: syntheticModel("tiny-llama"),
       slots: 3,

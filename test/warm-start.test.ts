@@ -17,8 +17,9 @@ import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { createLogger } from "../shared/http/logger.js";
 import type { BlockManifest, Health } from "../shared/protocol.js";
 import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
-import { engineBuildPresent } from "./helpers/engine-build.js";
+import { noEngineBuildReason } from "./helpers/engine-build.js";
 import { syntheticModel } from "./helpers/models.js";
+import { skipEachWith } from "./helpers/skip.js";
 
 const root = join(import.meta.dirname, "..");
 const SECRET = "warm-start-secret-0123456789";
@@ -174,13 +175,10 @@ describe("serve gpu: warm start", () => {
   });
 });
 
-const present = await engineBuildPresent();
-if (!present)
-  console.warn(
-    "warm-start.test: engine-build part skipped: no kvgraft engine build (run `bash scripts/build-engine.sh cpu`)",
-  );
+const NO_ENGINE = await noEngineBuildReason();
 
-describe.skipIf(!present)("engine build: warm start fills the pinned arena", () => {
+describe("engine build: warm start fills the pinned arena", () => {
+  skipEachWith(NO_ENGINE, "warm-start.test (engine-build part)");
   it("a reopened store's blocks are read into the arena, chunk-checked, and grafts load from it", async () => {
     const dir = mkdtempSync(join(tmpdir(), "kvgraft-warm-start-engine-"));
     const engine = await Engine.open({ modelPath: model, slots: 2, contextSize: 1024, binary: "lastBuild" });

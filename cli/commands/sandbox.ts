@@ -1,7 +1,6 @@
-import { readFile } from "node:fs/promises";
 import { type ProgramResult, Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { DomainError } from "../../shared/errors.js";
-import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
+import { parseFlags, printJson, readFlagFile, requireFlag, UsageError } from "../args.js";
 
 const HELP = `usage: kvgraft sandbox --file PROGRAM.py [--params JSON] [--expect ANSWER] [--json]
 
@@ -26,9 +25,7 @@ export default async function sandbox(argv: string[]): Promise<number> {
     return 0;
   }
   const file = requireFlag(flags.file, "file");
-  const source = await readFile(file, "utf8").catch((err: NodeJS.ErrnoException) => {
-    throw new UsageError(`cannot read --file ${file}: ${err.code ?? err.message}`);
-  });
+  const source = await readFlagFile(file, "--file");
   const params = flags.params === undefined ? [] : parseParams(flags.params);
   let sandbox: Sandbox;
   try {

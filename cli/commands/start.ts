@@ -17,10 +17,12 @@ import { adminSolutionRequestSchema } from "../../edge/schemas.js";
 import { depositSolution } from "../../edge/services/admin.service.js";
 import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
 import { DomainError } from "../../shared/errors.js";
+import { logLevelSetting, parseEnv } from "../../shared/http/config.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
 import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
+import { startLogSink } from "../log-sink.js";
 import { packageRoot } from "../package-root.js";
 import { ensurePortFree } from "../ports.js";
 
@@ -66,6 +68,10 @@ export default async function start(argv: string[]): Promise<number> {
   const dataDir = resolve(flags["data-dir"] ?? env.dataDir ?? ".data");
   const gpuPort = intFlag(env.gpuPort, "GPU_PORT", 8788, 0);
   const edgeListen = readListenConfig(inheritedEnv());
+  const { KVGRAFT_LOG_LEVEL: logLevel } = parseEnv(
+    z.object({ KVGRAFT_LOG_LEVEL: logLevelSetting }).loose(),
+    inheritedEnv(),
+  );
 
   // 1. The model.
   const embeddedModel = env.modelPath === undefined;
@@ -81,6 +87,12 @@ export default async function start(argv: string[]): Promise<number> {
     edgeListen.host,
     edgeListen.port,
     "stop that process, or set PORT (or EDGE_PORT) to another port",
+  );
+
+  // Both services' JSON log lines go to a file; the terminal gets a readable line per event that
+  // matters (cli/log-sink.ts).
+  const logs = startLogSink(join(dataDir, "kvgraft.log"), logLevel, (line) =>
+    process.stderr.write(`${line}\n`),
   );
 
   // From here on SIGINT, SIGTERM and SIGHUP (a closed terminal) stop both services, also while
@@ -109,7 +121,7 @@ export default async function start(argv: string[]): Promise<number> {
     ready: readyUrl,
     readyTimeoutMs: GPU_READY_TIMEOUT_MS,
     onStdoutLine: (line) => process.stderr.write(`[gpu] ${line}\n`),
-    stderr: "inherit",
+    stderr: logs.gpuStderr,
     // Its own process group: a terminal's Ctrl-C or hangup reaches only this process, which then
     // sends the child exactly one SIGTERM (a second signal would cut the GPU node's drain short).
     detached: true,
@@ -145,8 +157,9 @@ export default async function start(argv: string[]): Promise<number> {
         KVGRAFT_GPU_SECRET: secret,
       },
       context: { syntheticModel: false },
+      logger: logs.logger,
     });
-    edge = withFlywheelWorker(edge);
+    edge = withFlywheelWorker(edge, { logger: logs.logger.child({ component: "flywheel" }) });
     const keyFile = join(dataDir, "admin.key");
     if (edge.generatedAdminKey) writeFileSync(keyFile, `${edge.generatedAdminKey}\n`, { mode: 0o600 });
 
@@ -167,6 +180,7 @@ export default async function start(argv: string[]): Promise<number> {
       gpuUrl,
       adminKey: edge.generatedAdminKey,
       dataDir,
+      logFile: logs.path,
       model: modelPath,
       embeddedModel,
       sandbox,
@@ -176,7 +190,17 @@ export default async function start(argv: string[]): Promise<number> {
     if (stop.signal === null) {
       if (json) printJson(summary);
       else
-        printBanner(edge, gpuUrl, keyShell, keyFile, embeddedModel, modelPath, starter.firstProblem, sandbox);
+        printBanner(
+          edge,
+          gpuUrl,
+          keyShell,
+          keyFile,
+          embeddedModel,
+          modelPath,
+          starter.firstProblem,
+          sandbox,
+          logs.path,
+        );
     }
 
     // 6. Run until a stop signal or the GPU node dies.
@@ -198,6 +222,8 @@ export default async function start(argv: string[]): Promise<number> {
     await edge?.close();
     await gpu.stop(GPU_STOP_TIMEOUT_MS);
     throw err;
+  } finally {
+    logs.close();
   }
 }
 
@@ -264,6 +290,7 @@ function printBanner(
   modelPath: string,
   firstProblem: string | null,
   sandbox: SandboxState,
+  logFile: string,
 ): void {
   const auth = `-H "Authorization: Bearer ${keyShell}"`;
   const jsonHeader = `-H "Content-Type: application/json"`;
@@ -282,7 +309,7 @@ function printBanner(
     "",
     "kvgraft is running",
     `  edge      ${edge.url}   (API; OpenAPI at ${edge.url}/openapi.json, health at ${edge.url}/health)`,
-    `  console   ${edge.url}/console   (web console: sign in with the admin key below, or a user key)`,
+    `  console   ${edge.url}/console   (web console: sign in with the admin key below, or a public key)`,
     `  GPU node  ${gpuUrl}   (signed requests only)`,
     `  database  ${edge.config.db.url}`,
     sandbox.isolation === "none"
@@ -297,6 +324,7 @@ function printBanner(
     edge.generatedAdminKey
       ? `  admin key ${edge.generatedAdminKey}\n            (shown once; also saved to ${keyFile}, readable only by you)`
       : `  admin key ${keyShell.startsWith("$(") ? `in ${keyFile}` : "from KVGRAFT_ADMIN_KEY"}`,
+    `  logs      ${logFile}\n            (JSON lines of both services, every request included; this terminal shows events and problems)`,
     "",
     "Try it:",
     "  # a verified answer from the library (fast path: no GPU call)",

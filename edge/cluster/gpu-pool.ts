@@ -150,7 +150,6 @@ export function createGpuPool(options: GpuPoolOptions): GpuPool {
 
   async function nodeFailed(id: string, err: unknown): Promise<void> {
     directory.markSuspect(id);
-    metrics.of(id).failures++;
     if (directory.isUnregisteredStatic(id)) directory.markStaticDown();
     // Routing skips it already (suspect); the registry write need not hold up the retry.
     else if (classifyFailure(err) === "gone") void markNodeDown(db, id).catch(() => undefined);

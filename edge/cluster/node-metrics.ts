@@ -3,11 +3,16 @@ import type { RouteTier } from "./placement.js";
 
 /** Per-node counters kept by this edge process. */
 export interface NodeMetrics {
+  /** Calls (attempts) this edge process sent to the node. */
   requests: number;
   /** Calls this edge process has open on the node now (a gauge; graft routing balances on it). */
   inFlight: number;
+  /**
+   * Calls that ended in an error of any kind (the node's error answer, a refusal, a timeout, an
+   * unreachable node), whether or not they were retried elsewhere; not the calls whose caller left.
+   */
   failures: number;
-  /** Calls that failed here and were retried on another node. */
+  /** Of the failures, the calls that were then retried on another node. */
   failovers: number;
   grafts: Record<RouteTier, number>;
   copiesIn: number;

@@ -17,7 +17,7 @@ import type { Database } from "../db/database.js";
 import { blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
 import { type ModelCallOptions, modelCall, toDomainError } from "./gpu.js";
 import type { NodeDirectory, PoolNode } from "./node-directory.js";
-import type { MetricsBook } from "./node-metrics.js";
+import type { MetricsBook, NodeMetrics } from "./node-metrics.js";
 import { majorityGroup, preferIdle, type RouteTier, routeCandidates } from "./placement.js";
 
 /** What the pool's calls share. */
@@ -134,9 +134,12 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
     const started = performance.now();
     const attempts: Routed<never>["attempts"] = [];
     let lastError: unknown;
+    let failedHere: NodeMetrics | null = null;
     for (const nodeId of candidates.slice(0, 2)) {
       const left = timeoutMs - (performance.now() - started);
       if (attempts.length > 0 && left < MIN_RETRY_BUDGET_MS) break;
+      // Counted as the retry starts: a call that failed on the only candidate was not failed over.
+      if (failedHere) failedHere.failovers++;
       const t0 = performance.now();
       const m = deps.metrics.of(nodeId);
       m.requests++;
@@ -157,6 +160,7 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
         if (isShed(err)) m.shed++;
         // The caller gave up: not the node's fault, and nobody waits for a retry.
         if (external?.aborted) throw toDomainError(err, timeoutMs);
+        m.failures++;
         const started = err instanceof StreamStartedError;
         const failure = started ? err.failure : err;
         const kind = classifyFailure(failure);
@@ -167,7 +171,7 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
         else if (kind === "gone") await deps.nodeGone(nodeId, failure);
         else if (kind === "suspect") deps.markSuspect(nodeId);
         if (started) throw toDomainError(failure, timeoutMs);
-        m.failovers++;
+        failedHere = m;
       } finally {
         m.inFlight--;
       }

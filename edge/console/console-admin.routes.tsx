@@ -1,6 +1,6 @@
 /**
  * The console's admin pages and actions: flywheel, nodes and tiers, keys, uploads. Every one of them,
- * whatever the method, refuses a user key with 403 on the server (`consoleAdminOnly`), not only by
+ * whatever the method, refuses a public key with 403 on the server (`consoleAdminOnly`), not only by
  * leaving its link out of the navigation.
  */
 import { Hono } from "hono";

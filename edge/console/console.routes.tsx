@@ -3,7 +3,7 @@
  * API. Signing in posts the key once; it then travels in the console's own cookie (session.ts).
  * Every form post is CSRF-checked (Hono's `csrf`: the Origin must be this site) on top of the
  * SameSite=Strict cookie, and every page carries strict security headers with a content security
- * policy that runs only this site's script files. Admin pages and actions refuse user keys with
+ * policy that runs only this site's script files. Admin pages and actions refuse public keys with
  * 403 on the server; the navigation also hides them. The public pages are here, the admin ones in
  * console-admin.routes.tsx.
  */
@@ -13,6 +13,7 @@ import { csrf } from "hono/csrf";
 import { secureHeaders } from "hono/secure-headers";
 import { z } from "zod";
 import { DomainError, tooLarge } from "../../shared/errors.js";
+import { routeOf } from "../../shared/http/request-log.js";
 import { LIMITS } from "../../shared/protocol.js";
 import { getLibraryItem, listLibrary } from "../db/library-pages.js";
 import { problemHits } from "../db/query-stats.js";
@@ -82,6 +83,12 @@ export function consoleRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.use("*", consoleSession(deps));
+  // A console address no page answers: a page that says so, with the navigation, instead of the
+  // API's JSON 404. (A middleware, not a catch-all route, so each page's log line keeps its route.)
+  app.use("*", async (c, next) => {
+    if (c.req.method !== "GET" || routeOf(c) !== "unmatched") return next();
+    throw new DomainError(404, "page_not_found", `There is no console page at ${c.req.path}.`);
+  });
   const examples = async () =>
     (await listLibrary(deps.db, { limit: EXAMPLES })).items.map((item) => item.problem);
 

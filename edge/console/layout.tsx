@@ -34,6 +34,7 @@ export function Layout(props: {
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · kvgraft console`}</title>
+        <link rel="icon" href={`${ASSETS}/favicon.svg`} type="image/svg+xml" />
         <link rel="stylesheet" href={`${ASSETS}/console.css`} />
         {(props.styles ?? []).map((href) => (
           <link rel="stylesheet" href={`${ASSETS}/${href}`} />
@@ -63,7 +64,7 @@ export function Layout(props: {
           )}
           {props.admin !== null && (
             <form method="post" action={`${CONSOLE_PATH}/signout`} class="signout">
-              <span class="role">{props.admin ? "admin key" : "user key"}</span>
+              <span class="role">{props.admin ? "admin key" : "public key"}</span>
               <button type="submit">Sign out</button>
             </form>
           )}
@@ -83,6 +84,19 @@ export function Term(props: { tip: string; children?: Child }) {
     <span class="term" title={props.tip}>
       {props.children}
     </span>
+  );
+}
+
+/**
+ * A wide table's box: on a narrow screen it scrolls sideways instead of widening the page
+ * (a focusable region, so the keyboard scrolls it too).
+ */
+export function Wide(props: { label: string; children?: Child }) {
+  return (
+    // A labelled section is a region landmark; tabindex lets the keyboard scroll it.
+    <section class="wide" aria-label={props.label} tabindex={0}>
+      {props.children}
+    </section>
   );
 }
 

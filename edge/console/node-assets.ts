@@ -12,6 +12,7 @@ import type { ConsoleAssets } from "../http.js";
 const TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
 };
 
 /** The assets directory: next to this file in a checkout, or the checkout's from a build in dist/. */

@@ -63,7 +63,7 @@ export function consoleSession(deps: Pick<Deps, "db" | "rateLimiter">): Middlewa
   };
 }
 
-/** Refuses a user key on an admin page or action (403 `forbidden_role`), whatever the method. */
+/** Refuses a public key on an admin page or action (403 `forbidden_role`), whatever the method. */
 export const consoleAdminOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
   requireRole(c.get("principal"), "admin");
   await next();

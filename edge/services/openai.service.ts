@@ -4,6 +4,7 @@
  * own fields in the `kvgraft` extension object; errors are OpenAI's error body.
  */
 import { badRequest, DomainError } from "../../shared/errors.js";
+import type { ValidationIssue } from "../../shared/http/zod-issues.js";
 import type { Deps } from "../http.js";
 import {
   type ChatCompletion,
@@ -131,17 +132,39 @@ export function openAIErrorType(status: number): string {
   return "invalid_request_error";
 }
 
-/** The edge's error body (`{error: {code, message}}`) in OpenAI's shape. */
+/**
+ * The edge's error body (`{error: {code, message, details?}}`) in OpenAI's shape. A validation
+ * error names its first failing field in `param` (OpenAI's dotted path, `messages.0.role`) and
+ * every failing field in the message, as the native API does in `details.issues`.
+ */
 export function openAIError(status: number, body: unknown) {
-  const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  const error = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
+  const issues = issuesOf(error?.details);
+  const message = typeof error?.message === "string" ? error.message : "Request failed.";
   return {
     error: {
-      message: typeof error?.message === "string" ? error.message : "Request failed.",
+      message:
+        issues.length > 0
+          ? `${message.replace(/\.$/, "")}: ${issues.map(describeIssue).join("; ")}.`
+          : message,
       type: openAIErrorType(status),
       code: typeof error?.code === "string" ? error.code : "internal_error",
-      param: null,
+      param: issues[0]?.path || null,
     },
   };
+}
+
+/** The `{path, message}` issues of an error's details (shared/http/zod-issues.ts), else none. */
+function issuesOf(details: unknown): ValidationIssue[] {
+  const issues = (details as { issues?: unknown } | undefined)?.issues;
+  if (!Array.isArray(issues)) return [];
+  return issues.filter(
+    (i): i is ValidationIssue => typeof i?.path === "string" && typeof i?.message === "string",
+  );
+}
+
+function describeIssue(issue: ValidationIssue): string {
+  return `${issue.path || "body"}: ${issue.message}`;
 }
 
 function envelope<O extends string>(req: ChatCompletionRequest, ctx: SolveContext, now: number, object: O) {

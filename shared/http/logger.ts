@@ -66,3 +66,42 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 
 /** A logger that drops everything (tests that assert on other output). */
 export const silentLogger: Logger = createLogger({ level: "silent" });
+
+/** A line this logger wrote, as its record; null for any other line. */
+export function parseLogLine(line: string): LogFields | null {
+  let record: unknown;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (typeof record !== "object" || record === null || Array.isArray(record)) return null;
+  const { level, message } = record as LogFields;
+  return typeof level === "string" && typeof message === "string" ? (record as LogFields) : null;
+}
+
+/**
+ * A log record as a line for a person: `12:34:56 edge warn POST /v1/solve 503 gpu_unavailable
+ * 12.3 ms`, or `12:34:56 gpu warm start: done blocks=0 ms=1` (the time is UTC, `info` unsaid,
+ * an error's stack cut to its first line).
+ */
+export function readableLogLine(record: LogFields, service: string): string {
+  const { time, level, message, ...fields } = record;
+  const head = [typeof time === "string" ? time.slice(11, 19) : "", service, level === "info" ? "" : level];
+  if (message === "request") {
+    const { method, route, status, durationMs, code, requestId: _id, ...rest } = fields;
+    return words([...head, `${method} ${route} ${status}`, code, `${durationMs} ms`, ...pairs(rest)]);
+  }
+  return words([...head, message, ...pairs(fields)]);
+}
+
+function pairs(fields: LogFields): string[] {
+  return Object.entries(fields).map(([k, v]) => {
+    const text = typeof v === "string" ? (v.split("\n")[0] ?? "") : JSON.stringify(v);
+    return `${k}=${typeof v === "string" && /\s/.test(text) ? JSON.stringify(text) : text}`;
+  });
+}
+
+function words(parts: unknown[]): string {
+  return parts.filter((p) => p !== "" && p !== undefined).join(" ");
+}

@@ -6,7 +6,7 @@
 import type { FlywheelItem } from "../../db/flywheel-queue.js";
 import type { listFlywheelItems } from "../../services/flywheel-admin.service.js";
 import type { Candidate } from "../../services/flywheel-judge.js";
-import { Layout, Notice, Term } from "../layout.js";
+import { Layout, Notice, Term, Wide } from "../layout.js";
 import { CONSOLE_PATH } from "../session.js";
 
 type Listing = Awaited<ReturnType<typeof listFlywheelItems>>;
@@ -42,53 +42,63 @@ export function FlywheelPage(props: { listing: Listing; message?: { kind: "ok" |
         {p.energyWh === null ? " (energy not measured)" : `, ${p.energyWh} Wh`}.
       </p>
       <h2>Queue</h2>
-      {open.length === 0 ? <p>Nothing is queued.</p> : <ItemTable items={open} actions={true} />}
+      {open.length === 0 ? (
+        <p>Nothing is queued.</p>
+      ) : (
+        <ItemTable items={open} actions={true} label="Queued items" />
+      )}
       <h2>History</h2>
-      {done.length === 0 ? <p>No finished items.</p> : <ItemTable items={done} actions={true} />}
+      {done.length === 0 ? (
+        <p>No finished items.</p>
+      ) : (
+        <ItemTable items={done} actions={true} label="Finished items" />
+      )}
     </Layout>
   );
 }
 
-function ItemTable(props: { items: FlywheelItem[]; actions: boolean }) {
+function ItemTable(props: { items: FlywheelItem[]; actions: boolean; label: string }) {
   return (
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">Problem</th>
-          <th scope="col">Status</th>
-          <th scope="col">
-            <Term tip="Tokens and GPU time the heavier solve spent on this item so far.">Cost</Term>
-          </th>
-          <th scope="col">Candidates</th>
-          <th scope="col">
-            <Term tip="The answer an admin vouches for: the worker accepts a candidate whose program prints it.">
-              Reference
-            </Term>
-          </th>
-          <th scope="col">Updated</th>
-          {props.actions && <th scope="col">Actions</th>}
-        </tr>
-      </thead>
-      <tbody>
-        {props.items.map((item) => (
-          <tr data-item={item.id}>
-            <td>
-              <a href={`${CONSOLE_PATH}/flywheel/${item.id}`}>{item.problem}</a>
-            </td>
-            <td class="status">{item.status}</td>
-            <td>{costText(item.cost)}</td>
-            <td>{resultText(item.result)}</td>
-            <td class="reference">{item.referenceAnswer ?? "none"}</td>
-            <td>{item.updatedAt.toISOString()}</td>
-            {props.actions && (
-              <td>
-                <ItemActions item={item} />
-              </td>
-            )}
+    <Wide label={props.label}>
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Problem</th>
+            <th scope="col">Status</th>
+            <th scope="col">
+              <Term tip="Tokens and GPU time the heavier solve spent on this item so far.">Cost</Term>
+            </th>
+            <th scope="col">Candidates</th>
+            <th scope="col">
+              <Term tip="The answer an admin vouches for: the worker accepts a candidate whose program prints it.">
+                Reference
+              </Term>
+            </th>
+            <th scope="col">Updated</th>
+            {props.actions && <th scope="col">Actions</th>}
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {props.items.map((item) => (
+            <tr data-item={item.id}>
+              <td>
+                <a href={`${CONSOLE_PATH}/flywheel/${item.id}`}>{item.problem}</a>
+              </td>
+              <td class="status">{item.status}</td>
+              <td>{costText(item.cost)}</td>
+              <td>{resultText(item.result)}</td>
+              <td class="reference">{item.referenceAnswer ?? "none"}</td>
+              <td>{item.updatedAt.toISOString()}</td>
+              {props.actions && (
+                <td>
+                  <ItemActions item={item} />
+                </td>
+              )}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Wide>
   );
 }
 

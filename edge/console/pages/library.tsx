@@ -5,7 +5,7 @@
  */
 import type { BlockPlacement } from "../../cluster/gpu-pool.js";
 import type { LibraryItem, LibraryPage } from "../../db/library-pages.js";
-import { Layout, Term } from "../layout.js";
+import { Layout, Term, Wide } from "../layout.js";
 import { CONSOLE_PATH } from "../session.js";
 
 export function LibraryListPage(props: { admin: boolean; q: string; page: LibraryPage }) {
@@ -26,37 +26,39 @@ export function LibraryListPage(props: { admin: boolean; q: string; page: Librar
       {props.page.items.length === 0 ? (
         <p>No problems{props.q ? " match this search" : " yet"}.</p>
       ) : (
-        <table>
-          <caption>Verified problems, oldest first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Problem</th>
-              <th scope="col">Answer</th>
-              <th scope="col">
-                <Term tip="Parametric: the program reads the problem's numbers, so it can be re-run on new ones (transfer).">
-                  Program
-                </Term>
-              </th>
-              <th scope="col">Block tokens</th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.page.items.map((item) => (
+        <Wide label="Verified problems">
+          <table>
+            <caption>Verified problems, oldest first</caption>
+            <thead>
               <tr>
-                <td>
-                  <a href={`${CONSOLE_PATH}/library/${item.id}`}>{item.problem}</a>
-                </td>
-                <td>{item.answer ?? "none"}</td>
-                <td>
-                  {item.solution
-                    ? `v${item.solution.version}, ${item.solution.parametric ? "parametric" : "constant"}`
-                    : "none"}
-                </td>
-                <td>{item.block ? `${item.block.tokenCount} (${item.block.state})` : "no ready block"}</td>
+                <th scope="col">Problem</th>
+                <th scope="col">Answer</th>
+                <th scope="col">
+                  <Term tip="Parametric: the program reads the problem's numbers, so it can be re-run on new ones (transfer).">
+                    Program
+                  </Term>
+                </th>
+                <th scope="col">Block tokens</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {props.page.items.map((item) => (
+                <tr>
+                  <td>
+                    <a href={`${CONSOLE_PATH}/library/${item.id}`}>{item.problem}</a>
+                  </td>
+                  <td>{item.answer ?? "none"}</td>
+                  <td>
+                    {item.solution
+                      ? `v${item.solution.version}, ${item.solution.parametric ? "parametric" : "constant"}`
+                      : "none"}
+                  </td>
+                  <td>{item.block ? `${item.block.tokenCount} (${item.block.state})` : "no ready block"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </Wide>
       )}
       {next && <a href={`${CONSOLE_PATH}/library?${nextQuery}`}>Next page</a>}
     </Layout>

@@ -36,9 +36,16 @@ function tierBytesText(bytes: TierBytes | null): string {
 
 type Point = NonNullable<NodeSample["nodes"][string]>;
 
-/** Per node, the series the charts draw: x is seconds since the epoch. */
+/** The span the charts' time axis always shows, ending at the newest sample. */
+const WINDOW_S = 3600;
+
+/**
+ * Per node, the series the charts draw: x is seconds since the epoch; `end` (the newest sample,
+ * taken by this view) and `windowS` fix the time axis at the last hour, however few samples there are.
+ */
 function chartData(samples: NodeSample[], ids: string[]) {
   const times = samples.map((s) => Math.round(s.at / 1000));
+  const end = times.at(-1) ?? null;
   const series = (id: string, pick: (p: Point) => number | null) =>
     samples.map((s) => {
       const p = s.nodes[id];
@@ -65,6 +72,8 @@ function chartData(samples: NodeSample[], ids: string[]) {
   };
   return {
     times,
+    end,
+    windowS: WINDOW_S,
     nodes: ids.map((id) => ({
       id,
       charts: [

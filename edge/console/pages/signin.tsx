@@ -6,8 +6,9 @@ export function SignInPage(props: { error?: string }) {
   return (
     <Layout title="Sign in" page="signin" admin={null}>
       <p>
-        Sign in with an API key. A user key opens the playground and the library; an admin key also opens the
-        flywheel, the nodes and the keys. The key is kept in a cookie that only this console reads.
+        Sign in with an API key. A public key opens the playground and the library; an admin key also opens
+        the flywheel, the nodes and tiers, the keys and the uploads pages. The key is kept in a cookie that
+        only this console reads.
       </p>
       {props.error && <Notice kind="error">{props.error}</Notice>}
       <form method="post" action={`${CONSOLE_PATH}/signin`} class="stack">

@@ -8,10 +8,32 @@ const COLORS = ["#0b5cad", "#b4400d", "#287233"];
 /** Line dashes per series: the third is dashed, so a line under it (hot bytes equal to cold) shows through. */
 const DASHES = [undefined, undefined, [8, 6]];
 
+/**
+ * The time axis's ticks over the hour shown, on the clock's round minutes: every ten minutes, or
+ * every twenty on a chart too narrow for seven labels (a phone).
+ */
+function timeTicks(start, end, width) {
+  const step = width < 480 ? 1200 : 600;
+  const ticks = [];
+  for (let t = Math.ceil(start / step) * step; t <= end; t += step) ticks.push(t);
+  return ticks;
+}
+
+/** A tick's label: the local time as hours and minutes (14:30). */
+function clockTime(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString([], {
+    hour: "2-digit",
+    minute: "2-digit",
+    hour12: false,
+  });
+}
+
 function drawNodeCharts() {
   const block = document.getElementById("node-samples");
   if (!block || typeof uPlot !== "function") return;
   const data = JSON.parse(block.textContent);
+  // The axis always spans the last hour up to this view's sample, however few samples there are.
+  const start = data.end - data.windowS;
   for (const node of data.nodes) {
     const holder = document.querySelector(`.charts[data-node="${CSS.escape(node.id)}"]`);
     if (!holder) continue;
@@ -22,19 +44,28 @@ function drawNodeCharts() {
       caption.textContent = `${chart.title} (${chart.unit}), last hour`;
       figure.append(caption);
       holder.append(figure);
+      const note = (text) => {
+        const p = document.createElement("p");
+        p.className = "chart-note";
+        p.textContent = text;
+        figure.append(p);
+      };
       if (chart.series.every((s) => s.values.every((v) => v === null))) {
-        const empty = document.createElement("p");
-        empty.textContent = "No data in the last hour.";
-        figure.append(empty);
+        note("No data in the last hour.");
         continue;
       }
-      const width = Math.max(280, Math.min(holder.clientWidth || 600, 900));
+      if (data.times.length === 1)
+        note(
+          "One sample so far, this view's: a line appears from the next view on (one sample per view, at most one a second).",
+        );
+      const width = Math.max(260, Math.min(holder.clientWidth || 600, 900));
       new uPlot(
         {
           width,
           height: 200,
+          scales: { x: { time: true, range: [start, data.end] } },
           series: [
-            {},
+            { value: (_u, v) => (v === null ? "" : clockTime(v)) },
             ...chart.series.map((s, i) => ({
               label: s.label,
               stroke: COLORS[i % COLORS.length],
@@ -44,7 +75,10 @@ function drawNodeCharts() {
               spanGaps: true,
             })),
           ],
-          axes: [{}, { label: chart.unit }],
+          axes: [
+            { splits: () => timeTicks(start, data.end, width), values: (_u, ticks) => ticks.map(clockTime) },
+            { label: chart.unit },
+          ],
         },
         [data.times, ...chart.series.map((s) => s.values)],
         figure,
@@ -161,6 +195,8 @@ function setupStreamedAsk() {
   const text = document.getElementById("stream-text");
   const panel = document.getElementById("answer-panel");
   const fail = (message) => {
+    // A failure before any text leaves no empty "As it is generated" box behind.
+    if (text.textContent === "") section.hidden = true;
     const p = document.createElement("p");
     p.className = "notice error";
     p.setAttribute("role", "alert");
