@@ -19,6 +19,7 @@ import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
 import { DomainError } from "../../shared/errors.js";
 import { logLevelSetting, parseEnv } from "../../shared/http/config.js";
 import { healthSchema } from "../../shared/protocol.js";
+import { EMBEDDED_MODEL } from "../../tools/model/spec.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
 import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
@@ -38,8 +39,6 @@ Environment: MODEL_PATH (a GGUF model; default the embedded one, models/kvgraft-
 Stops both services on Ctrl-C, SIGTERM or SIGHUP (a closed terminal); the GPU node also stops
   when this process dies.`;
 
-/** The embedded model: a small model trained here on generated problem families (docs/model.md). */
-export const EMBEDDED_MODEL = "models/kvgraft-math.gguf";
 const GPU_READY_TIMEOUT_MS = 300_000;
 const GPU_STOP_TIMEOUT_MS = 10_000;
 /** The GPU node listens on loopback only: the edge in this process is its one client. */

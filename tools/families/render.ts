@@ -62,9 +62,17 @@ export function phrasingOrder(text: string): string[] {
   return [...text.matchAll(SLOT)].map((m) => m[1] as string).filter((name) => !name.startsWith("@"));
 }
 
-/** Renders `family`'s phrasing `index` with `params`; people's names come from `rng`. */
-export function renderInstance(family: Family, index: number, params: Params, rng: Rng): Instance {
-  const text = family.phrasings[index];
+/**
+ * Renders `family`'s phrasing `index` (or `text`, a variation of it with the same slots) with
+ * `params`; people's names come from `rng`.
+ */
+export function renderInstance(
+  family: Family,
+  index: number,
+  params: Params,
+  rng: Rng,
+  text: string | undefined = family.phrasings[index],
+): Instance {
   if (text === undefined) throw new Error(`${family.id}: no phrasing ${index}`);
   const person = rng.pick(PEOPLE);
   const person2 = rng.pick(PEOPLE.filter((p) => p !== person));

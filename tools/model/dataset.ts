@@ -22,8 +22,9 @@ import {
   isTrainedFamily,
   trainingPhrasings,
 } from "../families/index.js";
-import { type Instance, renderInstance } from "../families/render.js";
+import { type Instance, instanceProblem, renderInstance } from "../families/render.js";
 import { seededRng } from "../families/rng.js";
+import { variedPhrasing } from "./augment.js";
 import { CHAT_TEMPLATE, MODEL_SPEC, TRAINING } from "./spec.js";
 import { blockTextOf, solveTexts, type Tokenized, TranscriptTokenizer } from "./transcripts.js";
 import { trainVocabulary } from "./vocab.js";
@@ -89,15 +90,27 @@ function drawItems(seed: string): Item[] {
   const items: Item[] = [];
   const instance = (family: Family, phrasing: number) =>
     renderInstance(family, phrasing, family.sample(rng), rng);
+  // Half the training instances use a variation of a training phrasing (augment.ts).
+  const trainingInstance = (family: Family): Instance => {
+    const phrasings = trainingPhrasings(family);
+    if (rng.next() < 0.5) return instance(family, rng.pick(phrasings));
+    const varied = renderInstance(
+      family,
+      -1,
+      family.sample(rng),
+      rng,
+      variedPhrasing(family, phrasings, rng),
+    );
+    return instanceProblem(varied) === null ? varied : instance(family, rng.pick(phrasings));
+  };
   for (let i = 0; i < TRAINING.solves + TRAINING.heldOutSolves; i++) {
     const family = rng.pick(trained);
     const heldOut = i >= TRAINING.solves;
-    const phrasing = heldOut ? heldOutPhrasing(family) : rng.pick(trainingPhrasings(family));
     items.push({
       kind: "solve",
       split: heldOut ? 1 : 0,
       method: family.method,
-      instance: instance(family, phrasing),
+      instance: heldOut ? instance(family, heldOutPhrasing(family)) : trainingInstance(family),
       maxTokens: rng.pick(BUDGETS),
       samples: rng.pick(SAMPLE_COUNTS),
     });
@@ -105,7 +118,7 @@ function drawItems(seed: string): Item[] {
   for (let i = 0; i < TRAINING.grafts; i++) {
     const family = rng.pick(trained);
     let sibling = instance(family, rng.pick(trainingPhrasings(family)));
-    let query = instance(family, rng.pick(trainingPhrasings(family)));
+    let query = trainingInstance(family);
     if (rng.next() < 0.5) {
       const names = renaming(family, rng);
       sibling = renamed(sibling, names);

@@ -4,6 +4,9 @@
  */
 import type { ModelSpec } from "../../gpu-node/synth/presets.js";
 
+/** The embedded model, from the package root: what `npm start` runs unless MODEL_PATH names another. */
+export const EMBEDDED_MODEL = "models/kvgraft-math.gguf";
+
 /** llama layout: RMSNorm, RoPE, grouped-query attention (4 query heads on 2 KV heads), SwiGLU. */
 export const MODEL_SPEC: ModelSpec = {
   arch: "llama",
@@ -27,10 +30,11 @@ export const TRAINING = {
   ropeBase: 10_000,
   rmsEps: 1e-6,
   batchSize: 128,
-  steps: 3000,
+  steps: 4000,
   warmupSteps: 200,
   lr: 2e-3,
   weightDecay: 0.1,
+  dropout: 0.1,
   evalEvery: 500,
   /** Transcripts generated: solves and grafts of the trained families' training phrasings. */
   solves: 48_000,

@@ -53,6 +53,8 @@ class Model(torch.nn.Module):
             layer.down = torch.nn.Linear(spec["ffn"], d, bias=False)
             self.layers.append(layer)
         self.out_norm = torch.nn.Parameter(torch.ones(d))
+        # Residual dropout while training (against memorizing the phrasings); eval() turns it off.
+        self.drop = torch.nn.Dropout(spec.get("dropout", 0.0))
         self.out = torch.nn.Linear(d, spec["vocab"], bias=False)
         for name, p in self.named_parameters():
             if p.dim() == 2:
@@ -89,9 +91,9 @@ class Model(torch.nn.Module):
             k = k.repeat_interleave(h // kv, dim=1)
             v = v.repeat_interleave(h // kv, dim=1)
             a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            x = x + layer.o(a.transpose(1, 2).reshape(b, t, h * hd))
+            x = x + self.drop(layer.o(a.transpose(1, 2).reshape(b, t, h * hd)))
             y = self.norm(x, layer.ffn_norm)
-            x = x + layer.down(F.silu(layer.gate(y)) * layer.up(y))
+            x = x + self.drop(layer.down(F.silu(layer.gate(y)) * layer.up(y)))
         return self.out(self.norm(x, self.out_norm))
 
     def gguf_tensors(self):
@@ -186,7 +188,7 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=480, help="stop early (and say so) past this much training time")
     args = ap.parse_args()
     config, tokens, index = load_data(args.data)
-    spec, train = config["spec"], config["training"]
+    spec, train = dict(config["spec"], dropout=config["training"]["dropout"]), config["training"]
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(train["seed"])
     rng = np.random.default_rng(train["seed"])
