@@ -40,6 +40,8 @@ Stops both services on Ctrl-C, SIGTERM or SIGHUP (a closed terminal); the GPU no
   when this process dies.`;
 
 const GPU_READY_TIMEOUT_MS = 300_000;
+/** `npm start`'s solve budget unless KVGRAFT_SOLVE_MAX_TOKENS is set. */
+const EMBEDDED_SOLVE_MAX_TOKENS = 1024;
 const GPU_STOP_TIMEOUT_MS = 10_000;
 /** The GPU node listens on loopback only: the edge in this process is its one client. */
 const GPU_HOST = "127.0.0.1";
@@ -154,6 +156,9 @@ export default async function start(argv: string[]): Promise<number> {
         LIBSQL_URL: env.libsqlUrl ?? `file:${join(dataDir, "kvgraft.db")}`,
         KVGRAFT_GPU_URL: gpuUrl,
         KVGRAFT_GPU_SECRET: secret,
+        // The embedded model's final part (a program of up to ~60 tokens) needs 1,024 tokens over
+        // 4 samples: 256 (the edge's own default) leaves 32 tokens for it.
+        KVGRAFT_SOLVE_MAX_TOKENS: inheritedEnv().KVGRAFT_SOLVE_MAX_TOKENS ?? String(EMBEDDED_SOLVE_MAX_TOKENS),
       },
       context: { syntheticModel: false },
       logger: logs.logger,

@@ -13,6 +13,8 @@
  */
 import { answersEqual, extractAnswer } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
+import { parseFinal } from "../../shared/final-part.js";
+import { renderGraftQuery } from "../../shared/graft-prompt.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import type { Energy, GenerationResult, SolveResult } from "../../shared/protocol.js";
@@ -206,8 +208,11 @@ async function route(
   const blockId = target.blockId;
   if (blockId !== null) {
     const started = deps.clock.monotonicMs();
+    // The query as the block's text continues (shared/graft-prompt.ts): the model answers with the
+    // same final part {answer, program} as a solve, and the program runs on the query's numbers.
+    const { literals: params } = problemTemplate(req.problem);
     const result = await deps.gpu
-      .graft({ blockId, query: req.problem, maxTokens }, model)
+      .graft({ blockId, query: renderGraftQuery(req.problem, params), maxTokens }, model)
       .catch(async (err: unknown) => {
         // The node found the block damaged (bytes, or a probe that no longer reproduces) and
         // quarantined it: stop routing to it.
@@ -218,7 +223,8 @@ async function route(
           await setBlockState(deps.db, blockId, "quarantined").catch(() => undefined);
         throw err;
       });
-    return { ...generated(result, deps.clock.monotonicMs() - started, "graft", target), transferRefused };
+    const outcome = generated(result, deps.clock.monotonicMs() - started, "graft", target);
+    return { ...outcome, answer: await graftAnswer(deps, result.text, params), transferRefused };
   }
 
   // 4. Nothing in the library fits.
@@ -226,6 +232,20 @@ async function route(
   const started = deps.clock.monotonicMs();
   const solved = await deps.gpu.solve({ problem: req.problem, maxTokens }, model);
   return { ...sampled(solved, deps.clock.monotonicMs() - started, target), transferRefused };
+}
+
+/**
+ * A graft's answer: what its final part's program prints on the query's numbers when it runs
+ * cleanly, else the answer the final part states (else the text's last line, for a model that does
+ * not write a final part). Never verified: a graft is the model's work, checked as a solve's is.
+ */
+async function graftAnswer(deps: Deps, text: string, params: readonly string[]): Promise<string | null> {
+  const final = parseFinal(text.trim());
+  if (final.program.trim() !== "") {
+    const run = await deps.gpu.runProgram({ program: final.program, params }).catch(() => null);
+    if (run?.verdict === "ok" && run.answer !== null) return run.answer;
+  }
+  return final.answer.trim() || extractAnswer(text);
 }
 
 /**

@@ -9,6 +9,7 @@
 import { LlamaChatSession, type LlamaJsonSchemaGrammar, type Token } from "node-llama-cpp";
 import type { z } from "zod";
 import { badRequest } from "../../shared/errors.js";
+import { type FinalLimits, finalSchema, parseFinal } from "../../shared/final-part.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { problemTemplate } from "../../shared/normalize.js";
 import {
@@ -22,7 +23,6 @@ import type { SlotPool } from "../blocks/slot-pool.js";
 import type { Engine } from "../engine/engine.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type PowerReading, type PowerSampler, startPowerSampler } from "../telemetry/power.js";
-import { type FinalLimits, finalSchema, parseFinal } from "./final.js";
 
 export type SolveInput = z.output<typeof solveRequestSchema>;
 

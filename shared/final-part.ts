@@ -1,5 +1,5 @@
 /**
- * The final part of a sample: a JSON object {answer, program} generated under a JSON-schema
+ * The final part of a solve's sample or of a graft: a JSON object {answer, program} generated under a JSON-schema
  * grammar. The grammar keeps every prefix valid, so a part cut off by the token budget is closed
  * here (incomplete escape dropped, open string and object closed, missing fields empty): every
  * sample parses.
