@@ -1,5 +1,4 @@
 /** algebra families. */
-// biome-ignore-all lint/suspicious/noTemplateCurlyInString: "${name}" in a phrasing is a dollar sign before a slot.
 import type { Family } from "./family.js";
 
 /** a / b, written as an integer (the callers make sure it divides exactly). */

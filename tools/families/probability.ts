@@ -1,5 +1,4 @@
 /** probability families: single draws, independent events, complements, dice, expectation. */
-// biome-ignore-all lint/suspicious/noTemplateCurlyInString: "${name}" in a phrasing is a dollar sign before a slot.
 import type { Family } from "./family.js";
 
 const num = (x: number | undefined) => x as number;
