@@ -158,7 +158,8 @@ export default async function start(argv: string[]): Promise<number> {
         KVGRAFT_GPU_SECRET: secret,
         // The embedded model's final part (a program of up to ~60 tokens) needs 1,024 tokens over
         // 4 samples: 256 (the edge's own default) leaves 32 tokens for it.
-        KVGRAFT_SOLVE_MAX_TOKENS: inheritedEnv().KVGRAFT_SOLVE_MAX_TOKENS ?? String(EMBEDDED_SOLVE_MAX_TOKENS),
+        KVGRAFT_SOLVE_MAX_TOKENS:
+          inheritedEnv().KVGRAFT_SOLVE_MAX_TOKENS ?? String(EMBEDDED_SOLVE_MAX_TOKENS),
       },
       context: { syntheticModel: false },
       logger: logs.logger,
