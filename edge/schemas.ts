@@ -82,7 +82,8 @@ export const solveResponseSchema = z.object({
     .boolean()
     .describe(
       "True only for the verified answer of this exact problem (library), or an answer a verified program " +
-        "computed on numbers of the kind, sign and role it was verified with (transfer); `verification` says how.",
+        "computed on numbers of the kind, sign and role it was verified with, whose answer passed its independent " +
+        "check or lies in the verified answer's domain (transfer); `verification` says how.",
     ),
   verification: z
     .object({

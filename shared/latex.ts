@@ -281,8 +281,8 @@ function convertLatex(s: string, depth: number): string {
 function controlSymbol(x: string, s: string, i: number, out: string): string {
   switch (x) {
     case ",":
-      // `1\,000`: a thin space used as a thousands separator joins the digits.
-      return /\d$/.test(out) && /^\d{3}(?!\d)/.test(s.slice(i + 2)) ? "" : " ";
+      // `1\,000`: a thin space used as a thousands separator is one (shared/normalize keeps it).
+      return /\d$/.test(out) && /^\d{3}(?!\d)/.test(s.slice(i + 2)) ? "," : " ";
     case ";":
     case ":":
     case "!":

@@ -220,14 +220,15 @@ describe("the collision pairs of issue 24", () => {
   });
 
   it("writes a mixed number with a space, so its value is kept", () => {
-    expect(normalizeProblem("What is 3¾ hours in minutes?")).toBe("what is 3 3/4 hours in minutes");
+    expect(normalizeProblem("What is 3¾ hours in minutes?")).toBe("What is 3 3/4 hours in minutes");
     expect(problemTemplate("What is 3¾ hours in minutes?").literals).toEqual(["3", "3", "4"]);
   });
 
-  it("still merges what is only spelling", () => {
-    expect(normalizeProblem("A jacket costs $80.")).toBe(normalizeProblem("a jacket costs 80"));
-    expect(normalizeProblem("In how many ways")).toBe(normalizeProblem("in how many ways"));
-    expect(normalizeProblem("What is GCD(12, 18)?")).toBe(normalizeProblem("what is gcd(12,18)"));
+  it("merges formatting only, never case (issue 35)", () => {
+    expect(normalizeProblem("A jacket costs $80.")).toBe(normalizeProblem("A jacket costs 80"));
+    expect(normalizeProblem("What is GCD(12, 18)?")).toBe(normalizeProblem("What is GCD(12,18)"));
+    expect(normalizeProblem("In how many ways")).not.toBe(normalizeProblem("in how many ways"));
+    expect(normalizeProblem("What is GCD(12, 18)?")).not.toBe(normalizeProblem("What is gcd(12, 18)?"));
   });
 });
 

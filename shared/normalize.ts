@@ -16,22 +16,34 @@
  *   `^\circ` -> ` degrees`; capital Greek commands become the letter (`\Gamma` -> `Γ`); any other
  *   command loses its backslash (`\pi` -> `pi`). Groups nest at most MAX_LATEX_DEPTH deep (400
  *   `problem_too_nested` beyond).
- * - Case is folded only where it is spelling (see foldCase): `What`, `Sam`, `GCD`, a sentence's
- *   `In` or article `A` go lower case; variables (`A` vs `a`), units (`mA`, `MHz`), capitals words
- *   and non-ASCII letters keep theirs. `**` -> `^`, whitespace runs -> one space.
- * - Thousands separators `1,000,000` -> `1000000`, but not where commas separate items: in
- *   `[..]`, `{..}`, a call `gcd(120,180)` or a tuple `(100,200)`; `1\,000` / `1{,}000` in LaTeX.
+ * - Letter case is kept, every letter of it (issue 35): `Abc` and `abc` are two variables, `Cal`
+ *   (kilocalories) and `cal`, `Mg` and `mg`, `MG` in a text written in capitals are other units,
+ *   so no case is spelling only. `**` -> `^`, whitespace runs -> one space.
+ * - Numbers keep their written form (issue 35): `0.0500` has three significant figures and `0.05`
+ *   one, `007` is a code of three digits, `1,000` and `1.000` are different numbers in different
+ *   countries. So leading and trailing zeros, `.5`, `-0` and thousands separators (`1,000,000`;
+ *   `1\,000` / `1{,}000` in LaTeX become `1,000`) stay as written. A comma is a thousands
+ *   separator when it groups three digits outside a list: not in `[..]`, `{..}`, a call
+ *   `gcd(120,180)` or a tuple `(100,200)`. The value of a number is its canonical text (no
+ *   separators, no leading or trailing zeros, `0.5`, `0`): what programs get (`literals`) and what
+ *   the router compares (`canonicalNumbers`).
  * - Spacing: none around `+ * / ^ = < > ~`, none around a binary `-` (`a - b` -> `a-b`; `a -b`
  *   keeps its unary minus), none before `, ; : ? ! % ) ]` or a sentence `.`, none after `( [`,
- *   one after `,` and `;`, and `3 : 4` -> `3:4`.
+ *   one after `,` and `;` (not after a thousands separator), and `3 : 4` -> `3:4`.
  * - Parentheses around a lone number or letter are dropped where that cannot change the meaning:
  *   `(1)/(2)` -> `1/2`, `x^(2)` -> `x^2`, but `f(x)`, `2(3)` and `(-3)^2` stay.
- * - Numbers: every run of ASCII digits is a number, also inside words (`x2`, `log2`, `3rd`), so a
- *   template never holds a digit and a changed index or base is a changed parameter. Leading zeros
- *   and trailing fractional zeros go (`007` -> `7`, `0.50` -> `0.5`, `3.0` -> `3`), `.5` -> `0.5`,
- *   `-0` -> `0`, and a dotted run with two or more dots (`1.2.3`) is a list of integers. A `-` is a
- *   sign when it follows the start, a space, an opening bracket, a separator or an operator.
+ * - Numbers in templates: every run of ASCII digits is a number, also inside words (`x2`, `log2`,
+ *   `3rd`), so a changed index or base is a changed parameter; a dotted run with two or more dots
+ *   (`1.2.3`) is a list of integers. A `-` is a sign when it follows the start, a space, an opening
+ *   bracket, a separator or an operator. A number written in its canonical form is the slot `#`;
+ *   one written with thousands separators is `#` and `,###` per group (`1,000` and `2,500` share a
+ *   template, `1000` and `1,000` do not); one written another way (`0.50`, `007`, `.5`, `-0`) stays
+ *   in the template as written, so only the same written form is the same template.
  * - Trailing whitespace and `. ? , ; :` are stripped (`!` stays: `5!` is a factorial).
+ *
+ * What these rules drop (spacing, LaTeX markup, `$`, Unicode forms of one symbol, parentheses
+ * around a lone atom, trailing punctuation) cannot change a problem's answer; what could (case,
+ * the written form of a number) is kept, so one fingerprint is one problem.
  */
 
 import { sha256Hex } from "./hash.js";
@@ -40,9 +52,10 @@ import { latexToPlain } from "./latex.js";
 /**
  * The version of these rules, stored with every problem: a row made by another version has another
  * fingerprint and template for the same text, and version 1 (lower-casing everything, `3¾` as
- * `33/4`) merged problems that differ, so the edge answers only from rows of this version.
+ * `33/4`) and version 2 (folding `Abc` to `abc` and `Cal` to `cal`, dropping zeros: `0.0500` as
+ * `0.05`) merged problems that differ, so the edge answers only from rows of this version.
  */
-export const NORMALIZE_VERSION = 2;
+export const NORMALIZE_VERSION = 3;
 
 /** Slot that stands for a number in a template. */
 export const TEMPLATE_SLOT = "#";
@@ -112,23 +125,22 @@ const CHAR_MAP: Record<string, string> = {
 };
 const CHAR_MAP_RE = new RegExp(`[${Object.keys(CHAR_MAP).join("")}]`, "gu");
 
+/** A run of digits grouped by thousands separators (`1,000,000`), as a regex source. */
+const GROUPED = String.raw`(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d)`;
+
 /**
- * Replaces `1,000,000` by `1000000`, except where the commas separate items: inside `[..]` or
- * `{..}`, in a call `gcd(120,180)`, or in a tuple of bare numbers `(100,200)`. Prose in parentheses
- * (`(1 cubic meter = 1,000 liters)`) keeps the thousands reading.
+ * The positions of the commas of `s` that separate thousands (`1,000,000`), not items: not inside
+ * `[..]` or `{..}`, a call `gcd(120,180)` or a tuple of bare numbers `(100,200)`. Prose in
+ * parentheses (`(1 cubic meter = 1,000 liters)`) keeps the thousands reading.
  */
-function dropThousandsSeparators(s: string): string {
-  const re = /(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d]|,\d)/g;
+function thousandsCommas(s: string): Set<number> {
+  const commas = new Set<number>();
   const brackets = new BracketScan(s);
-  let out = "";
-  let last = 0;
-  for (const m of s.matchAll(re)) {
-    const at = m.index;
-    if (brackets.separatesItems(at)) continue;
-    out += s.slice(last, at) + m[0].replaceAll(",", "");
-    last = at + m[0].length;
+  for (const m of s.matchAll(new RegExp(GROUPED, "g"))) {
+    if (brackets.separatesItems(m.index)) continue;
+    for (let i = 0; i < m[0].length; i++) if (m[0][i] === ",") commas.add(m.index + i);
   }
-  return out + s.slice(last);
+  return commas;
 }
 
 /**
@@ -168,11 +180,13 @@ class BracketScan {
 }
 
 function normalizeSpacing(s: string): string {
-  return s
+  const t = s
     .replace(/\s*([+*/^=<>~])\s*/g, "$1")
     .replace(/\s+-\s+/g, "-")
-    .replace(/-\s+/g, "-")
-    .replace(/([,;])(?=\S)/g, "$1 ")
+    .replace(/-\s+/g, "-");
+  const grouping = thousandsCommas(t);
+  return t
+    .replace(/([,;])(?=\S)/g, (_m, sep: string, at: number) => (grouping.has(at) ? sep : `${sep} `))
     .replace(/(\d)\s*:\s*(?=\d)/g, "$1:")
     .replace(/\s+([,;:?!%)\]])/g, "$1")
     .replace(/\s+\.(?!\d)/g, ".")
@@ -196,54 +210,78 @@ function dropAtomParens(s: string): string {
 interface NumberSpan {
   start: number;
   end: number;
+  /** The canonical text of its value (`1000`, `0.05`, `-3`). */
   text: string;
   value: number;
+  /** As written (`1,000`, `0.0500`, `-3`). */
+  written: string;
 }
 
 const SIGN_CONTEXT = /[\s([{,;:=+\-*/^<>~]/;
 
 const stripLeadingZeros = (digits: string) => digits.replace(/^0+(?=\d)/, "");
 
-/** Every number of `s` in order, with its canonical text. */
+/**
+ * Every number of `s` in order, with its canonical text and its written form; a number grouped by
+ * thousands separators (`1,000,000`) is one number.
+ */
 function scanNumbers(s: string): NumberSpan[] {
+  // Scan the text without its thousands separators; `at[i]` is where plain[i] is in `s`.
+  const grouping = thousandsCommas(s);
+  let plain = "";
+  const at: number[] = [];
+  for (let i = 0; i < s.length; i++) {
+    if (grouping.has(i)) continue;
+    plain += s[i];
+    at.push(i);
+  }
+  at.push(s.length);
+  const span = (start: number, end: number, text: string): NumberSpan => {
+    const from = at[start] as number;
+    const to = (at[end - 1] as number) + 1;
+    return { start: from, end: to, text, value: Number(text), written: s.slice(from, to) };
+  };
   const spans: NumberSpan[] = [];
-  for (const m of s.matchAll(/\d+(?:\.\d+)*/g)) {
-    const at = m.index;
+  for (const m of plain.matchAll(/\d+(?:\.\d+)*/g)) {
     const run = m[0];
     const parts = run.split(".");
     if (parts.length > 2) {
       // `1.2.3` is a list (a version, a date), not a decimal.
-      let offset = at;
+      let offset = m.index;
       for (const part of parts) {
-        const text = stripLeadingZeros(part);
-        spans.push({ start: offset, end: offset + part.length, text, value: Number(text) });
+        spans.push(span(offset, offset + part.length, stripLeadingZeros(part)));
         offset += part.length + 1;
       }
       continue;
     }
-    let start = at;
+    let start = m.index;
     let intPart = parts[0] as string;
     let fracPart = parts[1] ?? "";
-    if (parts.length === 1 && s[at - 1] === "." && !/[a-zA-Z0-9.]/.test(s[at - 2] ?? "")) {
+    if (parts.length === 1 && plain[start - 1] === "." && !/[a-zA-Z0-9.]/.test(plain[start - 2] ?? "")) {
       // `.5` is `0.5`.
-      start = at - 1;
+      start--;
       fracPart = intPart;
       intPart = "0";
     }
     intPart = stripLeadingZeros(intPart);
     fracPart = fracPart.replace(/0+$/, "");
     let text = fracPart ? `${intPart}.${fracPart}` : intPart;
-    if (s[start - 1] === "-" && (start - 1 === 0 || SIGN_CONTEXT.test(s[start - 2] as string))) {
+    if (plain[start - 1] === "-" && (start - 1 === 0 || SIGN_CONTEXT.test(plain[start - 2] as string))) {
       start--;
       // `-0` is `0`.
       if (/^0(?:\.0*)?$/.test(text) === false) text = `-${text}`;
     }
-    spans.push({ start, end: at + run.length, text, value: Number(text) });
+    spans.push(span(start, m.index + run.length, text));
   }
   return spans;
 }
 
-function canonicalNumbers(s: string): string {
+/**
+ * The text with every number as the canonical text of its value (`1,000` -> `1000`, `0.50` ->
+ * `0.5`): for comparing the numbers two texts state (the router's `similar` step), never for
+ * telling problems apart.
+ */
+export function canonicalNumbers(s: string): string {
   let out = "";
   let last = 0;
   for (const span of scanNumbers(s)) {
@@ -251,6 +289,18 @@ function canonicalNumbers(s: string): string {
     last = span.end;
   }
   return out + s.slice(last);
+}
+
+/**
+ * A number's slot in a template: `#` when it is written in its canonical form, `#` and `,###` per
+ * group when written with thousands separators, else the number as written (see the module comment).
+ */
+function slotOf(span: NumberSpan): string {
+  if (span.written === span.text) return TEMPLATE_SLOT;
+  const groups = span.written.split(",").length - 1;
+  if (groups > 0 && span.written.replaceAll(",", "") === span.text)
+    return TEMPLATE_SLOT + ",###".repeat(groups);
+  return span.written;
 }
 
 const VULGAR_FRACTIONS = "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒↉";
@@ -274,56 +324,6 @@ function vulgarFractions(s: string): string {
     .replaceAll("⅟", "1/");
 }
 
-/** Words of one or two letters whose case is spelling only when they open a sentence. */
-const CASELESS_SHORT = new Set(
-  "a an as at be by do go he if in is it my no of on or so to up us we".split(" "),
-);
-/** Words after a sentence-initial `A` that make it a variable (`A is 5`), not the article. */
-const VARIABLE_FOLLOWERS = new Set("is be was equals and or has plus minus times to of if".split(" "));
-
-/**
- * Case folding that keeps case where it can carry meaning. An ASCII word (apostrophes inside it
- * included: `TOWN'S`) is lower-cased when it is Title case of three letters or more (`What`,
- * `Sam`), capitals of three letters or more (`BUS`, `POPULATION`; a vertex list `ABC` names the
- * same triangle as `abc`; `GCD`), or a one- or two-letter opener of a sentence (`In`, `If`, the
- * article `A`); a text written all in capitals is lower-cased whole. Everything else keeps its
- * case: variables (`A` vs `a`, `AB`), units (`mA`, `Mm`, `MHz`) and non-ASCII letters (`Δ`, `δ`).
- */
-function foldCase(s: string): string {
-  if (!/[a-z]/.test(s) && /[A-Z]{3}/.test(s)) return s.replace(/[A-Z]+/g, (w) => w.toLowerCase());
-  const words = s.replace(/[A-Za-z]+(?:'[A-Za-z]+)*/g, (word: string) => {
-    const spelling = /^[A-Z](?:[a-z']*|[A-Z']*)$/.test(word) && word.replaceAll("'", "").length >= 3;
-    return spelling ? word.toLowerCase() : word;
-  });
-  const articles = onlyArticles(words);
-  return words.replace(/(?<![A-Za-z'])[A-Z][a-z]?(?![A-Za-z'])/g, (word: string, at: number) => {
-    const lower = word.toLowerCase();
-    if (!CASELESS_SHORT.has(lower) || !sentenceStart(words, at)) return word;
-    return lower !== "a" || articles ? lower : word;
-  });
-}
-
-/**
- * Whether every lone `a`/`A` of the text is the article: followed by a lower-case word that is not
- * a verb (`A train`, `a car`). Only then may a sentence's `A` become `a`: with a variable `a` or
- * `A` anywhere (`A = 5`, `A is 5`, `5a`, `A 5`), the case is the name.
- */
-function onlyArticles(s: string): boolean {
-  for (const m of s.matchAll(/(?<![A-Za-z])[aA](?![A-Za-z])/g)) {
-    const next = /^\s+([a-z]{2,})\b/.exec(s.slice(m.index + 1))?.[1];
-    const before = s[m.index - 1];
-    if (next === undefined || VARIABLE_FOLLOWERS.has(next) || (before !== undefined && /\d/.test(before)))
-      return false;
-  }
-  return true;
-}
-
-/** Whether `at` starts a sentence: the text's start, or after `.`, `?` or `!` and a space. */
-function sentenceStart(s: string, at: number): boolean {
-  const before = s.slice(Math.max(0, at - 16), at);
-  return at === 0 || /[.?!]\s+$/.test(before) || /^\s+$/.test(s.slice(0, at));
-}
-
 /** Unicode super- and subscript runs to `^...` and `_...`, before NFKC flattens them to digits. */
 function scripts(s: string): string {
   return s
@@ -343,12 +343,10 @@ function normalizeOnce(s: string): string {
     .normalize("NFKC")
     .replace(CHAR_MAP_RE, (c) => CHAR_MAP[c] ?? c);
   t = t.replace(/√\s*(\d+(?:\.\d+)?|[a-zA-Z])/g, "sqrt($1)").replace(/√\s*/g, "sqrt");
-  t = foldCase(latexToPlain(t)).replaceAll("**", "^");
+  t = latexToPlain(t).replaceAll("**", "^");
   t = t.replace(/\s+/g, " ").trim();
-  t = dropThousandsSeparators(t);
   t = normalizeSpacing(t);
   t = dropAtomParens(t);
-  t = canonicalNumbers(t);
   return t.replace(/[\s.?,;:]+$/, "");
 }
 
@@ -371,7 +369,7 @@ export function problemFingerprint(text: string): Promise<string> {
 
 /** A problem's template and its numbers, in order of appearance. */
 export interface ProblemTemplate {
-  /** The normalized problem with every number replaced by `#`. */
+  /** The normalized problem with every number replaced by its slot (`#`, `#,###`, or as written). */
   template: string;
   /** The numbers as floats: for ordering and display; large integers lose precision here. */
   params: number[];
@@ -379,7 +377,7 @@ export interface ProblemTemplate {
   literals: string[];
 }
 
-/** The normalized problem with every number replaced by `#`, and those numbers in order of appearance. */
+/** The normalized problem with every number replaced by its slot, and those numbers in order of appearance. */
 export function problemTemplate(text: string): ProblemTemplate {
   const normalized = normalizeProblem(text);
   const params: number[] = [];
@@ -387,7 +385,7 @@ export function problemTemplate(text: string): ProblemTemplate {
   let template = "";
   let last = 0;
   for (const span of scanNumbers(normalized)) {
-    template += normalized.slice(last, span.start) + TEMPLATE_SLOT;
+    template += normalized.slice(last, span.start) + slotOf(span);
     params.push(span.value);
     literals.push(span.text);
     last = span.end;

@@ -79,9 +79,24 @@ export function perturbLiteral(literal: string, step: number): string {
 }
 
 /**
+ * The literal times `factor` (a positive integer), exact for any number of digits, in canonical
+ * form (`0.75` * 2 -> `1.5`): how a deposit probes the answer's range far from the verified numbers.
+ */
+export function scaleLiteral(literal: string, factor: number): string {
+  const negative = literal.startsWith("-");
+  const [whole = "0", fraction = ""] = (negative ? literal.slice(1) : literal).split(".");
+  const digits = (BigInt(whole + fraction) * BigInt(factor)).toString().padStart(fraction.length + 1, "0");
+  const int = digits.slice(0, digits.length - fraction.length);
+  const frac = digits.slice(digits.length - fraction.length).replace(/0+$/, "");
+  const text = frac ? `${int}.${frac}` : int;
+  return negative && text !== "0" ? `-${text}` : text;
+}
+
+/**
  * Why a query is not answered by a transfer of a verified program: its numbers (the `param_` codes), or
- * the run (the program failed on them, printed something that is not a plain numeric answer, or an
- * independent check of the answer failed).
+ * the run (the program failed on them, printed something that is not a plain numeric answer, an
+ * independent check of the answer failed, or, with no such check, the answer lies outside the
+ * verified answer's domain: edge/routing/answer-domain.ts).
  */
 export const transferRefusalCodes = [
   "no_param_profile",
@@ -94,6 +109,7 @@ export const transferRefusalCodes = [
   "program_failed",
   "answer_not_plain",
   "answer_check_failed",
+  "answer_out_of_domain",
 ] as const;
 export type TransferRefusalCode = (typeof transferRefusalCodes)[number];
 

@@ -417,7 +417,8 @@ describe("solve fast path and library", () => {
     const problem = "What is $12 \\times 34$?";
     const row = await seedVerified(e, problem, "408");
     const before = gpu.requests.length;
-    for (const text of [problem, "what is 12 × 34", "What  is 12*34 ?"]) {
+    // Formatting only: letter case would be another problem (issue 35).
+    for (const text of [problem, "What is 12 × 34", "What  is 12*34 ?"]) {
       const res = await call(e, "POST", "/v1/solve", { key: e.adminKey, body: { problem: text } });
       expect(res.status).toBe(200);
       const body = await json(res);

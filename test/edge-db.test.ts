@@ -371,7 +371,7 @@ describe("templates from shared/normalize", () => {
     }
     const query = problemTemplate("Sum of the first 30 primes, please").template;
     const found = await searchLibrary(db, query, { digits: [], words: [] }, { lexical: 1, wide: 1, k: 0 });
-    expect(found.templates).toEqual(["what is the sum of the first # primes"]);
+    expect(found.templates).toEqual(["What is the sum of the first # primes"]);
   });
 });
 

@@ -243,8 +243,10 @@ describe("routes through /v1/solve", () => {
 
   it("parametric: new numbers run the program on them (transfer, no model tokens)", async () => {
     const problem =
-      "Ann buys 4 pens at $1.50 each and pays with a $10 bill. How much change does she get, in dollars?";
-    const stored = await deposit(problem, PARAMETRIC, "4", "b".repeat(64));
+      // $1.25, not $1.50: a number written with a trailing zero stays as written in the template
+      // (shared/normalize), so $1.50 and $2.25 would be two templates.
+      "Ann buys 4 pens at $1.25 each and pays with a $10 bill. How much change does she get, in dollars?";
+    const stored = await deposit(problem, PARAMETRIC, "5", "b".repeat(64));
     expect(stored.parametric).toBe(true);
     const r = await solve(
       "Ann buys 3 pens at $2.25 each and pays with a $20 bill. How much change does she get, in dollars?",
@@ -264,7 +266,7 @@ describe("routes through /v1/solve", () => {
 
   it("a reworded problem grafts its block (similar), even with a parametric program", async () => {
     const r = await solve(
-      "If Ann pays for 4 pens costing $1.50 apiece using a $10 bill, what change should she receive?",
+      "If Ann pays for 4 pens costing $1.25 apiece using a $10 bill, what change should she receive?",
     );
     expect(r.body).toMatchObject({
       source: "graft",

@@ -273,15 +273,16 @@ describe("issue 23: deeply nested LaTeX", () => {
 
 describe("rows of an older normalization", () => {
   it("never answer, and a new deposit brings them up to date", async () => {
-    // What version 1 stored for "What is 5½ hours in minutes?": ½ read as a digit run, 51/2.
-    const oldText = "what is 51/2 hours in minutes";
+    // What version 1 stored for "What is 5½ hours in minutes?" (½ read as a digit run, 51/2), in
+    // this version's letter case, so that a deposit of "What is 51/2 hours in minutes?" finds it.
+    const oldText = "What is 51/2 hours in minutes";
     const [row] = await edge.db
       .insert(problems)
       .values({
         id: "prb_0000000000000000000000001",
         normalizedText: oldText,
         fingerprint: await sha256Hex(oldText),
-        template: "what is #/# hours in minutes",
+        template: "What is #/# hours in minutes",
         params: [51, 2],
         normalizeVersion: 1,
       })

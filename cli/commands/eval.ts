@@ -5,7 +5,8 @@ import { z } from "zod";
 import type { GpuClient } from "../../edge/cluster/gpu.js";
 import { type Database, migrateDatabase, openDatabase } from "../../edge/db/client.js";
 import { addSolution, registerProblem } from "../../edge/db/library.js";
-import { isParametricProfile, profileParameters } from "../../edge/routing/param-probe.js";
+import { answerDomain } from "../../edge/routing/answer-domain.js";
+import { isParametricProfile, profileProgram } from "../../edge/routing/param-probe.js";
 import { libraryReader, type RouteKind, routeProblem } from "../../edge/routing/router.js";
 import { tryTransfer } from "../../edge/routing/transfer.js";
 import { Sandbox } from "../../gpu-node/sandbox/sandbox.js";
@@ -182,9 +183,8 @@ export async function registerLibrary(
     });
     const check = await runner.runProgram({ program: entry.program, params: literals, expect: entry.answer });
     const verified = check.verdict === "ok";
-    const paramProfile = verified
-      ? await profileParameters(runner, entry.program, literals, entry.answer)
-      : null;
+    const probed = verified ? await profileProgram(runner, entry.program, literals, entry.answer) : null;
+    const paramProfile = probed?.profile ?? null;
     await addSolution(db, {
       problemId: problem.id,
       worked: entry.solution,
@@ -192,7 +192,15 @@ export async function registerLibrary(
       answer: entry.answer,
       parametric: paramProfile !== null && isParametricProfile(paramProfile),
       verified,
-      verification: { method: "sandbox", verdict: check.verdict, params: literals, paramProfile },
+      verification: {
+        method: "sandbox",
+        verdict: check.verdict,
+        params: literals,
+        paramProfile,
+        answerDomain: probed
+          ? answerDomain(normalizedText, literals, entry.answer, probed.profile, probed.runs)
+          : null,
+      },
     });
     byProblem.set(problem.id, entry.id);
   }

@@ -24,14 +24,16 @@ export function checkAnswer(
   literals: readonly string[],
   answer: string,
 ): AnswerCheckResult | null {
-  if (/\b(?:greatest common (?:divisor|factor)|gcd|highest common factor)\b/i.test(template))
+  // Templates keep the problem's letter case; the shapes below are matched case-blind.
+  const t = template.toLowerCase();
+  if (/\b(?:greatest common (?:divisor|factor)|gcd|highest common factor)\b/.test(t))
     return gcdCheck(literals, answer);
-  if (/remainder when #\^# is divided by #/.test(template)) return powerModCheck(literals, answer);
+  if (/remainder when #\^# is divided by #/.test(t)) return powerModCheck(literals, answer);
   // A root itself is asked for, not a sum, product or count of them.
   const aboutRoots =
     /\b(?:sum|product|difference|number|count|average|mean)\s+of\s+(?:the\s+|all\s+)?(?:real\s+)?(?:roots|solutions)\b/;
-  if (/\broots?\b|\bsolutions?\b|\bsolve\b/.test(template) && !aboutRoots.test(template))
-    return rootCheck(normalized, template, answer);
+  if (/\broots?\b|\bsolutions?\b|\bsolve\b/.test(t) && !aboutRoots.test(t))
+    return rootCheck(normalized, t, answer);
   return null;
 }
 

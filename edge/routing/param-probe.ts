@@ -5,6 +5,8 @@
  * or fails with an error (the program used it); `ignored` when every run printed the same answer
  * (an exponent or a constant the program hard-codes). A timeout or limit says nothing, so it
  * leaves the parameter `ignored`: the safe side, since an ignored parameter must keep its value.
+ * Each parameter that is read is then also scaled by 2 and by 10; every run that printed an answer
+ * is kept as evidence of the answer's domain (answer-domain.ts).
  */
 import { answersEqual } from "../../shared/answers.js";
 import {
@@ -13,10 +15,22 @@ import {
   paramKind,
   paramSign,
   perturbLiteral,
+  scaleLiteral,
 } from "../../shared/params.js";
 import type { GpuClient } from "../cluster/gpu.js";
 
 const STEPS = [1, 2];
+/**
+ * Factors each nonzero parameter is also scaled by, the others kept, for the answer's domain only
+ * (answer-domain.ts): a range that holds near the verified numbers and this far from them too.
+ */
+const DOMAIN_FACTORS = [2, 10];
+
+/** One probe run that printed an answer: the parameters it ran on and what it printed. */
+export interface ProbeRun {
+  params: string[];
+  answer: string;
+}
 
 /** The profile of `program` on the literals it was verified with, whose answer is `answer`. */
 export async function profileParameters(
@@ -25,13 +39,33 @@ export async function profileParameters(
   literals: readonly string[],
   answer: string,
 ): Promise<ParamProfile> {
+  return (await profileProgram(gpu, program, literals, answer)).profile;
+}
+
+/**
+ * The profile, and the probe runs that printed an answer (what edge/routing/answer-domain.ts
+ * learns the answer's domain from).
+ */
+export async function profileProgram(
+  gpu: Pick<GpuClient, "runProgram">,
+  program: string,
+  literals: readonly string[],
+  answer: string,
+): Promise<{ profile: ParamProfile; runs: ProbeRun[] }> {
   const readsParams = /\bPARAMS\b/.test(program);
   const params = [];
+  const runs: ProbeRun[] = [];
   for (const [i, literal] of literals.entries()) {
-    const role = readsParams ? await roleOf(gpu, program, literals, i, answer) : "ignored";
+    const role = readsParams ? await roleOf(gpu, program, literals, i, answer, runs) : "ignored";
     params.push({ literal, kind: paramKind(literal), sign: paramSign(literal), role });
+    if (role !== "read" || paramSign(literal) === "zero") continue;
+    for (const factor of DOMAIN_FACTORS) {
+      const scaled = literals.map((l, j) => (j === i ? scaleLiteral(l, factor) : l));
+      const run = await gpu.runProgram({ program, params: scaled });
+      if (run.verdict === "ok" && run.answer !== null) runs.push({ params: scaled, answer: run.answer });
+    }
   }
-  return { version: 1, params };
+  return { profile: { version: 1, params }, runs };
 }
 
 async function roleOf(
@@ -40,14 +74,18 @@ async function roleOf(
   literals: readonly string[],
   index: number,
   answer: string,
+  runs: ProbeRun[],
 ): Promise<ParamRole> {
+  let role: ParamRole = "ignored";
   for (const step of STEPS) {
     const params = literals.map((l, j) => (j === index ? perturbLiteral(l, step) : l));
     const run = await gpu.runProgram({ program, params });
-    if (run.verdict === "error") return "read";
-    if (run.verdict === "ok" && run.answer !== null && !answersEqual(run.answer, answer)) return "read";
+    if (run.verdict === "ok" && run.answer !== null) runs.push({ params, answer: run.answer });
+    // Every step runs, also once the parameter is known to be read: each run is evidence of the domain.
+    if (run.verdict === "error") role = "read";
+    if (run.verdict === "ok" && run.answer !== null && !answersEqual(run.answer, answer)) role = "read";
   }
-  return "ignored";
+  return role;
 }
 
 /** Whether a program can be re-run on new numbers at all: it reads at least one parameter. */

@@ -3,6 +3,7 @@
  * concepts over the math thesaurus (thesaurus.ts), what its question sentence asks for, its
  * numbers (digits and number words), its formulas; and the comparisons of two structures.
  */
+import { canonicalNumbers } from "../../shared/normalize.js";
 import { type QuestionRoles, questionRoles, questionsDiffer } from "./question-roles.js";
 import {
   ASKED,
@@ -42,8 +43,9 @@ export interface Numbers {
 
 /** Analyzes a normalized problem text (see the module comment). */
 export function analyzeProblem(normalizedText: string): ProblemStructure {
-  // Normalized text keeps case where it can carry meaning; concepts are case-blind.
-  let text = ` ${normalizedText.toLowerCase()} `;
+  // Normalized text keeps case and each number's written form (they tell problems apart); concepts
+  // are case-blind and numbers compare by value.
+  let text = ` ${canonicalNumbers(normalizedText).toLowerCase()} `;
   for (const [pattern, replacement] of FORMAT_CLAUSES) text = text.replace(pattern, replacement);
   // One space between words after each rewrite, so the next pattern sees `square meter`.
   for (const [pattern, replacement] of PHRASES)

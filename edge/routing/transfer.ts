@@ -3,7 +3,8 @@
  * new numbers is answered by re-running that problem's verified program on the numbers, only when
  * the numbers play the roles they played at deposit (shared/params `transferParams` against the
  * profile edge/routing/param-probe.ts stored), the program runs cleanly, prints a plain numeric answer, and
- * that answer passes the independent check its problem's shape has (edge/routing/answer-checks.ts). Such
+ * that answer passes the independent check its problem's shape has (edge/routing/answer-checks.ts) or,
+ * where none applies, lies in the verified answer's domain (edge/routing/answer-domain.ts). Such
  * an answer is verified: a verified program computed it on parameters of the verified kind.
  * What the program printed besides its answer never leaves the edge.
  */
@@ -17,6 +18,7 @@ import {
 import type { GpuClient } from "../cluster/gpu.js";
 import type { TemplateMatch } from "../db/library.js";
 import { type AnswerCheck, checkAnswer } from "./answer-checks.js";
+import { domainOf, outsideDomain } from "./answer-domain.js";
 
 /** How a transferred answer was verified (the response's `verification`). */
 export interface TransferVerification {
@@ -99,6 +101,16 @@ async function run(
   const check = checkAnswer(query.normalized, query.template, query.literals, answer);
   if (check && !check.ok)
     return refuse("answer_check_failed", `The answer failed its check (${check.check}).`);
+  // An answer its independent check verified needs no domain; any other must lie in the verified one's.
+  const solution = match.solution as NonNullable<TemplateMatch["solution"]>;
+  const outside = check
+    ? null
+    : outsideDomain(
+        domainOf(solution.verification, match.problem, solution.answer, profileOf(match)),
+        params,
+        answer,
+      );
+  if (outside) return refuse("answer_out_of_domain", outside);
   return {
     ok: true,
     match,
@@ -113,7 +125,9 @@ async function run(
       note:
         "A program verified in the sandbox at deposit computed this answer on the query's numbers, each of the " +
         "kind and sign it was verified with; numbers the program does not read are unchanged" +
-        (check ? `; the answer passed ${check.check}.` : "; no independent check applies to this problem."),
+        (check
+          ? `; the answer passed ${check.check}.`
+          : "; no independent check applies to this problem, and the answer lies in the verified answer's domain (its sign, integer or not, its range relative to the numbers)."),
     },
   };
 }

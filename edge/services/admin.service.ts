@@ -28,7 +28,8 @@ import {
   supersedeSolutions,
 } from "../db/library.js";
 import type { Deps } from "../http.js";
-import { isParametricProfile, profileParameters } from "../routing/param-probe.js";
+import { answerDomain } from "../routing/answer-domain.js";
+import { isParametricProfile, profileProgram } from "../routing/param-probe.js";
 import type { AdminSolutionRequest } from "../schemas.js";
 import { BLOCK_TEXT_VERSION, renderBlockText } from "./block-text.js";
 import { createUploadGrant } from "./upload-grant.js";
@@ -154,7 +155,12 @@ export async function depositSolution(
     params: literals,
     answer: input.answer,
   });
-  const paramProfile = await profileParameters(deps.gpu, input.program, literals, input.answer);
+  const { profile: paramProfile, runs } = await profileProgram(
+    deps.gpu,
+    input.program,
+    literals,
+    input.answer,
+  );
   const placed = await placeBlockText(deps, renderBlockText(input));
   const manifest = placed.manifest;
 
@@ -180,6 +186,8 @@ export async function depositSolution(
       got: run.answer,
       params: literals,
       paramProfile,
+      // What the verified answer is like, for refusing transfers outside it (edge/routing/answer-domain.ts).
+      answerDomain: answerDomain(normalizedText, literals, input.answer, paramProfile, runs),
       isolation: run.isolation ?? null,
       wallMs: run.wallMs ?? null,
       blockSha256: manifest.sha256,
