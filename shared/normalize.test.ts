@@ -137,13 +137,17 @@ describe("problemTemplate", () => {
     });
   });
 
-  it("keeps a number written with zeros as written, and its value as the literal", () => {
+  it("keeps a number's zeros in its slot, and its value as the literal", () => {
     expect(problemTemplate("A train travels 120 km in 1.50 hours.")).toEqual({
-      template: "A train travels # km in 1.50 hours",
+      template: "A train travels # km in #0 hours",
       params: [120, 1.5],
       literals: ["120", "1.5"],
     });
-    expect(problemTemplate("Code 007, then .5 and -0").template).toBe("Code 007, then .5 and -0");
+    expect(problemTemplate("Code 007, then 3.0, 0.0500, -2.50, 12,345.60, .5 and -0").template).toBe(
+      "Code 00#, then #.0, #00, #0, #,###0, .5 and -0",
+    );
+    expect(problemTemplate("It costs $7.20").template).toBe(problemTemplate("It costs $9.60").template);
+    expect(problemTemplate("It costs $7.20").template).not.toBe(problemTemplate("It costs $9.65").template);
   });
 
   it("gives one template for the same wording with new numbers", () => {

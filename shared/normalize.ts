@@ -35,10 +35,11 @@
  * - Numbers in templates: every run of ASCII digits is a number, also inside words (`x2`, `log2`,
  *   `3rd`), so a changed index or base is a changed parameter; a dotted run with two or more dots
  *   (`1.2.3`) is a list of integers. A `-` is a sign when it follows the start, a space, an opening
- *   bracket, a separator or an operator. A number written in its canonical form is the slot `#`;
- *   one written with thousands separators is `#` and `,###` per group (`1,000` and `2,500` share a
- *   template, `1000` and `1,000` do not); one written another way (`0.50`, `007`, `.5`, `-0`) stays
- *   in the template as written, so only the same written form is the same template.
+ *   bracket, a separator or an operator. A number's slot keeps its written form apart from its
+ *   digits: `#` for a canonical number, `#` and `,###` per thousands group, its leading and
+ *   trailing zeros as written (`1,000` and `2,500` share the template `#,###`, `1000` is `#`;
+ *   `$7.20` and `$9.60` share `#0`, `$9.65` is `#`; `0.0500` is `#00`, `0.05` is `#`); `.5` and `-0`
+ *   stay as written. So two problems of one template differ only in the values of their numbers.
  * - Trailing whitespace and `. ? , ; :` are stripped (`!` stays: `5!` is a factorial).
  *
  * What these rules drop (spacing, LaTeX markup, `$`, Unicode forms of one symbol, parentheses
@@ -292,15 +293,20 @@ export function canonicalNumbers(s: string): string {
 }
 
 /**
- * A number's slot in a template: `#` when it is written in its canonical form, `#` and `,###` per
- * group when written with thousands separators, else the number as written (see the module comment).
+ * A number's slot in a template: `#` for its digits, with `,###` per thousands group and its leading
+ * and trailing zeros as written (`1,000` -> `#,###`, `0.0500` -> `#00`, `3.0` -> `#.0`, `007` ->
+ * `00#`); a form that is not such (`.5`, `-0`) stays as written (see the module comment).
  */
 function slotOf(span: NumberSpan): string {
-  if (span.written === span.text) return TEMPLATE_SLOT;
-  const groups = span.written.split(",").length - 1;
-  if (groups > 0 && span.written.replaceAll(",", "") === span.text)
-    return TEMPLATE_SLOT + ",###".repeat(groups);
-  return span.written;
+  const sign = span.text.startsWith("-") ? "-" : "";
+  let body = span.written.slice(sign.length);
+  const lead = /^0+(?=\d)/.exec(body)?.[0] ?? "";
+  body = body.slice(lead.length);
+  const trail = body.includes(".") ? (/\.0+$/.exec(body)?.[0] ?? /0+$/.exec(body)?.[0] ?? "") : "";
+  body = body.slice(0, body.length - trail.length);
+  const groups = body.split(",").length - 1;
+  if (sign + body.replaceAll(",", "") !== span.text) return span.written;
+  return lead + TEMPLATE_SLOT + ",###".repeat(groups) + trail;
 }
 
 const VULGAR_FRACTIONS = "½⅓⅔¼¾⅕⅖⅗⅘⅙⅚⅐⅛⅜⅝⅞⅑⅒↉";
