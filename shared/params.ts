@@ -93,6 +93,27 @@ export function scaleLiteral(literal: string, factor: number): string {
 }
 
 /**
+ * The literal divided by `divisor` (2 or 10) within its kind: an integer is divided exactly or
+ * truncated toward zero (null when that leaves 0), a decimal exactly (`0.75` / 2 -> `0.375`).
+ */
+export function shrinkLiteral(literal: string, divisor: 2 | 10): string | null {
+  if (!literal.includes(".")) {
+    const q = BigInt(literal) / BigInt(divisor);
+    return q === 0n ? null : q.toString();
+  }
+  // x / d = (x * (10 / d)) / 10: scale, then move the point one place left.
+  const scaled = scaleLiteral(literal, 10 / divisor);
+  const negative = scaled.startsWith("-");
+  const [whole = "0", fraction = ""] = (negative ? scaled.slice(1) : scaled).split(".");
+  const digits = (whole + fraction).padStart(fraction.length + 2, "0");
+  const cut = digits.length - fraction.length - 1;
+  const int = digits.slice(0, cut).replace(/^0+(?=\d)/, "");
+  const frac = digits.slice(cut).replace(/0+$/, "");
+  const text = frac ? `${int}.${frac}` : int;
+  return negative ? `-${text}` : text;
+}
+
+/**
  * Why a query is not answered by a transfer of a verified program: its numbers (the `param_` codes), or
  * the run (the program failed on them, printed something that is not a plain numeric answer, an
  * independent check of the answer failed, or, with no such check, the answer lies outside the

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { answerDomain, countsThings, outsideDomain } from "../edge/routing/answer-domain.js";
 import type { ParamProfile } from "../shared/params.js";
-import { scaleLiteral } from "../shared/params.js";
+import { scaleLiteral, shrinkLiteral } from "../shared/params.js";
 
 const read = (literals: string[]): ParamProfile => ({
   version: 1,
@@ -131,5 +131,20 @@ describe("scaleLiteral", () => {
     ["123456789012345678901234567890", 10, "1234567890123456789012345678900"],
   ])("%s x %d = %s", (literal, factor, out) => {
     expect(scaleLiteral(literal, factor)).toBe(out);
+  });
+});
+
+describe("shrinkLiteral", () => {
+  it.each([
+    ["240", 10, "24"],
+    ["35", 2, "17"],
+    ["5", 10, null],
+    ["-45", 10, "-4"],
+    ["0.75", 2, "0.375"],
+    ["0.75", 10, "0.075"],
+    ["12.5", 10, "1.25"],
+    ["-3.5", 2, "-1.75"],
+  ] as const)("%s / %d = %s", (literal, divisor, out) => {
+    expect(shrinkLiteral(literal, divisor)).toBe(out);
   });
 });

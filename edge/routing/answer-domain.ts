@@ -6,8 +6,8 @@
  * lies:
  * - sign: each of its values has a sign (negative, zero, positive) the verified answer's values had;
  * - integer: when the verified answer is an integer and either every probe run at deposit printed
- *   an integer too (param-probe.ts moves each parameter alone by 1 and 2 and scales it by 2 and
- *   10: a program that computes counts, gcds, combinations), or the question counts things (`how
+ *   an integer too (param-probe.ts moves each parameter alone by 1 and 2, and multiplies and
+ *   divides it by 2 and 10: a program that computes counts, gcds, combinations), or the question counts things (`how
  *   many teams`, `in how many ways`: `how many` and a word that is no unit of measure), so must the
  *   answer be (6.4 teams for 32 students in teams of 5; but 0.83 hours is a right answer);
  * - range relative to the parameters: for each parameter the program reads, the verified answer was

@@ -5,8 +5,9 @@
  * or fails with an error (the program used it); `ignored` when every run printed the same answer
  * (an exponent or a constant the program hard-codes). A timeout or limit says nothing, so it
  * leaves the parameter `ignored`: the safe side, since an ignored parameter must keep its value.
- * Each parameter that is read is then also scaled by 2 and by 10; every run that printed an answer
- * is kept as evidence of the answer's domain (answer-domain.ts).
+ * Each parameter that is read is then also multiplied and divided by 2 and by 10 (within its kind
+ * and sign); every run that printed an answer is kept as evidence of the answer's domain
+ * (answer-domain.ts).
  */
 import { answersEqual } from "../../shared/answers.js";
 import {
@@ -16,15 +17,17 @@ import {
   paramSign,
   perturbLiteral,
   scaleLiteral,
+  shrinkLiteral,
 } from "../../shared/params.js";
 import type { GpuClient } from "../cluster/gpu.js";
 
 const STEPS = [1, 2];
 /**
- * Factors each nonzero parameter is also scaled by, the others kept, for the answer's domain only
- * (answer-domain.ts): a range that holds near the verified numbers and this far from them too.
+ * Each nonzero parameter is also scaled up and down by these, the others kept, for the answer's
+ * domain only (answer-domain.ts): a range that holds near the verified numbers and this far from
+ * them too, on both sides.
  */
-const DOMAIN_FACTORS = [2, 10];
+const DOMAIN_FACTORS = [2, 10] as const;
 
 /** One probe run that printed an answer: the parameters it ran on and what it printed. */
 export interface ProbeRun {
@@ -59,8 +62,10 @@ export async function profileProgram(
     const role = readsParams ? await roleOf(gpu, program, literals, i, answer, runs) : "ignored";
     params.push({ literal, kind: paramKind(literal), sign: paramSign(literal), role });
     if (role !== "read" || paramSign(literal) === "zero") continue;
-    for (const factor of DOMAIN_FACTORS) {
-      const scaled = literals.map((l, j) => (j === i ? scaleLiteral(l, factor) : l));
+    const moved = DOMAIN_FACTORS.flatMap((f) => [scaleLiteral(literal, f), shrinkLiteral(literal, f)]);
+    for (const value of moved) {
+      if (value === null) continue;
+      const scaled = literals.map((l, j) => (j === i ? value : l));
       const run = await gpu.runProgram({ program, params: scaled });
       if (run.verdict === "ok" && run.answer !== null) runs.push({ params: scaled, answer: run.answer });
     }
