@@ -63,12 +63,12 @@ export async function profileProgram(
     params.push({ literal, kind: paramKind(literal), sign: paramSign(literal), role });
     if (role !== "read" || paramSign(literal) === "zero") continue;
     const moved = DOMAIN_FACTORS.flatMap((f) => [scaleLiteral(literal, f), shrinkLiteral(literal, f)]);
-    for (const value of moved) {
-      if (value === null) continue;
-      const scaled = literals.map((l, j) => (j === i ? value : l));
-      const run = await gpu.runProgram({ program, params: scaled });
-      if (run.verdict === "ok" && run.answer !== null) runs.push({ params: scaled, answer: run.answer });
-    }
+    // Independent runs: at once (the sandbox queues them), so a deposit waits for one, not four.
+    const scaled = moved.filter((v) => v !== null).map((v) => literals.map((l, j) => (j === i ? v : l)));
+    const results = await Promise.all(scaled.map((params) => gpu.runProgram({ program, params })));
+    for (const [k, run] of results.entries())
+      if (run.verdict === "ok" && run.answer !== null)
+        runs.push({ params: scaled[k] as string[], answer: run.answer });
   }
   return { profile: { version: 1, params }, runs };
 }
