@@ -119,7 +119,8 @@ async function collect(
   for await (const token of steps) {
     if (tokens.length === 0) firstAt = performance.now();
     tokens.push(token);
-    options.onToken?.(token, engine.model.detokenize([token]));
+    // With the tokens before it, so a SentencePiece piece keeps its leading space (as in the whole text).
+    options.onToken?.(token, engine.model.detokenize([token], false, tokens.slice(-5, -1)));
     if (tokens.length >= options.maxTokens) {
       finishReason = "maxTokens";
       break;

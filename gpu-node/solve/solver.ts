@@ -211,8 +211,13 @@ export class Solver {
 
   /** node-llama-cpp's token batches as one call per token with its text. */
   private tokenSink(onToken: (token: number, text: string) => void) {
+    // Each token's text with the tokens before it, so a SentencePiece piece keeps its leading space.
+    const before: Token[] = [];
     return (tokens: Token[]) => {
-      for (const token of tokens) onToken(token, this.engine.model.detokenize([token]));
+      for (const token of tokens) {
+        onToken(token, this.engine.model.detokenize([token], false, before.slice(-4)));
+        before.push(token);
+      }
     };
   }
 
