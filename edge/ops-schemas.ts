@@ -3,7 +3,7 @@
  * /openapi.json; the request schemas of the flywheel routes, which validate with them.
  */
 import { z } from "zod";
-import { sha256Schema, tierBytesSchema } from "../shared/protocol.js";
+import { sha256Schema, storageHealthSchema, tierBytesSchema } from "../shared/protocol.js";
 import { flywheelStatuses } from "./db/schema.js";
 import { nodeSchema } from "./schemas.js";
 
@@ -151,5 +151,7 @@ export const healthResponseSchema = z.object({
     error: z.string().optional(),
     model: z.string().optional(),
     slots: z.object({ total: z.number(), busy: z.number(), retired: z.number().optional() }).optional(),
+    /** The node's storage (gpu-node/server/storage-state.ts); absent from older nodes. */
+    storage: storageHealthSchema.optional(),
   }),
 });

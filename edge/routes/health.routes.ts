@@ -46,6 +46,8 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
             ms: gpu.ms,
             model: gpu.value.model.name,
             slots: gpu.value.slots,
+            // A node that cannot persist is `degraded`; its storage says why.
+            ...(gpu.value.storage ? { storage: gpu.value.storage } : {}),
           }
         : { status: "down", ms: gpu.ms, error: gpu.error };
   const status = !db.ok ? "down" : gpuPart.status === "ok" && db.value.writable ? "ok" : "degraded";
