@@ -171,12 +171,21 @@ describe("a database that refuses writes", () => {
           break;
         }
       }
+    // The page limit alone is seen (no page free), before any request's write was refused.
+    expect((await call(e, "GET", "/health")).body.db).toMatchObject({
+      writable: false,
+      writeError: "database_full",
+    });
     await expectCondition(e, "database_full");
   });
 
   it("a read-only connection (SQLITE_READONLY): 503 database_read_only", async () => {
     const { e } = await depositedEdge();
     await e.db.run(sql`PRAGMA query_only = 1`);
+    // The probe write alone finds it, before any request's write was refused.
+    const health = await call(e, "GET", "/health");
+    expect(health.body.db).toMatchObject({ writable: false, writeError: "database_read_only" });
+    expect(health.body.db.refusedAgoS).toBeUndefined();
     await expectCondition(e, "database_read_only");
   });
 
