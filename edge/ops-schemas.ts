@@ -130,7 +130,7 @@ export const healthResponseSchema = z.object({
     status: z.enum(["ok", "down"]),
     ms: z.number(),
     error: z.string().optional(),
-    /** Absent when the database is down. */
+    /** Absent when the database is down, or when the probe write did not finish in time (`probe_timeout`). */
     writable: z
       .boolean()
       .optional()
@@ -140,7 +140,9 @@ export const healthResponseSchema = z.object({
     writeError: z
       .string()
       .optional()
-      .describe("Why not: database_full, database_read_only, database_io_error, or the probe's error."),
+      .describe(
+        "Why not: database_full, database_read_only, database_io_error, or the probe's error; probe_timeout: unknown.",
+      ),
     refusedAgoS: z.number().optional().describe("Seconds since a real write was refused for storage."),
     droppedLogLines: z.number().describe("Query-log lines this edge process could not write and dropped."),
   }),

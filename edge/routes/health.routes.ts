@@ -12,7 +12,8 @@ type HealthResponse = z.infer<typeof healthResponseSchema>;
 /**
  * Checks the database (`SELECT 1`, then whether it takes a write: database.ts `probeWrite`, and no
  * write refused for storage in the last minute) and the GPU node (its /health) in parallel, each
- * bounded by KVGRAFT_GPU_HEALTH_TIMEOUT_MS.
+ * step bounded by KVGRAFT_GPU_HEALTH_TIMEOUT_MS; a probe write still waiting then (another write
+ * holds the lock) leaves `writable` unknown (absent, `writeError: probe_timeout`).
  * `ok`: both answer and the database is writable; `degraded`: the database answers but refuses
  * writes (library answers still work, deposits and new keys do not), or the GPU node does not
  * answer (or none is configured), HTTP 200; `down`: the database does not answer, HTTP 503.
@@ -28,13 +29,10 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
     }
   };
   const [db, gpu] = await Promise.all([
-    timed(() =>
-      withTimeout(
-        pingDatabase(deps.db).then(() => writability(deps.db, deps.writes)),
-        deps.config.gpu.healthTimeoutMs,
-        "db_timeout",
-      ),
-    ),
+    timed(async () => {
+      await withTimeout(pingDatabase(deps.db), deps.config.gpu.healthTimeoutMs, "db_timeout");
+      return writability(deps.db, deps.writes, deps.config.gpu.healthTimeoutMs);
+    }),
     deps.gpu.configured ? timed(() => deps.gpu.health()) : null,
   ]);
   const gpuPart: HealthResponse["gpu"] =
@@ -50,7 +48,7 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
             ...(gpu.value.storage ? { storage: gpu.value.storage } : {}),
           }
         : { status: "down", ms: gpu.ms, error: gpu.error };
-  const status = !db.ok ? "down" : gpuPart.status === "ok" && db.value.writable ? "ok" : "degraded";
+  const status = !db.ok ? "down" : gpuPart.status === "ok" && db.value.writable !== false ? "ok" : "degraded";
   return {
     status,
     edge: {
@@ -92,10 +90,13 @@ export function healthRoutes(deps: Deps): OpenAPIHono<AppEnv> {
 async function writability(
   db: Database,
   writes: DatabaseWrites,
-): Promise<{ writable: boolean; writeError?: string; refusedAgoS?: number }> {
+  timeoutMs: number,
+): Promise<{ writable?: boolean; writeError?: string; refusedAgoS?: number }> {
   try {
-    if ((await probeWrite(db)) === "page_limit") return { writable: false, writeError: "database_full" };
+    const probed = await withTimeout(probeWrite(db), timeoutMs, "probe_timeout");
+    if (probed === "page_limit") return { writable: false, writeError: "database_full" };
   } catch (err) {
+    if ((err as { code?: unknown }).code === "probe_timeout") return { writeError: "probe_timeout" };
     return { writable: false, writeError: writes.refused(err) ?? describe(err) };
   }
   const refusal = writes.recentRefusal();
