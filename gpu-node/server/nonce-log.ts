@@ -133,7 +133,7 @@ export class NonceLog extends NonceCache {
     throw new DomainError(
       507,
       "nonce_log_full",
-      "the node cannot record this request's nonce (its disk is full), so it refuses signed requests: none may be replayable after a restart",
+      "the node cannot record this request's nonce (its disk is full or refuses writes), so it refuses signed requests: none may be replayable after a restart",
     );
   }
 
