@@ -1,8 +1,8 @@
 /**
  * The edge on a database that refuses writes (issue 35, item 3), through real HTTP on loopback: a
  * real edge on a libSQL file, a loopback GPU node with the real sandbox. Three conditions, each
- * made for real: full (the connection's `max_page_count` held at the file's page count and every
- * table's last pages filled: a true SQLITE_FULL), a read-only connection (`PRAGMA query_only`: a
+ * made for real: full (every connection's `max_page_count` held at the file's page count and the
+ * tables' last pages filled: a true SQLITE_FULL), read-only connections (`PRAGMA query_only`: a
  * true SQLITE_READONLY), and read-only files (`chattr +i` as root, which ignores modes; `chmod`
  * otherwise): the edge running on them sees SQLITE_IOERR_WRITE, one started on them
  * SQLITE_READONLY. In each: a library answer is still answered (its log line dropped and counted),
@@ -13,8 +13,10 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Client } from "@libsql/client";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isGpuPool } from "../edge/cluster/gpu-pool.js";
 import { insertApiKey } from "../edge/db/api-keys.js";
 import { logQuery, registerProblem } from "../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
@@ -93,7 +95,21 @@ async function depositedEdge() {
   expect(deposit.status).toBe(201);
   const health = await call(e, "GET", "/health");
   expect(health.body.db).toMatchObject({ status: "ok", writable: true, droppedLogLines: 0 });
+  // The pool's background work (heartbeat sweeps, rebalancing) writes too: stopped and awaited,
+  // so that no write of its own frees or takes a page while a condition is set up and checked.
+  if (isGpuPool(e.gpu)) await e.gpu.close();
   return { e, dir };
+}
+
+/**
+ * Runs a per-connection pragma on every connection of the edge's libSQL client. The client keeps
+ * a pool (at most `concurrency`, 20 by default) and each call borrows one before its first await,
+ * so 20 calls issued together hold 20 distinct connections: every one the pool can ever have.
+ */
+async function onEveryConnection(e: EdgeServer, statement: string): Promise<void> {
+  // The drizzle handle's own client; Database's type leaves it out.
+  const client = (e.db as unknown as { $client: Client }).$client;
+  await Promise.all(Array.from({ length: 20 }, () => client.execute(statement)));
 }
 
 /** Whether the loopback node holds the block of `request`'s text. */
@@ -142,7 +158,7 @@ describe("a database that refuses writes", () => {
     const [{ pages }] = (await e.db.all(sql`select page_count as pages from pragma_page_count()`)) as [
       { pages: number },
     ];
-    await e.db.run(sql.raw(`PRAGMA max_page_count = ${pages}`));
+    await onEveryConnection(e, `PRAGMA max_page_count = ${pages}`);
     // Fill the pages of the tables the requests write, each with its own write function, until
     // each refuses a row: the next row of each needs a page the limit refuses.
     const fills: ((i: number) => Promise<unknown>)[] = [
@@ -181,7 +197,7 @@ describe("a database that refuses writes", () => {
 
   it("a read-only connection (SQLITE_READONLY): 503 database_read_only", async () => {
     const { e } = await depositedEdge();
-    await e.db.run(sql`PRAGMA query_only = 1`);
+    await onEveryConnection(e, "PRAGMA query_only = 1");
     // The probe write alone finds it, before any request's write was refused.
     const health = await call(e, "GET", "/health");
     expect(health.body.db).toMatchObject({ writable: false, writeError: "database_read_only" });
