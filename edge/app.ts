@@ -19,7 +19,8 @@ import { requestId } from "../shared/http/request-id.js";
 import { requestLog } from "../shared/http/request-log.js";
 import { requireKey } from "./auth.js";
 import { consoleRoutes } from "./console/console.routes.js";
-import { databaseUnavailable } from "./db/availability.js";
+import { databaseFailure } from "./db/availability.js";
+import { DatabaseWrites } from "./db/write-state.js";
 import { type AppDeps, type AppEnv, type Deps, systemClock } from "./http.js";
 import { adminRoutes } from "./routes/admin.routes.js";
 import { clusterRoutes } from "./routes/cluster.routes.js";
@@ -45,6 +46,7 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
     logger: input.logger ?? createLogger({ level: input.config.logLevel }),
     runtime: input.runtime ?? "unknown",
     startedAt: clock.now(),
+    writes: new DatabaseWrites(() => clock.now()),
   };
   const limit = (maxSize: number) =>
     bodyLimit({
@@ -107,7 +109,15 @@ export function createApp(input: AppDeps): OpenAPIHono<AppEnv> {
     return c.json(errorBody(error, c.get("requestId")), 405);
   });
   app.onError(
-    onError({ logger: deps.logger, authenticate: 'Bearer realm="kvgraft"', translate: databaseUnavailable }),
+    onError({
+      logger: deps.logger,
+      authenticate: 'Bearer realm="kvgraft"',
+      // A write refused by a storage condition is remembered for /health.
+      translate: (err) => {
+        deps.writes.refused(err);
+        return databaseFailure(err);
+      },
+    }),
   );
   return app;
 }

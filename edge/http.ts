@@ -9,6 +9,7 @@ import type { Logger } from "../shared/http/logger.js";
 import type { GpuClient } from "./cluster/gpu.js";
 import type { EdgeConfig } from "./config.js";
 import type { Database } from "./db/database.js";
+import type { DatabaseWrites } from "./db/write-state.js";
 import type { RateLimiter } from "./rate-limit.js";
 import type { Principal } from "./services/keys.service.js";
 
@@ -45,6 +46,8 @@ export type ConsoleAssets = (name: string) => { body: Uint8Array<ArrayBuffer>; t
 export interface Deps extends Required<Omit<AppDeps, "runtime" | "consoleAssets">> {
   runtime: string;
   startedAt: number;
+  /** The database writes this process saw refused, and the log lines it dropped. */
+  writes: DatabaseWrites;
 }
 
 /** Hono environment of the app: per-request variables. */

@@ -3,7 +3,7 @@
  * /openapi.json; the request schemas of the flywheel routes, which validate with them.
  */
 import { z } from "zod";
-import { sha256Schema, tierBytesSchema } from "../shared/protocol.js";
+import { sha256Schema, storageHealthSchema, tierBytesSchema } from "../shared/protocol.js";
 import { flywheelStatuses } from "./db/schema.js";
 import { nodeSchema } from "./schemas.js";
 
@@ -120,4 +120,40 @@ export const nodeViewSchema = nodeSchema.extend({
     .optional(),
   queueDepth: z.number().int().optional(),
   metrics: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** `GET /health` (edge/routes/health.routes.ts). */
+export const healthResponseSchema = z.object({
+  status: z.enum(["ok", "degraded", "down"]),
+  edge: z.object({ status: z.enum(["ok", "down"]), runtime: z.string(), uptimeS: z.number() }),
+  db: z.object({
+    status: z.enum(["ok", "down"]),
+    ms: z.number(),
+    error: z.string().optional(),
+    /** Absent when the database is down, or when the probe write did not finish in time (`probe_timeout`). */
+    writable: z
+      .boolean()
+      .optional()
+      .describe(
+        "Whether it takes a write: a probe write, and no write refused for storage in the last minute.",
+      ),
+    writeError: z
+      .string()
+      .optional()
+      .describe(
+        "Why not: database_full, database_read_only, database_io_error, or the probe's error; probe_timeout: unknown.",
+      ),
+    refusedAgoS: z.number().optional().describe("Seconds since a real write was refused for storage."),
+    droppedLogLines: z.number().describe("Query-log lines this edge process could not write and dropped."),
+  }),
+  gpu: z.object({
+    /** `degraded`: the node serves with a slot retired. */
+    status: z.enum(["ok", "degraded", "down", "not_configured", "draining"]),
+    ms: z.number().nullable(),
+    error: z.string().optional(),
+    model: z.string().optional(),
+    slots: z.object({ total: z.number(), busy: z.number(), retired: z.number().optional() }).optional(),
+    /** The node's storage (gpu-node/server/storage-state.ts); absent from older nodes. */
+    storage: storageHealthSchema.optional(),
+  }),
 });

@@ -162,7 +162,12 @@ export const solveResponseSchema = z.object({
   queued: z
     .boolean()
     .describe("Whether the problem was queued for the flywheel (an unverified answer, and the flywheel on)."),
-  queryId: z.string(),
+  queryId: z
+    .string()
+    .nullable()
+    .describe(
+      "The query's log id; null when the log line could not be written (a full or read-only database).",
+    ),
   requestId: z.string(),
 });
 export type SolveResponse = z.infer<typeof solveResponseSchema>;
@@ -370,20 +375,6 @@ export const uploadGrantSchema = z.object({
     .optional()
     .describe("Present when the edge has the block bucket: upload there, then ask a GPU node to verify it."),
   steps: z.array(z.string()),
-});
-
-export const healthResponseSchema = z.object({
-  status: z.enum(["ok", "degraded", "down"]),
-  edge: z.object({ status: z.enum(["ok", "down"]), runtime: z.string(), uptimeS: z.number() }),
-  db: z.object({ status: z.enum(["ok", "down"]), ms: z.number(), error: z.string().optional() }),
-  gpu: z.object({
-    /** `degraded`: the node serves with a slot retired. */
-    status: z.enum(["ok", "degraded", "down", "not_configured", "draining"]),
-    ms: z.number().nullable(),
-    error: z.string().optional(),
-    model: z.string().optional(),
-    slots: z.object({ total: z.number(), busy: z.number(), retired: z.number().optional() }).optional(),
-  }),
 });
 
 export { blockManifestSchema, errorBodySchema };

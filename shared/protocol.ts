@@ -204,8 +204,26 @@ export const tierBytesSchema = z.object({
 });
 export type TierBytes = z.infer<typeof tierBytesSchema>;
 
+/**
+ * The node's storage (gpu-node/server/storage-state.ts). `nonceLog`: `ok`, every accepted nonce
+ * is on disk; `memory`, some only in memory, a restart refuses signatures up to the newest of them;
+ * `refusing`, none can be recorded, and signed requests answer 507 `nonce_log_full`.
+ */
+export const storageHealthSchema = z.object({
+  status: z.enum(["ok", "failing"]),
+  /** Bytes free for the node on its data directory's file system; null when unknown. */
+  freeBytes: z.number().int().nonnegative().nullable(),
+  nonceLog: z.enum(["ok", "memory", "refusing"]),
+  /** The last write refused for storage in the last minute (`disk_full`, `storage_write_failed`). */
+  lastFailure: z.object({ code: z.string(), agoS: z.number() }).nullable(),
+});
+export type StorageHealth = z.infer<typeof storageHealthSchema>;
+
 export const healthSchema = z.object({
-  /** `degraded`: a slot could not be wiped after a failed load and is out of service. */
+  /**
+   * `degraded`: a slot could not be wiped after a failed load and is out of service, or the
+   * storage is failing (`storage`).
+   */
   status: z.enum(["ok", "degraded", "draining"]),
   model: modelFingerprintSchema,
   engine: engineFingerprintSchema,
@@ -235,6 +253,8 @@ export const healthSchema = z.object({
   /** The warm tier's RAM in use and its budget, in bytes. */
   warmBytes: z.object({ used: z.number().int(), budget: z.number().int() }).optional(),
   uptimeS: z.number(),
+  /** Absent from nodes older than this field. */
+  storage: storageHealthSchema.optional(),
 });
 export type Health = z.infer<typeof healthSchema>;
 

@@ -98,6 +98,8 @@ export interface SignedHeaders {
   nonce: string;
   claimedSha256: string;
   nowMs: number;
+  /** The signature's timestamp (seconds). */
+  signedAtS: number;
 }
 
 /**
@@ -160,7 +162,7 @@ export async function verifySignatureHeaders(opts: {
     canonical(opts.method, opts.path, timestamp, nonce, claimedSha256),
   );
   if (!valid) return fail("signature_invalid", "signature does not match the request");
-  return { ok: true, nonce, claimedSha256, nowMs };
+  return { ok: true, nonce, claimedSha256, nowMs, signedAtS: Number(timestamp) };
 }
 
 /**
@@ -175,7 +177,7 @@ export function verifySignedBody(
   if (signed.claimedSha256 !== bodySha256.toLowerCase())
     return fail("body_hash_mismatch", "body does not match its signed SHA-256");
   if (nonces.has(signed.nonce, signed.nowMs)) return fail("signature_replayed", "nonce was already used");
-  nonces.add(signed.nonce, signed.nowMs);
+  nonces.add(signed.nonce, signed.nowMs, signed.signedAtS);
   return { ok: true };
 }
 
@@ -213,8 +215,12 @@ export class NonceCache {
     return expiry !== undefined && expiry > now;
   }
 
-  /** Records `nonce` at `now` (ms), evicting expired entries and then the oldest to stay bounded. */
-  add(nonce: string, now = Date.now()): void {
+  /**
+   * Records `nonce` at `now` (ms), evicting expired entries and then the oldest to stay bounded.
+   * `_signedAtS`, the signature's timestamp, is for a log that persists nonces and must say which
+   * signatures it could not persist (gpu-node/server/nonce-log.ts); memory needs only `now`.
+   */
+  add(nonce: string, now = Date.now(), _signedAtS?: number): void {
     this.entries.delete(nonce);
     for (const [key, expiry] of this.entries) {
       if (expiry > now) break;

@@ -263,7 +263,11 @@ async function getBlockAnywhere(ctx: PoolContext, id: string): Promise<BlockMani
   throw toDomainError(last, ctx.timeoutMs);
 }
 
-/** Deletes a block from every live node and its replica records; 404 when none held it. */
+/**
+ * Deletes a block from every live node, then its replica records; 404 when none held it. The
+ * nodes come first, so a database that refuses the records' removal (full, read-only) still
+ * leaves no node holding the block (a failed deposit's clean-up relies on it).
+ */
 async function deleteEverywhere(ctx: PoolContext, id: string): Promise<void> {
   const live = (await ctx.directory.nodes()).filter((n) => n.live);
   let deleted = 0;
@@ -274,8 +278,8 @@ async function deleteEverywhere(ctx: PoolContext, id: string): Promise<void> {
     } catch (err) {
       if (!(err instanceof GpuError && err.status === 404)) throw toDomainError(err, ctx.timeoutMs);
     }
-    await removeReplica(ctx.db, id, n.id);
   }
+  for (const n of live) await removeReplica(ctx.db, id, n.id);
   if (deleted === 0) throw new DomainError(404, "block_not_found", "No live GPU node holds this block.");
 }
 

@@ -1,18 +1,22 @@
 /** `GET /health`: the edge, its database and the GPU node. */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { z } from "zod";
-import { pingDatabase } from "../db/database.js";
+import { type Database, pingDatabase, probeWrite } from "../db/database.js";
+import type { DatabaseWrites } from "../db/write-state.js";
 import type { AppEnv, Deps } from "../http.js";
-import { healthResponseSchema } from "../schemas.js";
+import { healthResponseSchema } from "../ops-schemas.js";
 import { ok, routeGroup, serve, serviceRoute } from "./documented.js";
 
 type HealthResponse = z.infer<typeof healthResponseSchema>;
 
 /**
- * Checks the database (`SELECT 1`) and the GPU node (its /health) in parallel, each bounded by
- * KVGRAFT_GPU_HEALTH_TIMEOUT_MS.
- * `ok`: both answer; `degraded`: the database answers but the GPU node does not (or none is
- * configured; library answers still work), HTTP 200; `down`: the database does not, HTTP 503.
+ * Checks the database (`SELECT 1`, then whether it takes a write: database.ts `probeWrite`, and no
+ * write refused for storage in the last minute) and the GPU node (its /health) in parallel, each
+ * step bounded by KVGRAFT_GPU_HEALTH_TIMEOUT_MS; a probe write still waiting then (another write
+ * holds the lock) leaves `writable` unknown (absent, `writeError: probe_timeout`).
+ * `ok`: both answer and the database is writable; `degraded`: the database answers but refuses
+ * writes (library answers still work, deposits and new keys do not), or the GPU node does not
+ * answer (or none is configured), HTTP 200; `down`: the database does not answer, HTTP 503.
  */
 export async function checkHealth(deps: Deps): Promise<HealthResponse> {
   const timed = async <T>(fn: () => Promise<T>) => {
@@ -25,7 +29,10 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
     }
   };
   const [db, gpu] = await Promise.all([
-    timed(() => withTimeout(pingDatabase(deps.db), deps.config.gpu.healthTimeoutMs, "db_timeout")),
+    timed(async () => {
+      await withTimeout(pingDatabase(deps.db), deps.config.gpu.healthTimeoutMs, "db_timeout");
+      return writability(deps.db, deps.writes, deps.config.gpu.healthTimeoutMs);
+    }),
     deps.gpu.configured ? timed(() => deps.gpu.health()) : null,
   ]);
   const gpuPart: HealthResponse["gpu"] =
@@ -37,9 +44,11 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
             ms: gpu.ms,
             model: gpu.value.model.name,
             slots: gpu.value.slots,
+            // A node that cannot persist is `degraded`; its storage says why.
+            ...(gpu.value.storage ? { storage: gpu.value.storage } : {}),
           }
         : { status: "down", ms: gpu.ms, error: gpu.error };
-  const status = !db.ok ? "down" : gpuPart.status === "ok" ? "ok" : "degraded";
+  const status = !db.ok ? "down" : gpuPart.status === "ok" && db.value.writable !== false ? "ok" : "degraded";
   return {
     status,
     edge: {
@@ -47,7 +56,10 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
       runtime: deps.runtime,
       uptimeS: Math.round((deps.clock.now() - deps.startedAt) / 1000),
     },
-    db: db.ok ? { status: "ok", ms: db.ms } : { status: "down", ms: db.ms, error: db.error },
+    db: {
+      ...(db.ok ? { status: "ok", ms: db.ms, ...db.value } : { status: "down", ms: db.ms, error: db.error }),
+      droppedLogLines: deps.writes.droppedLogLines,
+    },
     gpu: gpuPart,
   };
 }
@@ -69,6 +81,28 @@ export function healthRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     return c.json(health, health.status === "down" ? 503 : 200);
   });
   return app;
+}
+
+/**
+ * Whether the database takes a write: its probe write, then a real write refused for storage in
+ * the last minute (`writeError` names the condition, `refusedAgoS` when it was).
+ */
+async function writability(
+  db: Database,
+  writes: DatabaseWrites,
+  timeoutMs: number,
+): Promise<{ writable?: boolean; writeError?: string; refusedAgoS?: number }> {
+  try {
+    const probed = await withTimeout(probeWrite(db), timeoutMs, "probe_timeout");
+    if (probed === "page_limit") return { writable: false, writeError: "database_full" };
+  } catch (err) {
+    if ((err as { code?: unknown }).code === "probe_timeout") return { writeError: "probe_timeout" };
+    return { writable: false, writeError: writes.refused(err) ?? describe(err) };
+  }
+  const refusal = writes.recentRefusal();
+  return refusal
+    ? { writable: false, writeError: refusal.condition, refusedAgoS: refusal.agoS }
+    : { writable: true };
 }
 
 /** A one-line reason: an error's code, else its cause's message (drizzle wraps driver errors). */

@@ -9,6 +9,7 @@ import { notFound, unavailable } from "../../shared/errors.js";
 import { sha256Schema } from "../../shared/protocol.js";
 import { type GpuPool, isGpuPool } from "../cluster/gpu-pool.js";
 import { renderNodeMetrics } from "../cluster/metrics-text.js";
+import { renderWriteMetrics } from "../db/write-state.js";
 import type { AppEnv, Deps } from "../http.js";
 import {
   nodeViewSchema,
@@ -83,7 +84,8 @@ export function nodeAdminRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   serve(app, listRoute, async (c) => c.json({ nodes: await describeNodes(deps) }, 200));
   serve(app, metricsRoute, async (c) => {
     const pool = requirePool(deps);
-    const text = renderNodeMetrics(await pool.nodes(), (id) => pool.metrics(id));
+    const text =
+      renderNodeMetrics(await pool.nodes(), (id) => pool.metrics(id)) + renderWriteMetrics(deps.writes);
     return c.body(text, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
   });
   serve(app, placementRoute, async (c) => {

@@ -163,42 +163,65 @@ export async function depositSolution(
   );
   const placed = await placeBlockText(deps, renderBlockText(input));
   const manifest = placed.manifest;
-
-  const { problem } = await registerProblem(deps.db, {
-    normalizedText,
-    fingerprint,
-    template,
-    params: literals,
-  });
-  const block = await registerBlock(deps.db, blockInput(manifest, problem.id, placed.nodeId));
-  if (isGpuPool(deps.gpu)) await deps.gpu.replicate(manifest.sha256, placed.nodeId);
-  const solution = await addSolution(deps.db, {
-    problemId: problem.id,
-    worked: input.solution,
-    program: input.program,
-    answer: input.answer,
-    parametric: isParametricProfile(paramProfile),
-    verified: true,
-    verification: {
-      method: "sandbox",
-      verdict: run.verdict,
-      expected: input.answer,
-      got: run.answer,
+  return registerOrRemove(deps, manifest.sha256, async () => {
+    const { problem } = await registerProblem(deps.db, {
+      normalizedText,
+      fingerprint,
+      template,
       params: literals,
-      paramProfile,
-      // What the verified answer is like, for refusing transfers outside it (edge/routing/answer-domain.ts).
-      answerDomain: answerDomain(normalizedText, literals, input.answer, paramProfile, runs),
-      isolation: run.isolation ?? null,
-      wallMs: run.wallMs ?? null,
-      blockSha256: manifest.sha256,
-      blockTextVersion: BLOCK_TEXT_VERSION,
-      checkedAt: new Date(deps.clock.now()).toISOString(),
-    },
+    });
+    const block = await registerBlock(deps.db, blockInput(manifest, problem.id, placed.nodeId));
+    if (isGpuPool(deps.gpu)) await deps.gpu.replicate(manifest.sha256, placed.nodeId);
+    const solution = await addSolution(deps.db, {
+      problemId: problem.id,
+      worked: input.solution,
+      program: input.program,
+      answer: input.answer,
+      parametric: isParametricProfile(paramProfile),
+      verified: true,
+      verification: {
+        method: "sandbox",
+        verdict: run.verdict,
+        expected: input.answer,
+        got: run.answer,
+        params: literals,
+        paramProfile,
+        // What the verified answer is like, for refusing transfers outside it (edge/routing/answer-domain.ts).
+        answerDomain: answerDomain(normalizedText, literals, input.answer, paramProfile, runs),
+        isolation: run.isolation ?? null,
+        wallMs: run.wallMs ?? null,
+        blockSha256: manifest.sha256,
+        blockTextVersion: BLOCK_TEXT_VERSION,
+        checkedAt: new Date(deps.clock.now()).toISOString(),
+      },
+    });
+    const superseded = existing
+      ? await supersede(deps, existing.solution, solution.id, problem.id, manifest.sha256)
+      : null;
+    return { created: true, problem, solution, block, superseded };
   });
-  const superseded = existing
-    ? await supersede(deps, existing.solution, solution.id, problem.id, manifest.sha256)
-    : null;
-  return { created: true, problem, solution, block, superseded };
+}
+
+/**
+ * Runs the registration of a block just placed on the GPU node. When it fails (a full or
+ * read-only database, say), the block is removed from the node again unless the library has a
+ * row for it (an earlier deposit of the same text, which the node shares), so a failed deposit
+ * leaves no orphan; the registration's error is what the client is answered. A removal that
+ * fails too (the node gone meanwhile) leaves the block: a later deposit of the same text adopts
+ * it, and with two or more nodes the rebalancer drops blocks the library does not know.
+ */
+async function registerOrRemove<T>(deps: AdminDeps, sha256: string, register: () => Promise<T>): Promise<T> {
+  try {
+    return await register();
+  } catch (err) {
+    // A library that cannot be read cannot say the block is unknown: keep it.
+    const known = await findBlock(deps.db, sha256).then(
+      (row) => row !== null,
+      () => true,
+    );
+    if (!known) await deps.gpu.deleteBlock(sha256).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** Deposits block text on the GPU node (a pool: on one node) and checks the manifest is for it. */
@@ -222,9 +245,11 @@ async function placeBlockText(
 /** Deposits the block of an already verified solution again and registers it ready. */
 async function depositBlock(deps: AdminDeps, input: AdminSolutionRequest, problemId: string): Promise<Block> {
   const placed = await placeBlockText(deps, renderBlockText(input));
-  const block = await registerBlock(deps.db, blockInput(placed.manifest, problemId, placed.nodeId));
-  if (isGpuPool(deps.gpu)) await deps.gpu.replicate(placed.manifest.sha256, placed.nodeId);
-  return block;
+  return registerOrRemove(deps, placed.manifest.sha256, async () => {
+    const block = await registerBlock(deps.db, blockInput(placed.manifest, problemId, placed.nodeId));
+    if (isGpuPool(deps.gpu)) await deps.gpu.replicate(placed.manifest.sha256, placed.nodeId);
+    return block;
+  });
 }
 
 /**

@@ -8,7 +8,7 @@
 import { badRequest } from "../../shared/errors.js";
 import { errorAnswer } from "../../shared/http/errors.js";
 import type { Logger } from "../../shared/http/logger.js";
-import { databaseUnavailable } from "../db/availability.js";
+import { databaseFailure } from "../db/availability.js";
 import type { Deps } from "../http.js";
 import type { SolveRequest, SolveResponse } from "../schemas.js";
 import { type SolveContext, solve } from "./solve.service.js";
@@ -117,7 +117,7 @@ export async function eventStream<E>(
         if (cancelled) return;
         const { status, body } = errorAnswer(err, errors.requestId, {
           logger: errors.logger,
-          translate: databaseUnavailable,
+          translate: databaseFailure,
         });
         controller.enqueue(encoder.encode(format.error(status, body)));
         controller.close();

@@ -72,15 +72,17 @@ export async function solve(
     outcome = await route(deps, req, normalized, maxTokens, model);
   } catch (err) {
     // A failed solve is logged too (source "error"), then answered by the error handler.
-    await logQuery(deps.db, {
-      keyId: ctx.keyId,
-      fingerprint,
-      route: { reason: err instanceof DomainError ? err.code : "internal_error" },
-      source: "error",
-      cost: { edgeMs: round(deps.clock.monotonicMs() - ctx.startedMs) },
-      confidence: null,
-      verified: false,
-    }).catch(() => undefined);
+    await deps.writes.logOrDrop(deps.logger, "query", () =>
+      logQuery(deps.db, {
+        keyId: ctx.keyId,
+        fingerprint,
+        route: { reason: err instanceof DomainError ? err.code : "internal_error" },
+        source: "error",
+        cost: { edgeMs: round(deps.clock.monotonicMs() - ctx.startedMs) },
+        confidence: null,
+        verified: false,
+      }),
+    );
     throw err;
   }
 
@@ -98,19 +100,23 @@ export async function solve(
     !outcome.verified &&
     outcome.source !== "library" &&
     outcome.unsure !== false;
+  // An answer is not failed because its log line could not be written: the line is dropped and
+  // counted (queryId null); a flywheel enqueue that fails still fails the request (it says queued).
   const [queryId] = await Promise.all([
-    logQuery(deps.db, {
-      keyId: ctx.keyId,
-      fingerprint,
-      // A refused transfer is logged with its code, so refusals can be counted per template.
-      route: outcome.transferRefused
-        ? { ...outcome.route, transferRefused: outcome.transferRefused.code }
-        : outcome.route,
-      source: outcome.source,
-      cost,
-      confidence: outcome.confidence,
-      verified: outcome.verified,
-    }),
+    deps.writes.logOrDrop(deps.logger, "query", () =>
+      logQuery(deps.db, {
+        keyId: ctx.keyId,
+        fingerprint,
+        // A refused transfer is logged with its code, so refusals can be counted per template.
+        route: outcome.transferRefused
+          ? { ...outcome.route, transferRefused: outcome.transferRefused.code }
+          : outcome.route,
+        source: outcome.source,
+        cost,
+        confidence: outcome.confidence,
+        verified: outcome.verified,
+      }),
+    ),
     queued ? enqueueForKey(deps.db, { keyId: ctx.keyId, problem: req.problem, fingerprint }) : null,
   ]);
   return {

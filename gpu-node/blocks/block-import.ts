@@ -1,8 +1,10 @@
 /**
- * Imports of block files built elsewhere. The bytes are untrusted: the file must hash to its
+ * Imports of block files built elsewhere. The bytes and the manifest are untrusted: the
+ * manifest's model and engine must be this node's, field by field; the file must hash to its
  * manifest, parse against this engine's own state layout (state-format.ts) before llama.cpp
- * reads it, load in a disposable child process first (isolated-load.ts), and reproduce its probe
- * hash in a slot; only then is it stored.
+ * reads it, spell the text the manifest's textSha256 names (manifest-check.ts), load in a
+ * disposable child process first (isolated-load.ts), and reproduce its probe hash in a slot;
+ * only then is it stored, with the size and chunk hashes computed here.
  */
 import type { Token } from "node-llama-cpp";
 import { conflict, unprocessable } from "../../shared/errors.js";
@@ -13,6 +15,7 @@ import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
 import type { BlockStore } from "./block-store.js";
 import { hashFileWithChunks } from "./file-hash.js";
 import { isolatedLoadCheck } from "./isolated-load.js";
+import { checkDerivedFields, checkOrigin } from "./manifest-check.js";
 import type { SlotPool } from "./slot-pool.js";
 import { type StateLayout, validateStateFile } from "./state-format.js";
 import { referenceLayout } from "./state-reference.js";
@@ -32,6 +35,7 @@ export class BlockImporter {
   async importFile(tempPath: string, manifest: BlockManifest): Promise<BlockManifest> {
     assertSameOrigin(this.engine, { modelSha256: manifest.model.sha256, engineId: manifest.engine.id });
     if (this.store.has(manifest.sha256)) return this.store.get(manifest.sha256);
+    checkOrigin(this.engine, manifest);
     const hashed = await hashFileWithChunks(tempPath);
     const actual = hashed.sha256;
     if (actual !== manifest.sha256)
@@ -41,7 +45,7 @@ export class BlockImporter {
     // Before llama.cpp sees the bytes (it trusts every count in the file), and then before the
     // serving process does: the first load runs in a disposable process.
     const layout = await this.stateLayout();
-    await validateStateFile(tempPath, {
+    const tokens = await validateStateFile(tempPath, {
       layout,
       contextSize: this.engine.options.contextSize,
       slidingWindow: this.engine.slidingWindow,
@@ -50,6 +54,7 @@ export class BlockImporter {
       tokenCount: manifest.tokenCount,
       tokensSha256: manifest.tokensSha256,
     });
+    await checkDerivedFields(this.engine, manifest, tokens);
     await this.isolatedLoad(tempPath, manifest, layout);
     const lease = await this.pool.acquire(null);
     try {

@@ -166,19 +166,22 @@ export async function readStateLayout(path: string): Promise<StateLayout> {
 /**
  * Checks a state file against the engine's model and context and against the block's manifest;
  * throws a 422 `block_invalid` naming the first field that does not fit. Reads only the
- * headers, the tokens and the cells' metadata, so it is cheap beside the load itself.
+ * headers, the tokens and the cells' metadata, so it is cheap beside the load itself. Returns the
+ * state's token ids (for the checks of the manifest's other fields).
  */
-export async function validateStateFile(path: string, expect: StateExpectation): Promise<void> {
-  await withReader(path, async (r) => {
+export async function validateStateFile(path: string, expect: StateExpectation): Promise<number[]> {
+  return withReader(path, async (r) => {
     const tokenCount = await header(r);
     expectEqual("tokenCount", tokenCount, expect.tokenCount);
     if (tokenCount < 1 || tokenCount >= expect.contextSize)
       throw invalid("tokenCount", `must be in [1, ${expect.contextSize - 1}], got ${tokenCount}`);
     const tokens = await r.bytes(tokenCount * 4, "tokens");
+    const ids: number[] = [];
     for (let i = 0; i < tokenCount; i++) {
       const t = tokens.readInt32LE(i * 4);
       if (t < 0 || t >= expect.vocabSize)
         throw invalid(`tokens[${i}]`, `${t} is not in the vocabulary of ${expect.vocabSize}`);
+      ids.push(t);
     }
     // Non-negative int32 tokens are the little-endian uint32 bytes sha256OfTokens hashes.
     const tokensSha256 = createHash("sha256").update(tokens).digest("hex");
@@ -215,6 +218,7 @@ export async function validateStateFile(path: string, expect: StateExpectation):
     }
     if (r.offset !== r.size)
       throw invalid("end", `${r.size - r.offset} bytes follow the last cache`, { offset: r.offset });
+    return ids;
   });
 }
 

@@ -29,6 +29,7 @@ import { healthRoute, metricsRoute } from "./routes/health.js";
 import { importRoutes } from "./routes/imports.js";
 import { sandboxRoutes } from "./routes/sandbox.js";
 import { storageFailure } from "./storage-errors.js";
+import { StorageState } from "./storage-state.js";
 import { ModelWork } from "./work.js";
 
 export type { GpuAppOptions, SandboxRunner, ServerLimits } from "./context.js";
@@ -74,7 +75,11 @@ const acceptedSecrets = (options: GpuAppOptions): string[] =>
   options.previousSecret ? [options.secret, options.previousSecret] : [options.secret];
 
 /** The parts of the app, wired together. */
-function serverContext(options: GpuAppOptions, errorMapping: ErrorMappingOptions): ServerContext {
+function serverContext(
+  options: GpuAppOptions,
+  errorMapping: ErrorMappingOptions,
+  storage: StorageState,
+): ServerContext {
   const { blocks } = options;
   const limits = serverLimits(options);
   const queue = new AdmissionQueue(limits.concurrency, limits.maxWaiting, limits.retryAfterS);
@@ -113,14 +118,25 @@ function serverContext(options: GpuAppOptions, errorMapping: ErrorMappingOptions
     solver,
     noSandbox: options.sandboxUnavailable ?? "disabled",
     started: Date.now(),
+    storage,
   };
 }
 
 /** Builds the GPU node's app. */
 export function createGpuApp(options: GpuAppOptions): GpuApp {
   const logger = options.logger ?? createLogger();
-  const errorMapping: ErrorMappingOptions = { logger, translate: storageFailure };
-  const ctx = serverContext(options, errorMapping);
+  const nonces = NonceLog.open(join(options.dataDir, "nonces.log"));
+  const storage = new StorageState(options.dataDir, nonces);
+  const errorMapping: ErrorMappingOptions = {
+    logger,
+    // A write the disk refused is remembered for /health.
+    translate: (err) => {
+      const failure = storageFailure(err);
+      if (failure) storage.failed(failure);
+      return failure;
+    },
+  };
+  const ctx = serverContext(options, errorMapping, storage);
   const app = new Hono<GpuEnv>();
   app.onError(onError(errorMapping));
   app.notFound(routeNotFound("not_found"));
@@ -153,7 +169,9 @@ export function createGpuApp(options: GpuAppOptions): GpuApp {
   if (access) app.use("*", (c, next) => (open(c) ? next() : access(c, next)));
   const signature = signatureAuth({
     secret: acceptedSecrets(options),
-    nonces: NonceLog.open(join(options.dataDir, "nonces.log")),
+    nonces,
+    // An earlier process on this data dir may have accepted signatures up to then unpersisted.
+    ...(nonces.notBeforeS !== undefined ? { notBeforeS: nonces.notBeforeS } : {}),
     maxBodyBytes: maxBody,
     ...(options.maxSkewS !== undefined ? { maxSkewS: options.maxSkewS } : {}),
   });

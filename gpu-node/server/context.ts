@@ -20,6 +20,7 @@ import type { UploadGrants } from "./grants.js";
 import type { ImportSessions } from "./imports.js";
 import type { GpuMetrics } from "./metrics.js";
 import type { AdmissionQueue } from "./queue.js";
+import type { StorageState } from "./storage-state.js";
 import type { ModelWork } from "./work.js";
 
 /** Tunable limits of the HTTP layer; every field has a default. */
@@ -104,6 +105,8 @@ export interface ServerContext {
   /** Why there is no sandbox, when there is none. */
   noSandbox: string;
   started: number;
+  /** The data directory's storage and the nonce log, for /health. */
+  storage: StorageState;
 }
 
 /** The `:id` parameter as a block id (400 `invalid_block_id` otherwise). */

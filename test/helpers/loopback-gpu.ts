@@ -6,7 +6,7 @@
  * not measured); `/health` reports the deposited blocks as hot and on disk, with their manifests'
  * sizes as the tier bytes. Imports
  * (`/v1/imports*`, with an upload grant header) take a block's chunks, check each one's SHA-256 and
- * keep the manifest (served by `GET /v1/blocks/:id`); the grant itself is checked by the real node's
+ * keep the manifest (served by `GET /v1/blocks/:id`, removed by `DELETE`); the grant itself is checked by the real node's
  * tests, not here. It records the work paths it served.
  */
 import { createHash } from "node:crypto";
@@ -103,6 +103,11 @@ export async function startLoopbackGpu(
       if (imported) return send(imported.status, imported.body);
       const known = /^\/v1\/blocks\/([0-9a-f]{64})$/.exec(req.url ?? "")?.[1];
       if (known && req.method === "GET" && manifests.has(known)) return send(200, manifests.get(known));
+      if (known && req.method === "DELETE" && manifests.has(known)) {
+        manifests.delete(known);
+        hot.splice(hot.indexOf(known), 1);
+        return res.writeHead(204).end();
+      }
       if (req.url === gpuPaths.health) {
         const { model, engine } = await manifestFor("");
         return send(200, {

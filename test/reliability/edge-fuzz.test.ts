@@ -12,7 +12,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { nodeViewSchema } from "../../edge/ops-schemas.js";
+import { healthResponseSchema, nodeViewSchema } from "../../edge/ops-schemas.js";
 import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import {
   adminBlockRegisterSchema,
@@ -20,7 +20,6 @@ import {
   adminSolutionResponseSchema,
   blockSchema,
   errorBodySchema,
-  healthResponseSchema,
   keyCreatedSchema,
   keyCreateSchema,
   keyInfoSchema,

@@ -21,6 +21,8 @@ describe("edge worker in workerd", () => {
     const body = (await res.json()) as Json;
     expect(body.edge).toMatchObject({ status: "ok", runtime: "workers" });
     expect(body.db.status).toBe("ok");
+    // The probe write goes over HTTP too.
+    expect(body.db).toMatchObject({ writable: true, droppedLogLines: 0 });
     // GPU nodes count once they have sent heartbeats (edge-worker-pool.test.ts sends them).
     expect(["ok", "down"]).toContain(body.gpu.status);
     expect(res.status).toBe(body.status === "down" ? 503 : 200);

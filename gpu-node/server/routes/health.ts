@@ -8,8 +8,9 @@ export function healthRoute(app: Hono<GpuEnv>, ctx: ServerContext): void {
   app.get("/health", (c) => {
     const s = ctx.blocks.snapshot();
     const draining = ctx.tracker.draining;
+    const storage = ctx.storage.health();
     const health: Health = {
-      status: draining ? "draining" : s.slots.retired > 0 ? "degraded" : "ok",
+      status: draining ? "draining" : s.slots.retired > 0 || storage.status !== "ok" ? "degraded" : "ok",
       model: options.fingerprints.model,
       engine: options.fingerprints.engine,
       slots: s.slots,
@@ -21,6 +22,7 @@ export function healthRoute(app: Hono<GpuEnv>, ctx: ServerContext): void {
       warmStart: s.warmStart,
       warmBytes: { used: s.warmBytes, budget: s.warmBudgetBytes },
       uptimeS: Math.round((Date.now() - ctx.started) / 1000),
+      storage,
     };
     // 503 while draining tells load balancers to stop sending; the body says why.
     return c.json(health, draining ? 503 : 200);
