@@ -1,6 +1,6 @@
 /**
  * Router latency on a large library: a fresh libSQL file database (WAL, migrated) holding
- * `problems` problems from scripts/gen-router-library.ts (the development library plus generated
+ * `problems` problems from tools/router-library.ts (the development library plus generated
  * variants, each with a verified solution), then every query of the tuning set
  * (test/fixtures/router-queries.jsonl) and of the re-wording development set
  * (router-dev-rewordings.jsonl) routed `rounds` times after one warm-up round. Reports p50/p95/p99
@@ -15,9 +15,9 @@ import { migrateDatabase, openDatabase } from "../edge/db/client.js";
 import { newId } from "../edge/db/ids.js";
 import { problems, solutions } from "../edge/db/schema.js";
 import { libraryReader, type RouteKind, routeProblem } from "../edge/routing/router.js";
-import { devFixture, generateRouterLibrary } from "../scripts/gen-router-library.js";
 import { sha256Hex } from "../shared/hash.js";
 import { NORMALIZE_VERSION, normalizeProblem, problemTemplate } from "../shared/normalize.js";
+import { devFixture, generateRouterLibrary } from "../tools/router-library.js";
 
 export interface RouterBenchOptions {
   problems: number;

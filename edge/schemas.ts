@@ -4,13 +4,8 @@
  */
 import { z } from "zod";
 import { transferRefusalCodes } from "../shared/params.js";
-import {
-  blockManifestSchema,
-  energySchema,
-  errorBodySchema,
-  LIMITS,
-  sha256Schema,
-} from "../shared/protocol.js";
+import { blockManifestSchema, errorBodySchema, LIMITS, sha256Schema } from "../shared/protocol.js";
+import { energySchema } from "../shared/solve-protocol.js";
 import { apiKeyRoles, blockStates } from "./db/schema.js";
 import { answerChecks } from "./routing/answer-checks.js";
 

@@ -28,16 +28,14 @@ import {
   type Health,
   healthSchema,
   prefetchResultSchema,
-  type SolveRequest,
-  type SolveResult,
   type StreamEvent,
   sandboxRunResultSchema,
-  solveResultSchema,
   streamErrorEventSchema,
   streamTokenEventSchema,
   type Tier,
   verifyBlockResultSchema,
 } from "./protocol.js";
+import { type SolveRequest, type SolveResult, solveResultSchema } from "./solve-protocol.js";
 
 /** The node's refusals, as thrown by the client. */
 export { GpuError } from "./gpu-transport.js";

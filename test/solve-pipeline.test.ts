@@ -16,7 +16,7 @@ import { answersEqual } from "../shared/answers.js";
 import { parseFinal } from "../shared/final-part.js";
 import { createGpuClient, type GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { silentLogger } from "../shared/http/logger.js";
-import { solveResultSchema } from "../shared/protocol.js";
+import { solveResultSchema } from "../shared/solve-protocol.js";
 import { tally } from "../shared/vote.js";
 import { syntheticModel } from "./helpers/models.js";
 import { skipWithoutSandbox } from "./helpers/sandbox.js";

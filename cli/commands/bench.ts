@@ -46,7 +46,7 @@ The same deposit and hot graft in-process and over loopback HTTP (signed GPU nod
 compared, median latency of each and the difference. Environment: KV_LLAMA=cpu|lastBuild|auto.`,
   router: `usage: kvgraft bench router [--problems 10000] [--rounds 5] [--json]
 
-A libSQL file library of N generated problems (scripts/gen-router-library.ts), the tuning and
+A libSQL file library of N generated problems (tools/router-library.ts), the tuning and
 re-wording queries routed after a warm-up (routeProblem, the decision /v1/solve makes);
 p50/p95/p99 of the router and each set's outcome.`,
   edge: `usage: kvgraft bench edge --rate R[,R2,...] [--duration 10] [--path fast|graft] [--url URL --key KEY]

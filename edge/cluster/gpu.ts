@@ -17,10 +17,9 @@ import type {
   BlockManifest,
   GenerationResult,
   Health,
-  SolveRequest,
-  SolveResult,
   sandboxRunResultSchema,
 } from "../../shared/protocol.js";
+import type { SolveRequest, SolveResult } from "../../shared/solve-protocol.js";
 
 export type SandboxRunResult = z.infer<typeof sandboxRunResultSchema>;
 

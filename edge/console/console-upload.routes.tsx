@@ -12,7 +12,7 @@ import { UPLOAD_GRANT_HEADER } from "../../shared/upload-grant.js";
 import { listLibrary } from "../db/library-pages.js";
 import type { AppEnv, Deps } from "../http.js";
 import { adminBlockRegisterSchema, uploadRequestSchema } from "../schemas.js";
-import { issueUploadGrant, registerImportedBlock } from "../services/admin.service.js";
+import { issueUploadGrant, registerImportedBlock } from "../services/upload.service.js";
 import { forwardImportStep } from "../services/upload-proxy.service.js";
 import { UploadsPage } from "./pages/uploads.js";
 

@@ -19,13 +19,9 @@ import {
   uploadGrantSchema,
   uploadRequestSchema,
 } from "../schemas.js";
-import {
-  deleteBlock,
-  depositSolution,
-  issueUploadGrant,
-  registerImportedBlock,
-} from "../services/admin.service.js";
+import { deleteBlock, depositSolution } from "../services/admin.service.js";
 import { createApiKey, listApiKeys, revokeApiKey } from "../services/keys.service.js";
+import { issueUploadGrant, registerImportedBlock } from "../services/upload.service.js";
 import {
   adminRoute,
   errorResponse,

@@ -5,7 +5,7 @@
  * problem, registered).
  */
 import { answersEqual } from "../../shared/answers.js";
-import type { SolveSample } from "../../shared/protocol.js";
+import type { SolveSample } from "../../shared/solve-protocol.js";
 import { tally } from "../../shared/vote.js";
 import { adminSolutionRequestSchema } from "../schemas.js";
 import { type AdminDeps, depositSolution } from "./admin.service.js";

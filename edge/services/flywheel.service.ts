@@ -21,7 +21,7 @@ import { ZodError } from "zod";
 import { answersEqual } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
-import type { SolveResult, SolveSample } from "../../shared/protocol.js";
+import type { SolveResult, SolveSample } from "../../shared/solve-protocol.js";
 import { tally } from "../../shared/vote.js";
 import {
   claimNextFlywheel,

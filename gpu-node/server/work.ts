@@ -7,12 +7,8 @@
 import type { Context } from "hono";
 import { badRequest, DomainError, unavailable } from "../../shared/errors.js";
 import { type ErrorMappingOptions, errorAnswer } from "../../shared/http/errors.js";
-import {
-  DEADLINE_HEADER,
-  type GenerationResult,
-  type SolveResult,
-  type StreamEvent,
-} from "../../shared/protocol.js";
+import { DEADLINE_HEADER, type GenerationResult, type StreamEvent } from "../../shared/protocol.js";
+import type { SolveResult } from "../../shared/solve-protocol.js";
 import type { GenerationOptions } from "../blocks/types.js";
 import type { GpuEnv, ServerLimits } from "./context.js";
 import type { RequestTracker } from "./drain.js";

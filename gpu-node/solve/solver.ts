@@ -12,12 +12,8 @@ import { badRequest } from "../../shared/errors.js";
 import { type FinalLimits, finalSchema, parseFinal } from "../../shared/final-part.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { problemTemplate } from "../../shared/normalize.js";
-import {
-  LIMITS,
-  type SolveResult,
-  type SolveSample,
-  type solveRequestSchema,
-} from "../../shared/protocol.js";
+import { LIMITS } from "../../shared/protocol.js";
+import type { SolveResult, SolveSample, solveRequestSchema } from "../../shared/solve-protocol.js";
 import { tally } from "../../shared/vote.js";
 import type { SlotPool } from "../blocks/slot-pool.js";
 import type { Engine } from "../engine/engine.js";

@@ -5,15 +5,15 @@
  * half-written is listed and tmp/ was swept. CI runs 5 iterations of the same loop
  * (test/reliability/kill-gpu-node.test.ts).
  *
- * Usage: node --import tsx scripts/kill-loop.ts [--iterations 100] [--seed N] [--data-dir DIR] [--json]
+ * Usage: node --import tsx test/reliability/long-kill-loop.ts [--iterations 100] [--seed N] [--data-dir DIR] [--json]
  * Exit status 0 when no iteration failed, 1 otherwise.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { syntheticModel } from "../test/helpers/models.js";
-import { runKillLoop } from "../test/reliability/kill-loop.js";
+import { syntheticModel } from "../helpers/models.js";
+import { runKillLoop } from "./kill-loop.js";
 
 const { values } = parseArgs({
   options: {
