@@ -382,6 +382,8 @@ export const healthResponseSchema = z.object({
     error: z.string().optional(),
     model: z.string().optional(),
     slots: z.object({ total: z.number(), busy: z.number(), retired: z.number().optional() }).optional(),
+    /** The node's sandbox: `wasm`, `bwrap`, or `none` with the reason (programs are not run there). */
+    sandbox: z.object({ isolation: z.string(), reason: z.string().optional() }).optional(),
   }),
 });
 

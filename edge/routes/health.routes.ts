@@ -37,6 +37,7 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
             ms: gpu.ms,
             model: gpu.value.model.name,
             slots: gpu.value.slots,
+            ...(gpu.value.sandbox ? { sandbox: gpu.value.sandbox } : {}),
           }
         : { status: "down", ms: gpu.ms, error: gpu.error };
   const status = !db.ok ? "down" : gpuPart.status === "ok" ? "ok" : "degraded";

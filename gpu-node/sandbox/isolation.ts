@@ -82,6 +82,9 @@ export class BwrapIsolation {
     }
   }
 
+  /** Nothing boots ahead of a job. */
+  async warmed(): Promise<void> {}
+
   /** Nothing waits between jobs. */
   close(): void {}
 

@@ -44,6 +44,11 @@ export class SandboxPool {
     return new SandboxPool(await Sandbox.create({ ...options, warm }), options);
   }
 
+  /** Resolves when every interpreter the pool keeps waiting has booted (at once for bubblewrap). */
+  warmed(): Promise<void> {
+    return this.sandbox.warmed();
+  }
+
   /** Stops the interpreters that wait for programs; jobs already running finish. */
   close(): void {
     this.sandbox.close();

@@ -1,6 +1,7 @@
 import { tmpdir } from "node:os";
 import { badRequest, notImplemented, tooLarge } from "../../shared/errors.js";
 import type { ProgramParam } from "../../shared/params.js";
+import type { SandboxChoice } from "./choices.js";
 import { BwrapIsolation, type IsolationMode } from "./isolation.js";
 import { DEFAULT_LIMITS, mergeLimits, type SandboxLimits } from "./limits.js";
 import { paramsLine } from "./params.js";
@@ -9,6 +10,7 @@ import { resolvePython } from "./python.js";
 import { judge, type Verdict } from "./verdict.js";
 import { WasmIsolation } from "./wasm.js";
 
+export { SANDBOX_CHOICES, type SandboxChoice } from "./choices.js";
 export type { IsolationMode } from "./isolation.js";
 export type { SandboxLimits } from "./limits.js";
 export type { Verdict } from "./verdict.js";
@@ -42,9 +44,11 @@ export interface ProgramResult {
   answer: string | null;
 }
 
-/** The backends `KVGRAFT_SANDBOX` chooses from; `auto` is `wasm`, which needs nothing but npm's packages. */
-export const SANDBOX_CHOICES = ["auto", "wasm", "bwrap"] as const;
-export type SandboxChoice = (typeof SANDBOX_CHOICES)[number];
+/** How each backend isolates, in a few words (logs, the `kvgraft start` banner, `kvgraft sandbox`). */
+export const ISOLATION_TEXT: Record<IsolationMode, string> = {
+  wasm: "CPython on WebAssembly: a fresh interpreter per program, in-memory files only, no network, processes or host access",
+  bwrap: "the host's CPython under bubblewrap: namespaces of its own, no network, no host files, a fresh uid",
+};
 
 export interface SandboxOptions {
   /** Which backend runs programs (`KVGRAFT_SANDBOX`); default `auto` (WebAssembly). */
@@ -63,6 +67,7 @@ export interface SandboxOptions {
 interface Backend {
   readonly mode: IsolationMode;
   execute(source: string, limits: SandboxLimits): Promise<ProcessOutcome>;
+  warmed(): Promise<void>;
   close(): void;
 }
 
@@ -152,6 +157,11 @@ export class Sandbox {
       isolation: this.isolation,
       answer,
     };
+  }
+
+  /** Resolves when the interpreters kept waiting (the WebAssembly backend's) have booted. */
+  warmed(): Promise<void> {
+    return this.backend.warmed();
   }
 
   /** Stops interpreters waiting for programs (the WebAssembly backend's); running jobs finish. */

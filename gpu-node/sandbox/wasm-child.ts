@@ -224,6 +224,12 @@ for (const name of ["process", "fetch", "require", "module", "global", "WebSocke
 writeAll(${REPORT_FD}, new TextEncoder().encode(${JSON.stringify(READY_LINE)}));
 
 const job = JSON.parse(new TextDecoder().decode(readFrame()));
+// Where bubblewrap puts them: the program at /job/main.py, the working directory /scratch.
+M.FS.mkdirTree("/job");
+M.FS.writeFile("/job/main.py", job.source);
+M.FS.mkdirTree("/scratch");
+M.FS.chdir("/scratch");
+files.clear();
 heapCap = job.heapBytes;
 fileCap = job.fileBytes;
 scratchCap = job.scratchBytes;

@@ -22,18 +22,25 @@ export function pyodideDir(): string {
 }
 
 /**
- * The command line of one child: Node's permission model lets it read the pyodide package and
- * nothing else, write no file, start no process, worker or addon; code generation from strings is
- * off (no eval or Function, so a JavaScript object reached from Python cannot become code); the
- * V8 heap is capped. Its environment is empty (see `spawnChild`).
+ * Node's flags for a child: the permission model lets it read the pyodide package and nothing
+ * else, write no file, start no process, worker or addon; code generation from strings is off (no
+ * eval or Function, so a JavaScript object reached from Python cannot become code); the V8 heap
+ * is capped. Its environment is empty (see `spawnChild`).
  */
-export function wasmChildArgs(config: WasmChildConfig): string[] {
+export function permissionFlags(indexDir: string): string[] {
   return [
     "--experimental-permission",
-    `--allow-fs-read=${join(config.indexDir, "*")}`,
+    `--allow-fs-read=${join(indexDir, "*")}`,
     "--disallow-code-generation-from-strings",
     `--max-old-space-size=${CHILD_JS_HEAP_MB}`,
     "--no-warnings",
+  ];
+}
+
+/** The command line of one child (./wasm-child.ts, as an ES module). */
+function wasmChildArgs(config: WasmChildConfig): string[] {
+  return [
+    ...permissionFlags(config.indexDir),
     "--input-type=module",
     "-e",
     WASM_CHILD_SOURCE,
@@ -198,6 +205,11 @@ export class WasmIsolation {
     });
     next.child.stdin?.end(frame(Buffer.from(JSON.stringify(job))));
     return outcome;
+  }
+
+  /** Resolves when the interpreters now waiting have booted (or failed to). */
+  async warmed(): Promise<void> {
+    await Promise.allSettled(this.warm.map((w) => w.ready));
   }
 
   /** Ends the waiting interpreters; jobs already running finish. */
