@@ -32,7 +32,8 @@ export default async function sandbox(argv: string[]): Promise<number> {
   const { KVGRAFT_SANDBOX: backend } = readCliGpuEnv();
   let sandbox: Sandbox;
   try {
-    sandbox = await Sandbox.create({ backend });
+    // One program: no interpreter needs to wait booted for a next one.
+    sandbox = await Sandbox.create({ backend, warm: 0 });
   } catch (err) {
     if (!(err instanceof DomainError)) throw err;
     process.stderr.write(`kvgraft sandbox: ${err.message}\n`);

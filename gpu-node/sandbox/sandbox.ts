@@ -10,7 +10,7 @@ import { resolvePython } from "./python.js";
 import { judge, type Verdict } from "./verdict.js";
 import { WasmIsolation } from "./wasm.js";
 
-export { SANDBOX_CHOICES, type SandboxChoice } from "./choices.js";
+export { ISOLATION_TEXT, SANDBOX_CHOICES, type SandboxChoice } from "./choices.js";
 export type { IsolationMode } from "./isolation.js";
 export type { SandboxLimits } from "./limits.js";
 export type { Verdict } from "./verdict.js";
@@ -43,12 +43,6 @@ export interface ProgramResult {
   /** The last non-empty stdout line. */
   answer: string | null;
 }
-
-/** How each backend isolates, in a few words (logs, the `kvgraft start` banner, `kvgraft sandbox`). */
-export const ISOLATION_TEXT: Record<IsolationMode, string> = {
-  wasm: "CPython on WebAssembly: a fresh interpreter per program, in-memory files only, no network, processes or host access",
-  bwrap: "the host's CPython under bubblewrap: namespaces of its own, no network, no host files, a fresh uid",
-};
 
 export interface SandboxOptions {
   /** Which backend runs programs (`KVGRAFT_SANDBOX`); default `auto` (WebAssembly). */
