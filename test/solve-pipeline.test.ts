@@ -167,8 +167,9 @@ describe("POST /v1/solve on a random-weight model", () => {
       fetch: (input, init) => Promise.resolve(bare.app.fetch(new Request(input, init))),
     });
     await expect(viaBare.solve({ problem: PROBLEM })).rejects.toMatchObject({
-      status: 503,
+      status: 501,
       code: "sandbox_unavailable",
+      retryAfterS: undefined,
     });
   });
 });

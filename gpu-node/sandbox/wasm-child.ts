@@ -89,6 +89,7 @@ _kvgraft_run
  */
 export const WASM_CHILD_SOURCE = `
 import { constants, readSync, writeSync } from "node:fs";
+import { createRequire } from "node:module";
 const cfg = JSON.parse(process.argv[1]);
 const exit = process.exit.bind(process);
 const cpuUsage = process.cpuUsage.bind(process);
@@ -155,6 +156,9 @@ process.binding = (name) => {
   if (name === "constants") return { fs: constants };
   throw new Error("process.binding is not available in the sandbox");
 };
+// Loaded with require, pyodide.asm.js skips the ES module loader's scan of its 1 MB for exports,
+// which took a third of a boot; pyodide.mjs then finds _createPyodideModule already defined.
+createRequire(cfg.moduleUrl)(cfg.indexDir + "pyodide.asm.js");
 const { loadPyodide } = await import(cfg.moduleUrl);
 const quiet = { write: (bytes) => bytes.length };
 const base = { indexURL: cfg.indexDir, jsglobals: Object.create(null), env: {}, stdout: () => {}, stderr: () => {} };

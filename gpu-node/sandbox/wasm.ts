@@ -27,7 +27,8 @@ export function pyodideDir(): string {
  * eval or Function, so a JavaScript object reached from Python cannot become code); the V8 heap
  * is capped. Its environment is empty (see `spawnChild`). WebAssembly is compiled lazily by the
  * baseline compiler only: an interpreter runs one short program, so optimizing its 10 MB of code
- * would cost more CPU than it saves (440 ms to boot instead of 580, measured on the 2-core machine).
+ * would cost more CPU than it saves (with the child's require of pyodide.asm.js, a boot takes 350 ms
+ * of CPU instead of 580, measured on the 2-core machine on 2026-12-01).
  */
 export function permissionFlags(indexDir: string): string[] {
   return [
