@@ -184,7 +184,6 @@ export class WasmIsolation {
     let next = this.warm.shift() ?? this.boot();
     // One that died while it waited (killed from outside) is replaced.
     if (next.child.exitCode !== null || next.child.signalCode !== null) next = this.boot();
-    this.refill();
     try {
       await next.ready;
     } catch (err) {
@@ -209,7 +208,9 @@ export class WasmIsolation {
       cpuMs: limits.cpuSeconds * 1000,
     });
     next.child.stdin?.end(frame(Buffer.from(JSON.stringify(job))));
-    return outcome;
+    // The replacement boots once this program is done, not beside it: a boot takes both cores' worth
+    // of a few hundred ms, which would double a program's latency on a small machine.
+    return outcome.finally(() => this.refill());
   }
 
   /** Resolves when the interpreters now waiting have booted (or failed to). */
