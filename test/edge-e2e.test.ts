@@ -99,7 +99,7 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
   it("reports both services, the embedded model and the deposited starter library", async () => {
     expect(run.summary).toMatchObject({
       embeddedModel: true,
-      sandbox: { isolation: "bwrap" },
+      sandbox: { isolation: "wasm" },
       starter: { total: 12, deposited: 12, present: 0, failed: [] },
     });
     expect(run.summary.adminKey).toMatch(/^kvg_/);

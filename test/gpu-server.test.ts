@@ -584,7 +584,7 @@ describe("sandbox and metrics", () => {
     const result = await client.sandboxRun({ program: "print(sum(PARAMS))", params: [40, 2], expect: "42" });
     expect(result.verdict).toBe("ok");
     expect(result.answer).toBe("42");
-    expect(result.isolation).toBe("bwrap");
+    expect(result.isolation).toBe("wasm");
   });
 
   it("sheds sandbox runs: a full queue is a 429 with Retry-After, a deadline passed waiting a 504", async () => {
