@@ -196,17 +196,7 @@ export default async function start(argv: string[]): Promise<number> {
     if (stop.signal === null) {
       if (json) printJson(summary);
       else
-        printBanner(
-          edge,
-          gpuUrl,
-          keyShell,
-          keyFile,
-          embeddedModel,
-          modelPath,
-          starter,
-          sandbox,
-          logs.path,
-        );
+        printBanner(edge, gpuUrl, keyShell, keyFile, embeddedModel, modelPath, starter, sandbox, logs.path);
     }
 
     // 6. Run until a stop signal or the GPU node dies.
