@@ -112,7 +112,7 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     // The terminal gets a readable line per event, no JSON line per request; the log file has every
     // line of both services as JSON, the requests of the deposits (GPU node) and of this test (edge).
     expect(run.summary.logFile).toBe(join(dataDir, "kvgraft.log"));
-    expect(run.stderr()).toMatch(/^\d\d:\d\d:\d\d gpu sandbox: isolation bwrap/m);
+    expect(run.stderr()).toMatch(/^\d\d:\d\d:\d\d gpu sandbox: isolation wasm/m);
     expect(run.stderr()).not.toMatch(/^\{/m);
     const logged = readFileSync(run.summary.logFile, "utf8")
       .trim()
