@@ -155,5 +155,7 @@ export const healthResponseSchema = z.object({
     slots: z.object({ total: z.number(), busy: z.number(), retired: z.number().optional() }).optional(),
     /** The node's storage (gpu-node/server/storage-state.ts); absent from older nodes. */
     storage: storageHealthSchema.optional(),
+    /** The node's sandbox: `wasm`, `bwrap`, or `none` with the reason (programs are not run there). */
+    sandbox: z.object({ isolation: z.string(), reason: z.string().optional() }).optional(),
   }),
 });

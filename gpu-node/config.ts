@@ -6,6 +6,7 @@ import { delimiter } from "node:path";
 import { z } from "zod";
 import { logLevelSetting, parseEnv } from "../shared/http/config.js";
 import type { BucketConfig } from "./blocks/bucket.js";
+import { SANDBOX_CHOICES } from "./sandbox/choices.js";
 
 const envSchema = z.object({
   /** `lastBuild` loads the CUDA build installed on the GPU machine; `cpu` (default) the CPU build. */
@@ -30,6 +31,11 @@ const envSchema = z.object({
   KVGRAFT_PUBLIC_URL: z.url().optional(),
   /** Least severe log level written: debug, info (default), warn, error, silent. */
   KVGRAFT_LOG_LEVEL: logLevelSetting,
+  /**
+   * Where programs run (gpu-node/sandbox): `auto` (default) and `wasm` CPython on WebAssembly,
+   * installed by npm; `bwrap` the host's python3 under bubblewrap, which must be installed.
+   */
+  KVGRAFT_SANDBOX: z.enum(SANDBOX_CHOICES, { error: "must be auto, wasm or bwrap" }).default("auto"),
   /**
    * The durable block bucket, path-style: an S3-compatible endpoint and the bucket name, e.g.
    * https://<account>.r2.cloudflarestorage.com/kvgraft-blocks. Unset: blocks live on local disk only.

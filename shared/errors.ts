@@ -55,6 +55,12 @@ export const unprocessable = (code: string, message: string, details?: Record<st
 /** 429: a rate limit or a full queue; retry after the given seconds. */
 export const tooManyRequests = (code: string, message: string, retryAfterS: number) =>
   new DomainError(429, code, message, undefined, retryAfterS);
+/**
+ * 501: this deployment cannot do what the request needs at all (no sandbox can run here, say): a
+ * permanent refusal, so never with Retry-After, and answered with `x-should-retry: false`.
+ */
+export const notImplemented = (code: string, message: string, details?: Record<string, unknown>) =>
+  new DomainError(501, code, message, details);
 /** 503: the service (or the one behind it) cannot take the request now. */
 export const unavailable = (code: string, message: string, retryAfterS?: number) =>
   new DomainError(503, code, message, undefined, retryAfterS);

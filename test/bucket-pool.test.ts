@@ -16,7 +16,6 @@ import { createLogger } from "../shared/http/logger.js";
 import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { syntheticModel } from "./helpers/models.js";
 import { startS3Server, type TestBucketServer } from "./helpers/s3-server.js";
-import { skipWithoutSandbox } from "./helpers/sandbox.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by the assertions
 type Json = Record<string, any>;
@@ -85,7 +84,6 @@ const holds = async (id: string, blockId: string) =>
   (await (nodes.get(id)?.client.listBlocks() ?? Promise.resolve([]))).some((m) => m.sha256 === blockId);
 
 // Deposits run the solution's program in each node's sandbox.
-skipWithoutSandbox();
 
 beforeAll(async () => {
   s3 = await startS3Server();

@@ -488,7 +488,7 @@ describe("GPU node failures", () => {
     const logged = await e.db.select().from(queries);
     expect(logged.map((q) => [q.source, q.route])).toEqual([["error", { reason: "gpu_unavailable" }]]);
 
-    // a deposit is refused, not accepted unchecked, and stores nothing
+    // a deposit is refused, not accepted unchecked, and stores nothing; the node may come back: Retry-After
     const dep = await call(e, "POST", "/admin/solutions", {
       key: e.adminKey,
       body: {
@@ -499,7 +499,8 @@ describe("GPU node failures", () => {
       },
     });
     expect(dep.status).toBe(503);
-    expect((await json(dep)).error.code).toBe("sandbox_unavailable");
+    expect(dep.headers.get("retry-after")).not.toBeNull();
+    expect((await json(dep)).error.code).toBe("gpu_unavailable");
     expect((await json(await call(e, "GET", "/v1/library", { key: e.adminKey }))).items).toHaveLength(0);
 
     const health = await call(e, "GET", "/health");

@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpuClient } from "../shared/gpu-client.js";
 import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const root = join(import.meta.dirname, "..");
 const START_TIMEOUT_MS = 300_000;
@@ -83,10 +82,8 @@ async function api(method: string, path: string, body?: unknown): Promise<{ stat
 }
 
 // The starter library is verified in the sandbox: without bubblewrap every test here skips.
-skipWithoutSandbox();
 
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return;
   dataDir = mkdtempSync(join(tmpdir(), "kvgraft-e2e-"));
   run = await startKvgraft(dataDir);
   url = run.summary.edgeUrl;
@@ -102,7 +99,7 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
   it("reports both services, the embedded model and the deposited starter library", async () => {
     expect(run.summary).toMatchObject({
       embeddedModel: true,
-      sandbox: { isolation: "bwrap" },
+      sandbox: { isolation: "wasm" },
       starter: { total: 12, deposited: 12, present: 0, failed: [] },
     });
     expect(run.summary.adminKey).toMatch(/^kvg_/);
@@ -115,7 +112,7 @@ describe("kvgraft start: GPU node + edge + starter library", () => {
     // The terminal gets a readable line per event, no JSON line per request; the log file has every
     // line of both services as JSON, the requests of the deposits (GPU node) and of this test (edge).
     expect(run.summary.logFile).toBe(join(dataDir, "kvgraft.log"));
-    expect(run.stderr()).toMatch(/^\d\d:\d\d:\d\d gpu sandbox: isolation bwrap/m);
+    expect(run.stderr()).toMatch(/^\d\d:\d\d:\d\d gpu sandbox: isolation wasm/m);
     expect(run.stderr()).not.toMatch(/^\{/m);
     const logged = readFileSync(run.summary.logFile, "utf8")
       .trim()

@@ -8,7 +8,6 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { scoreRouting, wilson95 } from "../cli/commands/eval.js";
 import { runCli } from "./helpers/cli.js";
-import { skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const dir = mkdtempSync(join(tmpdir(), "kvgraft-eval-router-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -56,8 +55,6 @@ describe("scoreRouting", () => {
 });
 
 describe("kvgraft eval router", () => {
-  skipWithoutSandbox();
-
   it("in-process on a slice of the dev set: JSON last, every decision right", () => {
     const ids = new Set(["change-apples", "gcd", "hypotenuse", "kmh-to-ms"]);
     const library = lines("router-library.jsonl").filter((l) => ids.has(JSON.parse(l).id));

@@ -23,7 +23,6 @@ import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { createLogger, silentLogger } from "../shared/http/logger.js";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
-import { skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const SECRET = "flywheel-test-secret-0123456789";
 const BUDGET: FlywheelBudget = {
@@ -161,7 +160,6 @@ describe("judging candidates", () => {
 });
 
 describe("flywheel", () => {
-  skipWithoutSandbox();
   let rejectedId: string;
 
   it("queues an unsure model answer, then rejects what it cannot verify without making a block", async () => {

@@ -26,7 +26,6 @@ import { placementSpread, rendezvousPick } from "../shared/rendezvous.js";
 import { createUploadGrant } from "../shared/upload-grant.js";
 import { kvgraftSourceArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 import { syntheticModel } from "./helpers/models.js";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const root = join(import.meta.dirname, "..");
 const SECRET = "multinode-secret-0123456789abcdef";
@@ -148,10 +147,8 @@ const SAME = ["gpu-a", "gpu-b", "gpu-c"];
 const blocks: string[] = [];
 
 // Deposits check their programs in each node's sandbox, and the later tests build on them.
-skipWithoutSandbox();
 
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return;
   edge = await startEdgeServer({
     env: {
       LIBSQL_URL: `file:${join(work, "edge.db")}`,

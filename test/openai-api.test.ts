@@ -15,7 +15,6 @@ import {
   metricValue,
   startEdgeWithGpu,
 } from "./helpers/edge-gpu.js";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: the kvgraft extension is checked by the assertions
 type Json = Record<string, any>;
@@ -24,10 +23,8 @@ let env: EdgeWithGpu;
 let client: OpenAI;
 
 // The library problem is deposited through the sandbox: without bubblewrap every test here skips.
-skipWithoutSandbox();
 
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return; // every test skips (above): nothing to start
   env = await startEdgeWithGpu();
   // A public key, made as any key is: the client sends it as its bearer token.
   const res = await fetch(`${env.edge.url}/admin/keys`, {

@@ -23,7 +23,6 @@ import { sha256Hex } from "../shared/hash.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
 import { BLOCK_FORMAT_VERSION, gpuPaths } from "../shared/protocol.js";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const SECRET = "router-test-secret-0123456789abcdef";
 const APPLES =
@@ -82,10 +81,8 @@ let edge: EdgeServer;
 let adminKey: string;
 
 // Every test here runs programs in the real sandbox.
-skipWithoutSandbox();
 
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return;
   runner = await localProgramRunner();
   gpu = createServer((req, res) => {
     let body = "";
@@ -140,7 +137,6 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  if (NO_SANDBOX_REASON) return;
   await edge?.close();
   gpu?.closeAllConnections();
   await new Promise((r) => gpu?.close(r));

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_SANDBOX_REASON } from "./helpers/sandbox.js";
+import { BACKENDS } from "./helpers/sandbox.js";
 
 let dir: string;
 let program: string;
@@ -16,10 +16,11 @@ beforeAll(() => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function kvgraft(...args: string[]) {
+function kvgraft(backend: string | undefined, ...args: string[]) {
   const child = spawnSync("node", ["--import", "tsx", "cli/main.ts", "sandbox", ...args], {
     encoding: "utf8",
     timeout: 60_000,
+    env: { ...process.env, KVGRAFT_SANDBOX: backend ?? "" },
   });
   const lines = child.stdout.trimEnd().split("\n");
   return {
@@ -30,10 +31,10 @@ function kvgraft(...args: string[]) {
   };
 }
 
-describe("kvgraft sandbox", () => {
+describe.each(BACKENDS)("kvgraft sandbox with KVGRAFT_SANDBOX=$mode", ({ mode, skip }) => {
   it("runs a program and prints the JSON verdict last", (ctx) => {
-    ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined);
-    const run = kvgraft("--file", program, "--params", "[6, 7]", "--expect", "42", "--json");
+    ctx.skip(skip !== null, skip ?? undefined);
+    const run = kvgraft(mode, "--file", program, "--params", "[6, 7]", "--expect", "42", "--json");
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toContain("verdict: ok");
     const result = JSON.parse(run.last) as Record<string, unknown>;
@@ -46,14 +47,23 @@ describe("kvgraft sandbox", () => {
       "verdict",
       "wallMs",
     ]);
-    expect(result.isolation).toBe("bwrap");
+    expect(result.isolation).toBe(mode);
+    expect(run.stdout).toContain(`isolation: ${mode}`);
   });
 
   it("exits 1 when the verdict is not ok", (ctx) => {
-    ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined);
-    const run = kvgraft("--file", program, "--params", "[6, 8]", "--expect", "42", "--json");
+    ctx.skip(skip !== null, skip ?? undefined);
+    const run = kvgraft(mode, "--file", program, "--params", "[6, 8]", "--expect", "42", "--json");
     expect(run.code).toBe(1);
     expect(JSON.parse(run.last)).toMatchObject({ verdict: "wrong_answer" });
+  });
+});
+
+describe("kvgraft sandbox", () => {
+  it("uses WebAssembly by default", () => {
+    const run = kvgraft(undefined, "--file", program, "--params", "[6, 7]", "--json");
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.last)).toMatchObject({ verdict: "ok", isolation: "wasm" });
   });
 
   it.each([
@@ -62,7 +72,7 @@ describe("kvgraft sandbox", () => {
     ["a missing file", ["--file", "/nonexistent/program.py"]],
     ["no --file", []],
   ])("exits 2 for %s", (_, args) => {
-    const run = kvgraft(...args.map((arg) => (arg === "PROGRAM" ? program : arg)));
+    const run = kvgraft(undefined, ...args.map((arg) => (arg === "PROGRAM" ? program : arg)));
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("kvgraft sandbox:");
   });

@@ -3,11 +3,11 @@
  * code, and integers of any size exact through the real sandbox.
  */
 import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { paramsLine } from "../gpu-node/sandbox/params.js";
 import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
 import { DomainError } from "../shared/errors.js";
-import { NO_SANDBOX_REASON } from "./helpers/sandbox.js";
+import { BACKENDS } from "./helpers/sandbox.js";
 
 describe("paramsLine", () => {
   it("writes literals as they are and plain numbers as JSON", () => {
@@ -36,11 +36,13 @@ describe("paramsLine", () => {
   });
 });
 
-describe.skipIf(NO_SANDBOX_REASON !== null)("big integers through the sandbox", () => {
+describe.each(BACKENDS)("big integers through the sandbox on $mode", ({ mode, skip }) => {
   let sandbox: Sandbox;
   beforeAll(async () => {
-    sandbox = await Sandbox.create();
+    if (skip === null) sandbox = await Sandbox.create({ backend: mode });
   }, 60_000);
+  afterAll(() => sandbox?.close());
+  beforeEach((ctx) => ctx.skip(skip !== null, skip ?? undefined));
 
   it("computes exactly on integers of up to 1,000 digits and on exact decimals", async () => {
     const samples = fc.sample(fc.bigInt({ min: -(10n ** 999n), max: 10n ** 999n }), { numRuns: 5, seed: 24 });

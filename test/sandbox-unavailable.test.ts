@@ -1,7 +1,8 @@
 /**
- * The sandbox fails closed: with bubblewrap hidden from PATH (or no python3) it refuses with 503
- * `sandbox_unavailable` and says what to install, through the API, the pool, the CLI and the GPU
- * node's route. Runs on every machine, with or without bubblewrap installed.
+ * With bubblewrap and python3 hidden from PATH, the default backend (WebAssembly) still runs
+ * programs; KVGRAFT_SANDBOX=bwrap fails closed: it refuses with 501 `sandbox_unavailable` (no
+ * Retry-After: waiting will not install anything) and says what to install, through the pool, the
+ * CLI and the commands that need it. Runs on every machine, with or without bubblewrap installed.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -39,39 +40,75 @@ afterEach(() => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function cli(path: string, args = ["sandbox", "--file", program, "--params", "[40, 2]", "--json"]) {
+function cli(
+  path: string,
+  backend: string | undefined,
+  args = ["sandbox", "--file", program, "--params", "[40, 2]", "--json"],
+) {
   const child = spawnSync(process.execPath, ["--import", "tsx", "cli/main.ts", ...args], {
     encoding: "utf8",
     timeout: 60_000,
-    env: { PATH: path },
+    env: { PATH: path, ...(backend ? { KVGRAFT_SANDBOX: backend } : {}) },
   });
   return { code: child.status, stderr: child.stderr, last: child.stdout.trimEnd().split("\n").at(-1) ?? "" };
 }
 
-describe("without bubblewrap", () => {
-  it("refuses with sandbox_unavailable and says what to install", async () => {
+describe("without bubblewrap or python3", () => {
+  it("the default backend runs programs on WebAssembly", async () => {
+    process.env.PATH = empty;
+    const sandbox = await Sandbox.create();
+    try {
+      expect(sandbox.isolation).toBe("wasm");
+      expect(
+        await sandbox.run({ source: "print(sum(PARAMS))", params: [40, 2], expect: "42" }),
+      ).toMatchObject({
+        verdict: "ok",
+        isolation: "wasm",
+      });
+    } finally {
+      sandbox.close();
+    }
+    const run = cli(empty, undefined);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.last)).toMatchObject({ verdict: "ok", isolation: "wasm", stdout: "42\n" });
+  });
+
+  it("KVGRAFT_SANDBOX=bwrap refuses with 501 sandbox_unavailable, no Retry-After, saying what to install", async () => {
     process.env.PATH = pythonOnly;
-    for (const create of [() => Sandbox.create(), () => SandboxPool.create()]) {
+    for (const create of [
+      () => Sandbox.create({ backend: "bwrap" }),
+      () => SandboxPool.create({ backend: "bwrap" }),
+    ]) {
       await expect(create()).rejects.toMatchObject({
-        status: 503,
+        status: 501,
         code: "sandbox_unavailable",
+        retryAfterS: undefined,
         message: expect.stringContaining("bwrap is not on PATH; install bubblewrap"),
       });
     }
   });
 
-  it("kvgraft sandbox exits 3 with the reason, no stack trace", () => {
-    const run = cli(pythonOnly);
+  it("kvgraft sandbox with KVGRAFT_SANDBOX=bwrap exits 3 with the reason, no stack trace", () => {
+    const run = cli(pythonOnly, "bwrap");
     expect(run.code, run.stderr).toBe(3);
-    expect(run.stderr).toContain("kvgraft sandbox: programs are not run: bwrap is not on PATH");
+    expect(run.stderr).toContain(
+      "kvgraft sandbox: programs are not run: KVGRAFT_SANDBOX=bwrap, but bwrap is not on PATH",
+    );
     expect(run.stderr).not.toMatch(/^\s+at /m);
     expect(JSON.parse(run.last)).toMatchObject({ error: { code: "sandbox_unavailable" } });
+  });
+
+  it("an unknown KVGRAFT_SANDBOX is a one-line usage error", () => {
+    const run = cli(pythonOnly, "docker");
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain("KVGRAFT_SANDBOX");
+    expect(run.stderr).toContain("must be auto, wasm or bwrap");
   });
 
   it("commands that need it (kvgraft eval router) say so, no stack trace", () => {
     const fixtures = join(import.meta.dirname, "fixtures");
     const library = join(fixtures, "router-library.jsonl");
-    const run = cli(pythonOnly, [
+    const run = cli(pythonOnly, "bwrap", [
       "eval",
       "router",
       "--library",
@@ -81,21 +118,19 @@ describe("without bubblewrap", () => {
     ]);
     expect(run.code, run.stderr).toBe(2);
     expect(run.stderr).toContain(
-      "kvgraft eval router: programs are not run: bwrap is not on PATH; install bubblewrap",
+      "kvgraft eval router: programs are not run: KVGRAFT_SANDBOX=bwrap, but bwrap is not on PATH",
     );
     expect(run.stderr).not.toMatch(/^\s+at /m);
   });
-});
 
-describe("without python3", () => {
-  it("refuses with a clear error, not a spawn stack trace", async () => {
+  it("KVGRAFT_SANDBOX=bwrap without python3 refuses with a clear error, not a spawn stack trace", async () => {
     process.env.PATH = empty;
-    await expect(Sandbox.create()).rejects.toMatchObject({
-      status: 503,
+    await expect(Sandbox.create({ backend: "bwrap" })).rejects.toMatchObject({
+      status: 501,
       code: "sandbox_unavailable",
       message: "the sandbox needs Python 3: 'python3' was not found on PATH; install python3",
     });
-    const run = cli(empty);
+    const run = cli(empty, "bwrap");
     expect(run.code, run.stderr).toBe(3);
     expect(run.stderr).toContain("the sandbox needs Python 3");
     expect(run.stderr).not.toMatch(/ENOENT|^\s+at /m);

@@ -13,14 +13,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { ScaleOutResult } from "../bench/scale-out.js";
 import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 import { syntheticModel } from "./helpers/models.js";
-import { skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const root = join(import.meta.dirname, "..");
 const work = mkdtempSync(join(tmpdir(), "kvgraft-scale-out-test-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 // Deposits check their programs in the nodes' sandbox.
-skipWithoutSandbox();
 
 describe("kvgraft bench scale-out", () => {
   it("measures one node and two, survives a SIGKILL under load, and loses no verified block", async () => {

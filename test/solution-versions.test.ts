@@ -19,7 +19,6 @@ import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { syntheticModel } from "./helpers/models.js";
-import { skipWithoutSandbox } from "./helpers/sandbox.js";
 
 const SECRET = "versions-test-secret-0123456789";
 
@@ -93,7 +92,6 @@ afterAll(async () => {
 });
 
 describe("solution versions", () => {
-  skipWithoutSandbox();
   let v1: Json;
   let v2: Json;
 

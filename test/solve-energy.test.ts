@@ -17,7 +17,6 @@ import { readSse } from "../shared/gpu-client.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { kvgraftSourceArgs, readyUrl, type Supervised, supervise } from "../tools/process/supervise.js";
 import { syntheticModel } from "./helpers/models.js";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: response bodies are checked by the assertions
 type Json = Record<string, any>;
@@ -63,10 +62,8 @@ let edge: EdgeServer;
 let adminKey: string;
 
 // Model solves run their programs in the sandbox: without bubblewrap the node cannot solve.
-skipWithoutSandbox();
 
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return; // every test skips (above): nothing to start
   dir = mkdtempSync(join(tmpdir(), "kvgraft-solve-energy-"));
   bin = join(dir, "bin");
   mkdirSync(bin);

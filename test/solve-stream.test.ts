@@ -16,7 +16,6 @@ import {
   metricValue,
   startEdgeWithGpu,
 } from "./helpers/edge-gpu.js";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: event bodies are checked by the assertions
 type Json = Record<string, any>;
@@ -24,10 +23,8 @@ type Json = Record<string, any>;
 let env: EdgeWithGpu;
 
 // The library problem is deposited through the sandbox: without bubblewrap every test here skips.
-skipWithoutSandbox();
 
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return; // every test skips (above): nothing to start
   env = await startEdgeWithGpu();
 }, 120_000);
 

@@ -28,7 +28,6 @@ import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../shared/answers.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import type { ProgramParam } from "../shared/params.js";
-import { NO_SANDBOX_REASON } from "./helpers/sandbox.js";
 
 const PAIRS = 10_000;
 const SANDBOX_SAMPLE = 40;
@@ -535,21 +534,17 @@ describe("10,000 generated pairs from the starter library", () => {
     sampled = transfers;
   }, 300_000);
 
-  it.skipIf(NO_SANDBOX_REASON !== null)(
-    `the real sandbox agrees with the harness on ${SANDBOX_SAMPLE} sampled transfers`,
-    async () => {
-      const sandbox = await Sandbox.create();
-      const picks = fc.sample(fc.integer({ min: 0, max: sampled.length - 1 }), {
-        numRuns: SANDBOX_SAMPLE,
-        seed: 24,
-      });
-      for (const i of picks) {
-        const t = sampled[i] as (typeof sampled)[number];
-        const r = await sandbox.run({ source: t.program, params: t.params });
-        expect(r.verdict, r.stderr).toBe("ok");
-        expect(r.answer).toBe(t.answer);
-      }
-    },
-    300_000,
-  );
+  it(`the real sandbox agrees with the harness on ${SANDBOX_SAMPLE} sampled transfers`, async () => {
+    const sandbox = await Sandbox.create();
+    const picks = fc.sample(fc.integer({ min: 0, max: sampled.length - 1 }), {
+      numRuns: SANDBOX_SAMPLE,
+      seed: 24,
+    });
+    for (const i of picks) {
+      const t = sampled[i] as (typeof sampled)[number];
+      const r = await sandbox.run({ source: t.program, params: t.params });
+      expect(r.verdict, r.stderr).toBe("ok");
+      expect(r.answer).toBe(t.answer);
+    }
+  }, 300_000);
 });

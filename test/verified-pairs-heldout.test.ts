@@ -4,16 +4,12 @@
  * edge and checks as test/verified-pairs.test.ts.
  */
 import { afterAll, beforeAll, describe, it } from "vitest";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 import { checkPair, type PairsEdge, readPairs, startPairsEdge } from "./helpers/verified-pairs.js";
 
 const pairs = readPairs("verified-pairs-heldout.jsonl");
 let edge: PairsEdge;
 
-skipWithoutSandbox();
-
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return;
   edge = await startPairsEdge(pairs);
 }, 300_000);
 

@@ -7,17 +7,12 @@
  * chat API with model `kvgraft-verified`. The held-out pairs are test/verified-pairs-heldout.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NO_SANDBOX_REASON, skipWithoutSandbox } from "./helpers/sandbox.js";
 import { checkPair, type PairsEdge, readPairs, startPairsEdge } from "./helpers/verified-pairs.js";
 
 const pairs = readPairs("verified-pairs.jsonl");
 let edge: PairsEdge;
 
-// Every test here deposits and transfers through the real sandbox.
-skipWithoutSandbox();
-
 beforeAll(async () => {
-  if (NO_SANDBOX_REASON) return;
   edge = await startPairsEdge(pairs);
 }, 300_000);
 

@@ -5,6 +5,7 @@ import { benchGraft, graftBenchTable } from "../../bench/graft-bench.js";
 import { benchHttpOverhead } from "../../bench/http-overhead.js";
 import { benchLibrary } from "../../bench/library-bench.js";
 import { benchRouter, type SetOutcome } from "../../bench/router-bench.js";
+import { benchSandbox, sandboxBenchTable } from "../../bench/sandbox-bench.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
 import {
   intFlag,
@@ -77,6 +78,11 @@ Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS. See docs/deploy-r2.md.`,
 Sequential solves of one verified library problem over loopback HTTP (a Node edge with a fresh
 libSQL file, a stand-in GPU node that must get no request): round-trip and edge-reported p50/p99,
 requests per second.`,
+  sandbox: `usage: kvgraft bench sandbox [--backends wasm,bwrap] [--rounds 5] [--concurrency 2] [--sustain 10] [--json]
+
+The starter library's 12 programs, each on its problem's numbers, on a warm sandbox pool: verdict
+latency p50/p99 one program at a time, then programs per second sustained with --concurrency in
+flight for --sustain seconds; one row per backend (a backend that cannot start here is an error).`,
 } as const;
 
 const HELP = Object.values(BENCH_HELP).join("\n\n");
@@ -86,7 +92,7 @@ function wantsHelp(argv: string[]): boolean {
   return argv.includes("--help") || argv.includes("-h");
 }
 
-/** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path|bucket>`. */
+/** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path|bucket|sandbox>`. */
 export default async function bench(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
@@ -104,9 +110,10 @@ export default async function bench(argv: string[]): Promise<number> {
   if (which === "router") return benchRouterCommand(rest);
   if (which === "fast-path") return benchFastPathCommand(rest);
   if (which === "bucket") return benchBucketCommand(rest);
+  if (which === "sandbox") return benchSandboxCommand(rest);
   if (which !== "graft")
     throw new UsageError(
-      `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path, bucket)`,
+      `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path, bucket, sandbox)`,
     );
   const flags = parseFlags(rest, {
     model: { type: "string" },
@@ -339,4 +346,27 @@ async function benchEdgeCommand(argv: string[]): Promise<number> {
   // Nothing may crash: the edge answers /health after every run (and exits 0 when started here).
   const healthy = result.runs.every((r) => r.healthAfter.status === 200);
   return healthy && (result.edge.exitCode ?? 0) === 0 ? 0 : 1;
+}
+
+async function benchSandboxCommand(argv: string[]): Promise<number> {
+  const flags = parseFlags(argv, {
+    backends: { type: "string", default: "wasm,bwrap" },
+    rounds: { type: "string" },
+    concurrency: { type: "string" },
+    sustain: { type: "string" },
+    json: { type: "boolean", default: false },
+  });
+  const backends = String(flags.backends).split(",");
+  if (!backends.every((b): b is "wasm" | "bwrap" => b === "wasm" || b === "bwrap"))
+    throw new UsageError("--backends takes wasm and/or bwrap");
+  const rows = await benchSandbox({
+    backends,
+    rounds: intFlag(flags.rounds, "rounds", 5),
+    concurrency: intFlag(flags.concurrency, "concurrency", 2),
+    sustainS: intFlag(flags.sustain, "sustain", 10),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+  process.stdout.write(`${sandboxBenchTable(rows)}\n`);
+  if (flags.json) printJson(rows);
+  return rows.every((r) => r.failures === 0) ? 0 : 1;
 }

@@ -14,6 +14,7 @@ import { answersEqual } from "../../shared/answers.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
+import { readCliGpuEnv } from "../gpu-env.js";
 
 const HELP = `usage: kvgraft eval router --library LIB.jsonl --queries Q.jsonl [--edge URL --admin-key K] [--json]
 
@@ -152,9 +153,9 @@ export function wilson95(k: number, n: number): [number, number] {
   return [r((center - spread) / (1 + z2n)), r((center + spread) / (1 + z2n))];
 }
 
-/** A local sandbox behind the one GpuClient method the deposit checks use. */
+/** A local sandbox (the backend KVGRAFT_SANDBOX names) behind the one GpuClient method the deposit checks use. */
 export async function localProgramRunner(): Promise<Pick<GpuClient, "runProgram">> {
-  const sandbox = await Sandbox.create();
+  const sandbox = await Sandbox.create({ backend: readCliGpuEnv().KVGRAFT_SANDBOX });
   return {
     runProgram: (req) => sandbox.run({ source: req.program, params: req.params, expect: req.expect }),
   };

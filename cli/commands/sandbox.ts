@@ -1,15 +1,17 @@
-import { type ProgramResult, Sandbox } from "../../gpu-node/sandbox/sandbox.js";
+import { ISOLATION_TEXT, type ProgramResult, Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { DomainError } from "../../shared/errors.js";
 import { parseFlags, printJson, readFlagFile, requireFlag, UsageError } from "../args.js";
+import { readCliGpuEnv } from "../gpu-env.js";
 
 const HELP = `usage: kvgraft sandbox --file PROGRAM.py [--params JSON] [--expect ANSWER] [--json]
 
-Runs one Python program in the sandbox (bubblewrap: no network, no host files, a fresh uid) and prints
-its verdict: ok, wrong_answer, timeout, memory, output_limit or error. The line
-PARAMS = <--params, a JSON array of numbers> is prepended to the program; its answer is its last
-non-empty stdout line, compared with --expect when given. Exit 0 when the verdict is ok, 1 when
-not, 3 when the sandbox is unavailable here (it needs python3 and bubblewrap, and refuses to run
-programs without them).`;
+Runs one Python program in the sandbox and prints its verdict: ok, wrong_answer, timeout, memory,
+output_limit or error. The line PARAMS = <--params, a JSON array of numbers> is prepended to the
+program; its answer is its last non-empty stdout line, compared with --expect when given.
+
+KVGRAFT_SANDBOX picks the backend: auto (default) or wasm, ${ISOLATION_TEXT.wasm};
+bwrap, ${ISOLATION_TEXT.bwrap} (needs bubblewrap and python3, and refuses without them).
+Exit 0 when the verdict is ok, 1 when not, 3 when the chosen sandbox cannot run here.`;
 
 /** `kvgraft sandbox`: runs one program file and reports the verdict. */
 export default async function sandbox(argv: string[]): Promise<number> {
@@ -27,16 +29,18 @@ export default async function sandbox(argv: string[]): Promise<number> {
   const file = requireFlag(flags.file, "file");
   const source = await readFlagFile(file, "--file");
   const params = flags.params === undefined ? [] : parseParams(flags.params);
+  const { KVGRAFT_SANDBOX: backend } = readCliGpuEnv();
   let sandbox: Sandbox;
   try {
-    sandbox = await Sandbox.create();
+    // One program: no interpreter needs to wait booted for a next one.
+    sandbox = await Sandbox.create({ backend, warm: 0 });
   } catch (err) {
     if (!(err instanceof DomainError)) throw err;
     process.stderr.write(`kvgraft sandbox: ${err.message}\n`);
     if (flags.json) printJson({ error: { code: err.code, message: err.message } });
     return 3;
   }
-  const result = await sandbox.run({ source, params, expect: flags.expect });
+  const result = await sandbox.run({ source, params, expect: flags.expect }).finally(() => sandbox.close());
   process.stdout.write(summary(result));
   if (flags.json) {
     const { verdict, stdout, stderr, cpuMs, wallMs, isolation } = result;

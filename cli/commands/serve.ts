@@ -65,6 +65,7 @@ function gpuConfig(flags: Record<string, string | boolean | undefined>): Resolve
     ...optional("previousSecret", env.KVGRAFT_GPU_SECRET_PREVIOUS),
     binary: env.KV_LLAMA,
     sandbox: !flags["no-sandbox"],
+    sandboxBackend: env.KVGRAFT_SANDBOX,
     logLevel: env.KVGRAFT_LOG_LEVEL,
     ...(str("host") !== undefined ? { host: str("host") } : {}),
     ...(str("kv") !== undefined ? { kvType: str("kv") } : {}),

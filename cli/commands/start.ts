@@ -16,6 +16,7 @@ import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/
 import { adminSolutionRequestSchema } from "../../edge/schemas.js";
 import { depositSolution } from "../../edge/services/admin.service.js";
 import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
+import { ISOLATION_TEXT } from "../../gpu-node/sandbox/choices.js";
 import { DomainError } from "../../shared/errors.js";
 import { logLevelSetting, parseEnv } from "../../shared/http/config.js";
 import { healthSchema } from "../../shared/protocol.js";
@@ -195,17 +196,7 @@ export default async function start(argv: string[]): Promise<number> {
     if (stop.signal === null) {
       if (json) printJson(summary);
       else
-        printBanner(
-          edge,
-          gpuUrl,
-          keyShell,
-          keyFile,
-          embeddedModel,
-          modelPath,
-          starter.firstProblem,
-          sandbox,
-          logs.path,
-        );
+        printBanner(edge, gpuUrl, keyShell, keyFile, embeddedModel, modelPath, starter, sandbox, logs.path);
     }
 
     // 6. Run until a stop signal or the GPU node dies.
@@ -280,6 +271,22 @@ async function depositStarterLibrary(
 
 type SandboxState = { isolation: string; reason?: string | undefined };
 
+/** How a backend the node names isolates (ISOLATION_TEXT), or nothing for a name it does not know. */
+function sandboxText(isolation: string): string {
+  return isolation === "wasm" || isolation === "bwrap" ? ISOLATION_TEXT[isolation] : "unknown backend";
+}
+
+/** How many starter problems are in the library now, and why the others are not. */
+function starterLine(s: StarterOutcome): string {
+  const held = s.deposited + s.present;
+  const present = s.present > 0 ? ` (${s.present} already present)` : "";
+  const line = `${held}/${s.total} starter problems deposited and verified${present}`;
+  if (s.failed.length === 0) return line;
+  const codes = [...new Set(s.failed.map((f) => f.code))].join(", ");
+  const first = s.failed[0];
+  return `${line}; ${s.failed.length} NOT deposited (${codes}${first ? `: ${first.message}` : ""})`;
+}
+
 /** The GPU node's sandbox as its /health reports it, for the banner and the JSON summary. */
 async function sandboxState(gpuUrl: string): Promise<SandboxState> {
   const health = healthSchema.parse(await (await fetch(`${gpuUrl}/health`)).json());
@@ -293,10 +300,11 @@ function printBanner(
   keyFile: string,
   embeddedModel: boolean,
   modelPath: string,
-  firstProblem: string | null,
+  starter: StarterOutcome,
   sandbox: SandboxState,
   logFile: string,
 ): void {
+  const { firstProblem } = starter;
   const auth = `-H "Authorization: Bearer ${keyShell}"`;
   const jsonHeader = `-H "Content-Type: application/json"`;
   const solveBody = JSON.stringify({
@@ -319,7 +327,8 @@ function printBanner(
     `  database  ${edge.config.db.url}`,
     sandbox.isolation === "none"
       ? `  sandbox   NONE: programs are not run (${sandbox.reason ?? "unknown"})`
-      : `  sandbox   ${sandbox.isolation} (each program in its own bubblewrap namespaces)`,
+      : `  sandbox   ${sandbox.isolation} (${sandboxText(sandbox.isolation)}; KVGRAFT_SANDBOX picks the backend)`,
+    `  library   ${starterLine(starter)}`,
     edge.config.flywheel.enabled
       ? "  flywheel  on: unsure answers are solved again in the background (GET /admin/flywheel shows each item's step)"
       : `  flywheel  off (KVGRAFT_FLYWHEEL=${edge.config.flywheel.setting}; KVGRAFT_FLYWHEEL=on turns it on)`,

@@ -3,7 +3,8 @@
  * the GPU node's own signed client (shared/gpu-client.ts: fetch + Web Crypto, so it runs in
  * Node and in Workers). Every call has a timeout, and model work sends the node the same deadline.
  * Failures become DomainErrors here, once: connection refused or a node that cannot take work ->
- * 503 `gpu_unavailable` (with Retry-After), timeout -> 504 `gpu_timeout`, an answer the edge
+ * 503 `gpu_unavailable` (with Retry-After), a node that runs no programs -> 501
+ * `sandbox_unavailable` (permanent: no Retry-After), timeout -> 504 `gpu_timeout`, an answer the edge
  * cannot use -> 502 `gpu_bad_response`; the node's own 4xx verdicts about the request (404
  * `block_not_found`, 409, 413, 422) keep their status and code.
  */
@@ -157,14 +158,14 @@ export function toDomainError(err: unknown, timeoutMs: number): DomainError {
   // A GpuError is a DomainError too, but the node's; it is mapped to the edge's own here.
   if (err instanceof GpuError) {
     const details = { upstreamStatus: err.status, upstreamCode: err.code };
-    // The node refuses to run programs (no bubblewrap): the feature says so, not a busy GPU.
-    if (err.status === 503 && err.code === "sandbox_unavailable")
+    // The node runs no programs (its sandbox backend cannot start there): the feature says so, not
+    // a busy GPU, and waiting will not change it, so there is no Retry-After.
+    if (err.code === "sandbox_unavailable")
       return new DomainError(
-        503,
+        501,
         "sandbox_unavailable",
-        "The GPU node has no sandbox to run programs in (bubblewrap is not installed there), so it cannot do this.",
+        "The GPU node runs no programs (its sandbox cannot start there; its /health says why), so it cannot do this.",
         details,
-        Math.max(1, Math.ceil(err.retryAfterS ?? 60)),
       );
     if (err.status === 429 || err.status === 503)
       return new DomainError(

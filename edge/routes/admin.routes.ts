@@ -53,7 +53,12 @@ const solutionsRoute = adminRoute({
     ),
     422: errorResponse("`program_mismatch`, `program_error` or `program_timeout`."),
     502: gpuErrors[502],
-    503: errorResponse("`sandbox_unavailable` or `gpu_unavailable`: nothing was stored."),
+    501: errorResponse(
+      "`sandbox_unavailable`: the GPU node runs no programs (permanent); nothing was stored.",
+    ),
+    503: errorResponse(
+      "`gpu_unavailable`: the GPU node cannot be reached now (Retry-After); nothing was stored.",
+    ),
     504: gpuErrors[504],
   },
 });

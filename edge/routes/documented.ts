@@ -66,6 +66,9 @@ export function authErrors(admin: boolean) {
 
 /** The errors of a call that reaches a GPU node. */
 export const gpuErrors = {
+  501: errorResponse(
+    "`sandbox_unavailable`: the GPU node runs no programs; permanent, so no Retry-After and `x-should-retry: false`.",
+  ),
   502: errorResponse("`gpu_bad_response`: the GPU node answered something the edge cannot use."),
   503: errorResponse("`gpu_unavailable`: no GPU node reachable (Retry-After)."),
   504: errorResponse("`gpu_timeout`: the GPU node did not answer in time."),

@@ -46,6 +46,7 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
             slots: gpu.value.slots,
             // A node that cannot persist is `degraded`; its storage says why.
             ...(gpu.value.storage ? { storage: gpu.value.storage } : {}),
+            ...(gpu.value.sandbox ? { sandbox: gpu.value.sandbox } : {}),
           }
         : { status: "down", ms: gpu.ms, error: gpu.error };
   const status = !db.ok ? "down" : gpuPart.status === "ok" && db.value.writable !== false ? "ok" : "degraded";

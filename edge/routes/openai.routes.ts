@@ -29,7 +29,7 @@ import { solveContext } from "./solve.routes.js";
 
 /** OpenAI's error body for every status the edge can answer. */
 const openAIErrorResponses = Object.fromEntries(
-  [400, 401, 404, 413, 429, 502, 503, 504].map((status) => [
+  [400, 401, 404, 413, 429, 501, 502, 503, 504].map((status) => [
     status,
     {
       description: "OpenAI's error body; `error.code` is the edge's stable code (see the other routes).",

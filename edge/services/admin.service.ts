@@ -68,8 +68,8 @@ function sameSolution(stored: Solution, input: AdminSolutionRequest): boolean {
  * Checks a program by running it in the GPU node's sandbox on the problem's own numbers: it must
  * print `answer` as its last line. Rejects with 422 `program_mismatch` (another answer),
  * `program_timeout` (wall-clock or CPU limit) or `program_error` (crash, memory or output limit);
- * when the sandbox cannot be reached or the node has none, 503 `sandbox_unavailable`: a solution
- * is never accepted unchecked.
+ * when the node runs no programs, 501 `sandbox_unavailable` (permanent); when it cannot be
+ * reached now, 503 `gpu_unavailable` with Retry-After: a solution is never accepted unchecked.
  */
 export async function checkProgram(
   gpu: GpuClient,
@@ -79,11 +79,18 @@ export async function checkProgram(
   try {
     run = await gpu.runProgram({ program: input.program, params: input.params, expect: input.answer });
   } catch (err) {
+    if (err instanceof DomainError && err.code === "sandbox_unavailable")
+      throw new DomainError(
+        501,
+        "sandbox_unavailable",
+        "The program cannot be checked: the GPU node runs no programs; nothing was stored.",
+        { cause: err.code },
+      );
     if (err instanceof DomainError && (err.status >= 500 || err.status === 404))
       throw new DomainError(
         503,
-        "sandbox_unavailable",
-        "The program cannot be checked now (the GPU node's sandbox is unavailable); nothing was stored.",
+        "gpu_unavailable",
+        "The program cannot be checked now (the GPU node's sandbox cannot be reached); nothing was stored.",
         { cause: err.code },
         err.retryAfterS ?? 5,
       );

@@ -1,21 +1,26 @@
 import { accessSync, constants, lstatSync, readlinkSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { executableSearchPath } from "../config.js";
 import { LAUNCHER_SOURCE, type LauncherConfig, rlimitsFor } from "./launcher.js";
 import type { SandboxLimits } from "./limits.js";
+import { type ProcessOutcome, runProcess } from "./process.js";
 import type { PythonInstall } from "./python.js";
+import { noUserNamespacesFilter, SECCOMP_FD } from "./seccomp.js";
 
 /**
- * How a job is isolated. There is one mode, `bwrap`: bubblewrap with new mount, network, pid, ipc
- * and uts namespaces; only the system libraries and the Python installation are visible,
- * read-only, plus the program and a size-limited tmpfs scratch directory. Not root: a user
- * namespace of its own, no capabilities. Root: bubblewrap runs privileged with every capability
- * dropped but setuid/setgid, and the launcher drops to a fresh uid of its own, because a user
- * namespace created by root still maps to uid 0, which Linux exempts from RLIMIT_NPROC.
- * Weaker modes (plain namespaces, rlimits) let programs read host files; without bubblewrap the
- * sandbox refuses instead (`sandbox_unavailable`).
+ * How a job is isolated: `wasm` (./wasm.ts, the default) or `bwrap`, this file: bubblewrap with
+ * new mount, network, pid, ipc and uts namespaces; only the system libraries and the Python
+ * installation are visible, read-only, plus the program and a size-limited tmpfs scratch
+ * directory. Not root: a user namespace of its own, no capabilities, and no further user
+ * namespace (`--disable-userns`). Root: bubblewrap runs privileged with every capability dropped
+ * but setuid/setgid, and the launcher drops to a fresh uid of its own, because a user namespace
+ * created by root still maps to uid 0, which Linux exempts from RLIMIT_NPROC. In both, a seccomp
+ * filter refuses new user namespaces (./seccomp.ts): inside one a program could mount an uncapped
+ * tmpfs. Weaker modes (plain namespaces, rlimits) let programs read host files; without
+ * bubblewrap this backend refuses instead (`sandbox_unavailable`).
  */
-export type IsolationMode = "bwrap";
+export type IsolationMode = "wasm" | "bwrap";
 
 /** Host paths of one job's files. */
 export interface JobFiles {
@@ -31,6 +36,8 @@ export interface LaunchPlan {
   args: string[];
   cwd: string;
   uid: number | null;
+  /** A seccomp program bubblewrap reads on SECCOMP_FD (`--seccomp 4`). */
+  seccomp?: Buffer;
 }
 
 /** Where the program and scratch directory appear inside the sandbox. */
@@ -43,20 +50,43 @@ const UID_BASE = 2 ** 30;
 const UID_SPAN = 2 ** 28;
 
 /** Knows how to launch jobs under bubblewrap on this machine. */
-export class Isolation {
-  readonly mode: IsolationMode = "bwrap";
+export class BwrapIsolation {
+  readonly mode = "bwrap" as const;
 
   private constructor(
     private readonly bwrap: string,
     private readonly python: PythonInstall,
     private readonly isRoot: boolean,
+    private readonly seccomp: Buffer,
+    private readonly workDir: string,
   ) {}
 
-  /** The launcher, or null when bubblewrap is not on PATH. */
-  static detect(python: PythonInstall): Isolation | null {
+  /** The launcher, or null when bubblewrap is not on PATH; throws where no seccomp filter is known for the CPU. */
+  static detect(python: PythonInstall, workDir: string): BwrapIsolation | null {
     const bwrap = findOnPath("bwrap");
-    return bwrap ? new Isolation(bwrap, python, process.getuid?.() === 0) : null;
+    if (!bwrap) return null;
+    const seccomp = noUserNamespacesFilter();
+    if (!seccomp) throw new Error(`no seccomp filter for ${process.arch}`);
+    return new BwrapIsolation(bwrap, python, process.getuid?.() === 0, seccomp, workDir);
   }
+
+  /** Runs one program (PARAMS line included) in a fresh job directory, removed afterwards. */
+  async execute(source: string, limits: SandboxLimits): Promise<ProcessOutcome> {
+    const dir = await mkdtemp(join(this.workDir, "kvgraft-sandbox-"));
+    try {
+      const program = join(dir, "main.py");
+      await writeFile(program, source, { mode: 0o644 });
+      return await runProcess(this.plan({ program, dir }, limits), limits);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** Nothing boots ahead of a job. */
+  async warmed(): Promise<void> {}
+
+  /** Nothing waits between jobs. */
+  close(): void {}
 
   /** The command line for one job. */
   plan(files: JobFiles, limits: SandboxLimits): LaunchPlan {
@@ -65,9 +95,10 @@ export class Isolation {
     const python = [this.python.executable, "-I", "-B", "-c", LAUNCHER_SOURCE, JSON.stringify(config)];
     return {
       command: this.bwrap,
-      args: [...this.bwrapArgs(files, limits), "--", ...python],
+      args: [...this.bwrapArgs(files, limits), "--seccomp", String(SECCOMP_FD), "--", ...python],
       cwd: files.dir,
       uid,
+      seccomp: this.seccomp,
     };
   }
 
@@ -75,7 +106,7 @@ export class Isolation {
     const args = [
       ...(this.isRoot
         ? ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        : ["--unshare-user", "--cap-drop", "ALL"]),
+        : ["--unshare-user", "--disable-userns", "--assert-userns-disabled", "--cap-drop", "ALL"]),
       ...["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"],
       // A pid namespace of its own: when its first process dies (or bwrap is killed) every
       // process in it dies too, double-forked daemons included.

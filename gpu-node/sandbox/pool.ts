@@ -35,9 +35,23 @@ export class SandboxPool {
     this.maxWaitMs = options.maxWaitMs ?? 10_000;
   }
 
-  /** Checks the sandbox (see `Sandbox.create`; 503 `sandbox_unavailable` when it cannot isolate) and builds a pool. */
+  /**
+   * Checks the sandbox (see `Sandbox.create`; 501 `sandbox_unavailable` when it cannot isolate) and
+   * builds a pool, with as many WebAssembly interpreters waiting as jobs may run at once.
+   */
   static async create(options: SandboxPoolOptions = {}): Promise<SandboxPool> {
-    return new SandboxPool(await Sandbox.create(options), options);
+    const warm = options.warm ?? options.concurrency ?? availableParallelism();
+    return new SandboxPool(await Sandbox.create({ ...options, warm }), options);
+  }
+
+  /** Resolves when every interpreter the pool keeps waiting has booted (at once for bubblewrap). */
+  warmed(): Promise<void> {
+    return this.sandbox.warmed();
+  }
+
+  /** Stops the interpreters that wait for programs; jobs already running finish. */
+  close(): void {
+    this.sandbox.close();
   }
 
   /** The isolation in force, for health endpoints and verdicts. */

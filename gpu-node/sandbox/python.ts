@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { realpath } from "node:fs/promises";
 import { promisify } from "node:util";
-import { unavailable } from "../../shared/errors.js";
+import { notImplemented } from "../../shared/errors.js";
 
 const run = promisify(execFile);
 
@@ -17,7 +17,7 @@ const REPORT = "import json, sys; print(json.dumps([sys.executable, sys.prefix, 
 
 /**
  * Asks `command` (e.g. "python3", possibly a pyenv shim) for its real interpreter and prefixes,
- * so the sandbox can run that binary directly with an empty environment. Throws 503
+ * so the sandbox can run that binary directly with an empty environment. Throws 501
  * `sandbox_unavailable` when it cannot be run.
  */
 export async function resolvePython(command: string): Promise<PythonInstall> {
@@ -32,13 +32,13 @@ export async function resolvePython(command: string): Promise<PythonInstall> {
         : `failed (${String(stderr ?? code)
             .trim()
             .slice(0, 200)})`;
-    throw unavailable(
+    throw notImplemented(
       "sandbox_unavailable",
       `the sandbox needs Python 3: '${command}' ${why}; install python3`,
     );
   }
   const [executable, ...prefixes] = JSON.parse(stdout) as string[];
-  if (!executable) throw unavailable("sandbox_unavailable", `${command} did not report sys.executable`);
+  if (!executable) throw notImplemented("sandbox_unavailable", `${command} did not report sys.executable`);
   const binary = await realpath(executable);
   const dirs = [...prefixes, binary.slice(0, binary.lastIndexOf("/"))];
   const roots = await Promise.all(dirs.map((dir) => realpath(dir)));

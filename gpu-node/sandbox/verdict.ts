@@ -5,7 +5,7 @@ import type { ProcessOutcome } from "./process.js";
 /** How a program run ended. */
 export type Verdict = "ok" | "wrong_answer" | "timeout" | "memory" | "output_limit" | "error";
 
-/** Python's ways of saying an allocation failed under RLIMIT_AS. */
+/** Python's ways of saying an allocation failed (under RLIMIT_AS, or at the WebAssembly heap cap). */
 const OUT_OF_MEMORY = /\bMemoryError\b|Cannot allocate memory|std::bad_alloc/;
 
 /**
@@ -20,7 +20,7 @@ export function judge(
   const answer = extractAnswer(outcome.stdout);
   const { report } = outcome;
   if (outcome.killedFor === "output") return { verdict: "output_limit", answer };
-  if (outcome.killedFor === "wall") return { verdict: "timeout", answer };
+  if (outcome.killedFor === "wall" || outcome.killedFor === "cpu") return { verdict: "timeout", answer };
   if (!report) return { verdict: "error", answer };
   const cpuKilled =
     report.signal === constants.signals.SIGXCPU ||

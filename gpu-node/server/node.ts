@@ -15,6 +15,7 @@ import { BlockService } from "../blocks/block-service.js";
 import { BlockBucket } from "../blocks/bucket.js";
 import { Engine } from "../engine/engine.js";
 import { SandboxPool } from "../sandbox/pool.js";
+import { ISOLATION_TEXT, SANDBOX_CHOICES } from "../sandbox/sandbox.js";
 import { createGpuApp, type GpuApp } from "./app.js";
 
 /** Everything `serve gpu` needs, validated once at start. */
@@ -47,6 +48,8 @@ export const gpuNodeConfigSchema = z
     /** How long a drain waits for in-flight requests before aborting them. */
     drainTimeoutMs: z.number().int().nonnegative().default(30_000),
     sandbox: z.boolean().default(true),
+    /** Which sandbox backend runs programs (`KVGRAFT_SANDBOX`); `auto` is WebAssembly. */
+    sandboxBackend: z.enum(SANDBOX_CHOICES).default("auto"),
     /** The edge to register with and send heartbeats to; none: the node runs on its own. */
     edgeUrl: z.url().optional(),
     /** This node's id at the edge; default one generated once and kept in `<dataDir>/node-id`. */
@@ -126,7 +129,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
     const openedBlocks = blocks;
     let sandboxUnavailable = "disabled (--no-sandbox)";
     const sandbox = config.sandbox
-      ? await SandboxPool.create().catch((err: Error) => {
+      ? await SandboxPool.create({ backend: config.sandboxBackend }).catch((err: Error) => {
           sandboxUnavailable = err.message;
           log.warn("sandbox unavailable: programs are not run (deposits, transfers, solves answer 503)", {
             reason: err.message,
@@ -134,8 +137,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
           return undefined;
         })
       : undefined;
-    if (sandbox)
-      log.info(`sandbox: isolation ${sandbox.isolation} (bubblewrap namespaces, no network, no host files)`);
+    if (sandbox) log.info(`sandbox: isolation ${sandbox.isolation} (${ISOLATION_TEXT[sandbox.isolation]})`);
     const service = createGpuApp({
       blocks,
       secret: config.secret,
@@ -215,6 +217,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
             if ("closeAllConnections" in server) server.closeAllConnections();
           });
           await service.close();
+          sandbox?.close();
           await openBlocks.close();
           await engine.dispose();
         })();

@@ -61,6 +61,8 @@ export function errorAnswer(
   const headers: Record<string, string> = {};
   if (domain.retryAfterS !== undefined)
     headers["retry-after"] = String(Math.max(1, Math.ceil(domain.retryAfterS)));
+  // A permanent refusal: clients that retry 5xx by default (the openai and anthropic SDKs) honour this.
+  if (domain.status === 501) headers["x-should-retry"] = "false";
   if (domain.status === 401 && options.authenticate) headers["www-authenticate"] = options.authenticate;
   return { status: domain.status, body: errorBody(domain, requestId), headers };
 }

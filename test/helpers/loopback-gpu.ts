@@ -1,6 +1,6 @@
 /**
  * A loopback GPU node for edge tests that need no model: `/v1/sandbox/run` is the real sandbox
- * (or, without one, a 503 `sandbox_unavailable`), a deposit (`POST /v1/blocks`) answers a manifest
+ * (or, without one, a 501 `sandbox_unavailable`, as the real node answers), a deposit (`POST /v1/blocks`) answers a manifest
  * for the text (what a node without a model can truthfully hash), `/v1/graft` a fixed generation
  * and `/v1/solve` an unsure sampled solve (both as server-sent events with `stream: true`, energy
  * not measured); `/health` reports the deposited blocks as hot and on disk, with their manifests'
@@ -89,7 +89,7 @@ export async function startLoopbackGpu(
       };
       if (req.url === gpuPaths.sandboxRun) {
         if (!runner)
-          return send(503, { error: { code: "sandbox_unavailable", message: "no sandbox on this node" } });
+          return send(501, { error: { code: "sandbox_unavailable", message: "no sandbox on this node" } });
         const { program, params, expect } = JSON.parse(body);
         return send(200, await runner.runProgram({ program, params, expect }));
       }

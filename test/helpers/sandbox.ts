@@ -1,11 +1,12 @@
 /**
- * Whether this machine can run the sandbox (python3 and bubblewrap, see gpu-node/sandbox): tests
- * that need it skip with the stated reason only when bubblewrap is not on PATH; where it is, a
- * sandbox that fails to start is a test failure, not a skip.
+ * The sandbox backends this machine can test (gpu-node/sandbox): `wasm` everywhere (npm installs
+ * it), `bwrap` where bubblewrap is on PATH. Tests of the bubblewrap backend skip with the stated
+ * reason only where it is not installed; where it is, a backend that fails to start is a test
+ * failure, not a skip.
  */
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
-import { beforeEach } from "vitest";
+import type { IsolationMode } from "../../gpu-node/sandbox/sandbox.js";
 
 /** True when an executable `bwrap` is on PATH. */
 export function bubblewrapOnPath(): boolean {
@@ -19,17 +20,13 @@ export function bubblewrapOnPath(): boolean {
   });
 }
 
-/** The reason sandbox tests skip here, or null when they must run. */
-export const NO_SANDBOX_REASON: string | null = bubblewrapOnPath()
+/** Why the bubblewrap backend's tests skip here, or null when they must run. */
+export const NO_BWRAP_REASON: string | null = bubblewrapOnPath()
   ? null
-  : "bubblewrap is not installed: the sandbox refuses to run programs (sandbox_unavailable), which test/sandbox-unavailable.test.ts checks";
+  : "bubblewrap is not installed (apt-get install bubblewrap runs these; .ci/run does): KVGRAFT_SANDBOX=bwrap refuses here, which test/sandbox-unavailable.test.ts checks";
 
-/** Skips each test of the enclosing suite (or file), with the reason, where bubblewrap is not installed. */
-export function skipWithoutSandbox(): void {
-  beforeEach((ctx) => ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined));
-}
-
-/** Skips one test, with the reason, where bubblewrap is not installed (call it first in the test). */
-export function needsSandbox(ctx: { skip(condition: boolean, note?: string): void }): void {
-  ctx.skip(NO_SANDBOX_REASON !== null, NO_SANDBOX_REASON ?? undefined);
-}
+/** Both backends, each with the reason its tests skip here (null: they run). */
+export const BACKENDS: { mode: IsolationMode; skip: string | null }[] = [
+  { mode: "wasm", skip: null },
+  { mode: "bwrap", skip: NO_BWRAP_REASON },
+];

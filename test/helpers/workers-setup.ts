@@ -22,7 +22,6 @@ import { kvgraftSourceArgs, readyUrl, supervise } from "../../tools/process/supe
 import { TEST_CALL_HEADER, WORKERS_GPU_SECRET } from "../workers/bindings.js";
 import { type LibsqlHttpServer, startLibsqlHttp } from "./libsql-http.js";
 import { syntheticModel } from "./models.js";
-import { NO_SANDBOX_REASON } from "./sandbox.js";
 
 const root = join(import.meta.dirname, "..", "..");
 
@@ -114,7 +113,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
     project.provide("controlUrl", `http://127.0.0.1:${(control.address() as AddressInfo).port}`);
     project.provide("libsqlUrl", libsql.url);
     project.provide("gpuNodes", nodes);
-    project.provide("noSandboxReason", NO_SANDBOX_REASON);
   } catch (err) {
     await teardown();
     throw err;

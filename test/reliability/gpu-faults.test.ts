@@ -14,7 +14,6 @@ import { createGpuClient, GpuError } from "../../shared/gpu-client.js";
 import { silentLogger } from "../../shared/http/logger.js";
 import { errorBodySchema } from "../../shared/protocol.js";
 import { syntheticModel } from "../helpers/models.js";
-import { needsSandbox } from "../helpers/sandbox.js";
 import { type GpuChild, killHard, startGpuChild, type TcpProxy, tcpProxy, until } from "./helpers.js";
 import { largeText, rng } from "./kill-loop.js";
 
@@ -91,8 +90,7 @@ async function restartNode(): Promise<void> {
 }
 
 describe("nothing lost between the services", () => {
-  it("a block deposited through the edge stays on the GPU node and is grafted", async (ctx) => {
-    needsSandbox(ctx); // it deposits or solves, which runs programs
+  it("a block deposited through the edge stays on the GPU node and is grafted", async () => {
     const res = await fetch(`${edge.url}/admin/solutions`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
@@ -125,8 +123,7 @@ describe("nothing lost between the services", () => {
 });
 
 describe("GPU node slow, black-holed, stopped or restarted", () => {
-  it("answers normally through the proxy, and a delay below the timeout only adds latency", async (ctx) => {
-    needsSandbox(ctx); // it deposits or solves, which runs programs
+  it("answers normally through the proxy, and a delay below the timeout only adds latency", async () => {
     const normal = await solve();
     expect(normal.status).toBe(200);
     process.stderr.write(`solve through the proxy: ${Math.round(normal.ms)} ms\n`);
@@ -171,8 +168,7 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
     expect(r.ms).toBeLessThan(SLACK_MS);
   });
 
-  it("a stopped node is a fast 503; the edge recovers by itself when the node returns", async (ctx) => {
-    needsSandbox(ctx); // it deposits or solves, which runs programs
+  it("a stopped node is a fast 503; the edge recovers by itself when the node returns", async () => {
     await killHard(gpu);
     proxy.dropAll();
     for (let i = 0; i < 3; i++) {
@@ -187,8 +183,7 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
     expect((await health()).body).toMatchObject({ status: "ok", gpu: { status: "ok" } });
   });
 
-  it("a node killed mid-request gives a 502/503/504 within the timeout, then recovers", async (ctx) => {
-    needsSandbox(ctx); // it deposits or solves, which runs programs
+  it("a node killed mid-request gives a 502/503/504 within the timeout, then recovers", async () => {
     proxy.mode = { kind: "delay", ms: 400 };
     const pending = solve();
     await new Promise((r) => setTimeout(r, 150));
@@ -201,8 +196,7 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
     await until(async () => (await solve()).status === 200, 10_000, "edge recovery");
   });
 
-  it("SIGTERM drains: the solve in flight completes, new work is a fast 503, then recovery", async (ctx) => {
-    needsSandbox(ctx); // it deposits or solves, which runs programs
+  it("SIGTERM drains: the solve in flight completes, new work is a fast 503, then recovery", async () => {
     const inFlight = solve();
     await new Promise((r) => setTimeout(r, 300));
     gpu.child.kill("SIGTERM");
@@ -218,8 +212,7 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
 });
 
 describe("an import in flight when the node dies", () => {
-  it("is either fully committed or absent after each kill, and never half-listed", async (ctx) => {
-    needsSandbox(ctx); // it deposits or solves, which runs programs
+  it("is either fully committed or absent after each kill, and never half-listed", async () => {
     const random = rng(Number(process.env.KVGRAFT_IMPORT_SEED ?? 7));
     const rounds = Number(process.env.KVGRAFT_IMPORT_KILLS ?? 3);
     // A block built here, kept on the side, then deleted: the node accepts it back as an import.

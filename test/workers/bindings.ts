@@ -26,7 +26,5 @@ declare module "vitest" {
     gpuNodes: { id: string; url: string }[];
     /** `POST <controlUrl>/kill/<node id>` SIGKILLs that node. */
     controlUrl: string;
-    /** Why the GPU nodes' sandbox cannot run here (no bubblewrap), or null: deposits need it. */
-    noSandboxReason: string | null;
   }
 }

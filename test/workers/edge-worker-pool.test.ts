@@ -10,7 +10,7 @@
  */
 import { createScheduledController, env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { beforeEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import entry from "../../edge/runtime/worker.js";
 import { createGpuClient } from "../../shared/gpu-client.js";
 import { heartbeatFrom, sendHeartbeat } from "../../shared/heartbeat.js";
@@ -28,7 +28,6 @@ const worker = (
 ).default;
 const EDGE = "https://edge.example.com";
 const nodes = inject("gpuNodes");
-const noSandboxReason = inject("noSandboxReason");
 const urlOf = (id: string) => nodes.find((n) => n.id === id)?.url as string;
 /** The test's own client of a node; its calls are marked so that the call recorder skips them. */
 const clientOf = (id: string) =>
@@ -93,10 +92,8 @@ describe("the Worker's GPU pool (two real GPU nodes)", () => {
     ]);
   });
 
-  // Deposits check their program in the nodes' sandbox: without bubblewrap these skip, saying why.
+  // Deposits check their program in the nodes' sandbox (WebAssembly by default: it runs everywhere).
   describe("with a deposited block", () => {
-    beforeEach((ctx) => ctx.skip(noSandboxReason !== null, noSandboxReason ?? undefined));
-
     it("a deposit lands on both nodes (R = 2), and a graft goes to the node where the block is hot", async () => {
       const deposited = await api("POST", "/admin/solutions", ENTRY);
       expect(deposited.status, JSON.stringify(deposited.body)).toBe(201);

@@ -1,6 +1,6 @@
 /** Model work on the request path: `/v1/graft`, `/v1/generate` (JSON or SSE) and `/v1/solve`. */
 import type { Hono } from "hono";
-import { unavailable } from "../../../shared/errors.js";
+import { notImplemented } from "../../../shared/errors.js";
 import { generateRequestSchema, graftRequestSchema } from "../../../shared/protocol.js";
 import { solveRequestSchema } from "../../../shared/solve-protocol.js";
 import { type GpuEnv, jsonBody, type ServerContext } from "../context.js";
@@ -31,7 +31,7 @@ export function generationRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
   app.post("/v1/solve", async (c) => {
     const req = await jsonBody(c, solveRequestSchema);
     const solver = ctx.solver;
-    if (!solver) throw unavailable("sandbox_unavailable", "this node has no sandbox, so it cannot solve");
+    if (!solver) throw notImplemented("sandbox_unavailable", "this node has no sandbox, so it cannot solve");
     if (req.stream) return work.solveStream(c, (signal, onToken) => solver.solve(req, signal, onToken));
     const result = await work.run(c, (signal) => solver.solve(req, signal));
     ctx.metrics.recordTokens("solve", result);

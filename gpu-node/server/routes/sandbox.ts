@@ -1,6 +1,6 @@
 /** `POST /v1/sandbox/run`: one program in the sandbox, behind the sandbox's own admission queue. */
 import type { Hono } from "hono";
-import { unavailable } from "../../../shared/errors.js";
+import { notImplemented } from "../../../shared/errors.js";
 import { sandboxRunRequestSchema } from "../../../shared/protocol.js";
 import { type GpuEnv, jsonBody, type ServerContext } from "../context.js";
 
@@ -8,7 +8,7 @@ export function sandboxRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
   app.post("/v1/sandbox/run", async (c) => {
     const req = await jsonBody(c, sandboxRunRequestSchema);
     const sandbox = ctx.options.sandbox;
-    if (!sandbox) throw unavailable("sandbox_unavailable", `this node runs no programs: ${ctx.noSandbox}`);
+    if (!sandbox) throw notImplemented("sandbox_unavailable", `this node runs no programs: ${ctx.noSandbox}`);
     ctx.tracker.assertAccepting();
     // The sandbox's own queue: the request's deadline bounds the wait (504), a full queue is a 429.
     const signals = ctx.work.signals(c);
