@@ -234,7 +234,8 @@ const MISTAKES: Mistake[] = [
       ),
   },
   {
-    name: "python3 missing (eval router runs programs in the sandbox)",
+    // The default sandbox (WebAssembly) needs nothing on PATH; the bubblewrap backend needs python3.
+    name: "KVGRAFT_SANDBOX=bwrap without python3 (eval router runs programs in the sandbox)",
     args: () => [
       "eval",
       "router",
@@ -243,7 +244,7 @@ const MISTAKES: Mistake[] = [
       "--queries",
       join(root, "test", "fixtures", "router-queries.jsonl"),
     ],
-    env: () => ({ PATH: emptyPathDir }),
+    env: () => ({ PATH: emptyPathDir, KVGRAFT_SANDBOX: "bwrap" }),
     line: () =>
       /^kvgraft eval router: the sandbox needs Python 3: 'python3' was not found on PATH; install python3/,
   },
