@@ -8,7 +8,7 @@
 import { cpus, loadavg } from "node:os";
 import { answersEqual } from "../../shared/answers.js";
 import type { GpuNodeClient } from "../../shared/gpu-client.js";
-import type { SolveResult } from "../../shared/protocol.js";
+import type { SolveResult } from "../../shared/solve-protocol.js";
 import { type Condition, type EvalInstance, evalInstances } from "./instances.js";
 import { modelInfo, startEvalGpu } from "./stack.js";
 
