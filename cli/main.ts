@@ -45,7 +45,11 @@ const commands: Record<string, Command> = {
   eval: {
     module: "./commands/eval.js",
     summary: "evaluations",
-    subcommands: { router: "routing accuracy, abstentions and transfer on a development set" },
+    subcommands: {
+      router: "routing accuracy, abstentions and transfer on a development set",
+      solve: "the plain model's accuracy through the GPU node's solve path (held-in, held-out families)",
+      flywheel: "the reference experiment: baseline, deposit, replay, transfer, graft, controls",
+    },
   },
   flywheel: { module: "./commands/flywheel.js", summary: "run the flywheel worker" },
 };

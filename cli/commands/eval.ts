@@ -15,8 +15,12 @@ import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 import { readCliGpuEnv } from "../gpu-env.js";
+import evalFlywheel from "./eval-flywheel.js";
+import evalSolve from "./eval-solve.js";
 
-const HELP = `usage: kvgraft eval router --library LIB.jsonl --queries Q.jsonl [--edge URL --admin-key K] [--json]
+const HELP = `usage: kvgraft eval router|solve|flywheel ... (each takes --help)
+
+kvgraft eval router --library LIB.jsonl --queries Q.jsonl [--edge URL --admin-key K] [--json]
 
 Routes every query and scores the decisions. Library lines: {id, problem, solution, program,
 answer}; query lines: {query, expect, answer?} where expect is a library id or null (out of
@@ -62,14 +66,17 @@ export interface RouterEval {
   p50RouteMs: number;
 }
 
-/** `kvgraft eval router`. */
+/** `kvgraft eval router|solve|flywheel`. */
 export default async function evalCommand(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
     process.stdout.write(`${HELP}\n`);
     return which ? 0 : 2;
   }
-  if (which !== "router") throw new UsageError(`unknown evaluation '${which}' (available: router)`);
+  if (which === "solve") return evalSolve(rest);
+  if (which === "flywheel") return evalFlywheel(rest);
+  if (which !== "router")
+    throw new UsageError(`unknown evaluation '${which}' (available: router, solve, flywheel)`);
   const flags = parseFlags(rest, {
     library: { type: "string" },
     queries: { type: "string" },

@@ -1,0 +1,69 @@
+/**
+ * The evaluations' problems: new instances of the families (numbers drawn from a seed no training
+ * set uses), in the three conditions of the embedded model's split (tools/families/index.ts).
+ */
+import {
+  FAMILIES,
+  type Family,
+  heldOutPhrasing,
+  isTrainedFamily,
+  trainingPhrasings,
+} from "../families/index.js";
+import { type Instance, instanceProblem, renderInstance } from "../families/render.js";
+import { seededRng } from "../families/rng.js";
+
+/** The model's relation to an instance: trained family and phrasing, trained family on its held-out phrasing, held-out family. */
+export type Condition = "trainedPhrasing" | "heldOutPhrasing" | "heldOutFamily";
+
+export interface EvalInstance extends Instance {
+  condition: Condition;
+}
+
+/** Draws `family`'s phrasing `phrasing` with numbers from `seed` (redrawn until PARAMS are the phrasing's numbers). */
+export function drawInstance(family: Family, phrasing: number, seed: string): Instance {
+  const rng = seededRng(`eval/${seed}/${family.id}/${phrasing}`);
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const instance = renderInstance(family, phrasing, family.sample(rng), rng);
+    if (instanceProblem(instance) === null) return instance;
+  }
+  throw new Error(`${family.id}: no valid instance of phrasing ${phrasing} in 100 draws`);
+}
+
+/** The trained families, in file order. */
+export function trainedFamilies(): Family[] {
+  return FAMILIES.filter(isTrainedFamily);
+}
+
+/** The held-out families, in file order. */
+export function heldOutFamilies(): Family[] {
+  return FAMILIES.filter((f) => !isTrainedFamily(f));
+}
+
+/**
+ * `perFamily` new instances of every family in each condition: trained families on a training
+ * phrasing (picked by the seed) and on their held-out phrasing, held-out families on any phrasing.
+ */
+export function evalInstances(perFamily: number, seed: string): Record<Condition, EvalInstance[]> {
+  const sets: Record<Condition, EvalInstance[]> = {
+    trainedPhrasing: [],
+    heldOutPhrasing: [],
+    heldOutFamily: [],
+  };
+  for (let i = 0; i < perFamily; i++) {
+    const s = `${seed}/${i}`;
+    for (const family of trainedFamilies()) {
+      const seen = trainingPhrasings(family);
+      const pick = seededRng(`eval/${s}/${family.id}/phrasing`).pick(seen);
+      sets.trainedPhrasing.push({ ...drawInstance(family, pick, s), condition: "trainedPhrasing" });
+      sets.heldOutPhrasing.push({
+        ...drawInstance(family, heldOutPhrasing(family), s),
+        condition: "heldOutPhrasing",
+      });
+    }
+    for (const family of heldOutFamilies()) {
+      const pick = seededRng(`eval/${s}/${family.id}/phrasing`).int(0, family.phrasings.length - 1);
+      sets.heldOutFamily.push({ ...drawInstance(family, pick, s), condition: "heldOutFamily" });
+    }
+  }
+  return sets;
+}
