@@ -13,6 +13,7 @@ import { Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../../shared/answers.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
+import { adminPost } from "../../tools/eval/stack.js";
 import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
 import { readCliGpuEnv } from "../gpu-env.js";
 import evalFlywheel from "./eval-flywheel.js";
@@ -266,17 +267,7 @@ async function routeOverEdge(
   queries: EvalQuery[],
   log: (line: string) => void,
 ): Promise<Routed[]> {
-  const base = edge.replace(/\/+$/, "");
-  const post = async (path: string, body: unknown): Promise<unknown> => {
-    const res = await fetch(`${base}${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    const json = (await res.json().catch(() => null)) as unknown;
-    if (!res.ok) throw new Error(`POST ${path}: HTTP ${res.status} ${JSON.stringify(json)}`);
-    return json;
-  };
+  const post = adminPost(edge, adminKey);
   const byProblem = new Map<string, string>();
   for (const [i, entry] of library.entries()) {
     log(`depositing ${i + 1}/${library.length}: ${entry.id}`);

@@ -196,11 +196,7 @@ export class Engine {
 
   /** Tokenizes text as the model does, with the BOS token when the model adds one. */
   tokenize(text: string): Token[] {
-    const tokens = this.model.tokenize(text);
-    const bos = this.model.tokens.bos;
-    return bos !== null && this.model.tokens.shouldPrependBosToken && tokens[0] !== bos
-      ? [bos, ...tokens]
-      : tokens;
+    return tokenizeWithBos(this.model, text);
   }
 
   /** The slot with this index. */
@@ -231,4 +227,11 @@ const SMALL_MODEL_BYTES = 64 * 2 ** 20;
 function defaultThreads(modelPath: string): number {
   const size = statSync(modelPath, { throwIfNoEntry: false })?.size ?? Number.POSITIVE_INFINITY;
   return size < SMALL_MODEL_BYTES ? 1 : availableParallelism();
+}
+
+/** Tokenizes `text` as a deposit does: the BOS token first when the model adds one. */
+export function tokenizeWithBos(model: LlamaModel, text: string): Token[] {
+  const tokens = model.tokenize(text);
+  const bos = model.tokens.bos;
+  return bos !== null && model.tokens.shouldPrependBosToken && tokens[0] !== bos ? [bos, ...tokens] : tokens;
 }

@@ -105,16 +105,7 @@ export async function startEvalStack(modelPath: string, solveMaxTokens: number):
       ...gpu,
       edge,
       adminKey,
-      async post(path, body) {
-        const res = await fetch(`${edge.url}${path}`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${adminKey}`, "content-type": "application/json" },
-          body: JSON.stringify(body),
-        });
-        const json = (await res.json().catch(() => null)) as unknown;
-        if (!res.ok) throw new Error(`POST ${path}: HTTP ${res.status} ${JSON.stringify(json)}`);
-        return json;
-      },
+      post: adminPost(edge.url, adminKey),
       async close() {
         await edge.close();
         await gpu.close();
@@ -124,4 +115,19 @@ export async function startEvalStack(modelPath: string, solveMaxTokens: number):
     await gpu.close();
     throw err;
   }
+}
+
+/** A JSON POST to an edge with a key: the answer's JSON, or an error naming the path and status. */
+export function adminPost(edgeUrl: string, key: string): (path: string, body: unknown) => Promise<unknown> {
+  const base = edgeUrl.replace(/\/+$/, "");
+  return async (path, body) => {
+    const res = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const json = (await res.json().catch(() => null)) as unknown;
+    if (!res.ok) throw new Error(`POST ${path}: HTTP ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
 }

@@ -17,6 +17,7 @@ import {
   type Token,
 } from "node-llama-cpp";
 import { renderBlockText } from "../../edge/services/block-text.js";
+import { tokenizeWithBos } from "../../gpu-node/engine/engine.js";
 import { finalPartPrompt, planSolve, SYSTEM_PROMPT } from "../../gpu-node/solve/solver.js";
 import { renderFinalPart, renderGraftQuery } from "../../shared/graft-prompt.js";
 import { formatNumber, type Instance } from "../families/render.js";
@@ -105,7 +106,7 @@ export class TranscriptTokenizer {
 
   /** A graft: the block as a deposit tokenizes it, the query as a graft appends it, then the final part. */
   graft(blockText: string, instance: Instance): Tokenized {
-    const block = this.withBos(this.model.tokenize(blockText));
+    const block = tokenizeWithBos(this.model, blockText);
     const query = this.model.tokenize(renderGraftQuery(instance.problem, instance.literals));
     const prefix = [...block, ...query];
     const tokens = [
@@ -114,14 +115,6 @@ export class TranscriptTokenizer {
       this.eos,
     ];
     return { tokens, targets: [[prefix.length, tokens.length]] };
-  }
-
-  /** The BOS token first, as the engine's tokenize does for block text (gpu-node/engine/engine.ts). */
-  private withBos(tokens: Token[]): Token[] {
-    const bos = this.model.tokens.bos;
-    return bos !== null && this.model.tokens.shouldPrependBosToken && tokens[0] !== bos
-      ? [bos, ...tokens]
-      : tokens;
   }
 }
 
