@@ -443,7 +443,9 @@ for host, port in [("127.0.0.1", ${port}), ("1.1.1.1", 80), ("8.8.8.8", 53)]:
 
     it("pool sheds: a full queue is a 429, a long wait a 503, both with Retry-After; an aborted wait never runs", async () => {
       const pool = new SandboxPool(get(), { concurrency: 1, maxQueued: 1, maxWaitMs: 300, retryAfterS: 2 });
-      const nap = { source: "import time\ntime.sleep(1)\nprint(1)" };
+      // A generous wall clock: CI runs this beside other sandbox files on 2 cores, and the point here
+      // is the queue, not the limit.
+      const nap = { source: "import time\ntime.sleep(1)\nprint(1)", limits: { wallMs: 60_000, cpuSeconds: 30 } };
       const first = pool.runProgram(nap);
       const second = pool.runProgram(nap);
       await expect(pool.runProgram(nap)).rejects.toMatchObject({
