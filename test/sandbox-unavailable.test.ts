@@ -5,7 +5,15 @@
  * CLI and the commands that need it. Runs on every machine, with or without bubblewrap installed.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -35,7 +43,10 @@ beforeAll(() => {
 /** python3's real path: from PATH, else where Debian and python.org put it. */
 function findPython(): string {
   const candidates = [
-    ...(hostPath ?? "").split(":").filter(Boolean).map((dir) => join(dir, "python3")),
+    ...(hostPath ?? "")
+      .split(":")
+      .filter(Boolean)
+      .map((dir) => join(dir, "python3")),
     "/usr/bin/python3",
     "/usr/local/bin/python3",
   ];

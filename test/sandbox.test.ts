@@ -445,7 +445,10 @@ for host, port in [("127.0.0.1", ${port}), ("1.1.1.1", 80), ("8.8.8.8", 53)]:
       const pool = new SandboxPool(get(), { concurrency: 1, maxQueued: 1, maxWaitMs: 300, retryAfterS: 2 });
       // A generous wall clock: CI runs this beside other sandbox files on 2 cores, and the point here
       // is the queue, not the limit.
-      const nap = { source: "import time\ntime.sleep(1)\nprint(1)", limits: { wallMs: 60_000, cpuSeconds: 30 } };
+      const nap = {
+        source: "import time\ntime.sleep(1)\nprint(1)",
+        limits: { wallMs: 60_000, cpuSeconds: 30 },
+      };
       const first = pool.runProgram(nap);
       const second = pool.runProgram(nap);
       await expect(pool.runProgram(nap)).rejects.toMatchObject({
