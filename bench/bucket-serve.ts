@@ -213,7 +213,7 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
           await blocks.disk.settled();
           persistMs = performance.now() - answered;
           if (!blocks.store.has(sha)) throw new Error("the fetched block was not committed to disk");
-          if (blocks.memory && answer.tier !== "warm")
+          if (blocks.state.arena && answer.tier !== "warm")
             throw new Error("the fetch did not fill the arena: raise --warm-budget-bytes above the block");
         } else if (answer.tier !== "cold") throw new Error(`local restore came from tier ${answer.tier}`);
         const last = path === "local" ? null : blocks.disk.lastFetch;
@@ -273,7 +273,7 @@ export async function benchBucketServe(o: BucketBenchOptions): Promise<BucketBen
       meetsMinimumSize: manifest.sizeBytes >= TARGET_MIN_BYTES,
       parallel: o.parallel,
       taggedManifests: o.taggedManifests,
-      statePath: blocks.memory ? "memory" : "file",
+      statePath: blocks.state.arena ? "memory" : "file",
       pageCacheDropped: dropped,
       runs: o.runs,
       medians,

@@ -166,7 +166,7 @@ describe("engine build: a bucket fetch fills the warm arena", () => {
 
     for (const s of engine.slots) await s.clearHistory();
     const other = await openService(bucket);
-    expect(other.memory).not.toBeNull();
+    expect(other.state.arena).not.toBeNull();
     const fetched = await other.graft(manifest.sha256, QUERY, { maxTokens: 8, verifyProbe: true });
     expect(fetched.tier).toBe("warm");
     expect(fetched.outputSha256).toBe(local.outputSha256);
@@ -200,8 +200,8 @@ describe("engine build: a bucket fetch fills the warm arena", () => {
     );
     expect(err).toBeInstanceOf(DomainError);
     expect((err as DomainError).code).toBe("bucket_block_corrupt");
-    expect(other.memory?.tier.blocks()).toEqual([]);
-    expect(other.memory?.tier.usedBytes).toBe(0);
+    expect(other.state.arena?.tier.blocks()).toEqual([]);
+    expect(other.state.arena?.tier.usedBytes).toBe(0);
     expect(other.list()).toEqual([]);
     await other.close();
   });
@@ -231,7 +231,7 @@ describe("engine build: a bucket fetch fills the warm arena", () => {
     // Only the disk copy was lost: nothing listed, nothing left in the arena or the temp folder.
     expect(other.disk.stats.persistFailures).toBe(1);
     expect(other.list()).toEqual([]);
-    expect(other.memory?.tier.blocks()).toEqual([]);
+    expect(other.state.arena?.tier.blocks()).toEqual([]);
     expect(readdirSync(join(dataDir, "tmp"))).toEqual([]);
 
     // With the disk healthy again the next graft fetches it again, and the file is committed.
@@ -287,7 +287,7 @@ describe("engine build: a bucket fetch fills the warm arena", () => {
     );
     expect((err as DomainError).code).toBe("bucket_block_corrupt");
     expect((err as DomainError).message).toContain("SHA-256 differs");
-    expect(third.memory?.tier.blocks()).toEqual([]);
+    expect(third.state.arena?.tier.blocks()).toEqual([]);
 
     // The same forged manifest tagged under the secret (only a node holding it could): served on
     // its chunk hashes, then the check before the disk copy finds the name differs, and the node
@@ -301,7 +301,7 @@ describe("engine build: a bucket fetch fills the warm arena", () => {
     await fourth.disk.settled();
     expect(fourth.disk.stats.persistFailures).toBe(1);
     expect(fourth.list()).toEqual([]);
-    expect(fourth.memory?.tier.blocks()).toEqual([]);
+    expect(fourth.state.arena?.tier.blocks()).toEqual([]);
     await fourth.close();
     await third.close();
   });

@@ -198,11 +198,11 @@ describe("engine build: in-memory state path", () => {
       warmBudgetBytes: 64 * 2 ** 20,
     });
     try {
-      expect(service.memory).not.toBeNull();
+      expect(service.state.arena).not.toBeNull();
       const text = Array.from({ length: 20 }, (_, k) => `memory fact${k} alpha beta`).join(" ");
       const manifest = await service.deposit(text);
       // Deposited bytes are the warm copy; the file on disk is the same bytes.
-      expect(service.memory?.tier.has(manifest.sha256)).toBe(true);
+      expect(service.state.arena?.tier.has(manifest.sha256)).toBe(true);
       // The hashes computed in memory (natively) are the file's real SHA-256.
       expect(await sha256File(service.store.statePath(manifest.sha256))).toBe(manifest.sha256);
       const query = " So:";
@@ -216,15 +216,15 @@ describe("engine build: in-memory state path", () => {
       expect(warm.outputSha256).toBe(reference.outputSha256);
 
       // Cold: out of memory and out of the slots; read once from disk, checked, then loaded.
-      service.memory?.tier.remove(manifest.sha256);
+      service.state.arena?.tier.remove(manifest.sha256);
       service.pool.evict(manifest.sha256);
       const cold = await service.graft(manifest.sha256, query, { maxTokens: 4 });
       expect(cold.tier).toBe("cold");
       expect(cold.outputSha256).toBe(reference.outputSha256);
-      expect(service.memory?.tier.has(manifest.sha256)).toBe(true);
+      expect(service.state.arena?.tier.has(manifest.sha256)).toBe(true);
 
       // A flipped byte on disk: refused before any load and quarantined.
-      service.memory?.tier.remove(manifest.sha256);
+      service.state.arena?.tier.remove(manifest.sha256);
       service.pool.evict(manifest.sha256);
       const path = service.store.statePath(manifest.sha256);
       const bytes = readFileSync(path);
@@ -246,7 +246,7 @@ describe("engine build: in-memory state path", () => {
       warmBudgetBytes: 64 * 2 ** 20,
     });
     try {
-      const memory = service.memory;
+      const memory = service.state.arena;
       if (!memory) throw new Error("no memory path");
       const text = Array.from({ length: 40 }, (_, k) => `shared fact${k} gamma delta`).join(" ");
       const manifest = await service.deposit(text);

@@ -196,7 +196,7 @@ describe("engine build: warm start fills the pinned arena", () => {
 
       for (const s of engine.slots) await s.clearHistory();
       const svc = await BlockService.open({ engine, dataDir: dir, warmBudgetBytes: 256 * 2 ** 20 });
-      expect(svc.memory).not.toBeNull();
+      expect(svc.state.arena).not.toBeNull();
       const status = await svc.warmStart.start(log);
       expect(status).toMatchObject({ state: "done", blocks: 1, corrupt: [damaged.sha256] });
       expect(svc.snapshot().warm).toEqual([kept.sha256]);

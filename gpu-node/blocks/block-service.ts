@@ -1,14 +1,11 @@
 /**
  * Deposit and graft over the tiers: hot (resident in a slot: erase the tail, ~free), warm (a
- * RAM copy of the file), cold (the file on disk, hash-checked). Every block is verified when it
- * is made: restored into another slot, its probe must hash like the fresh prefill's; and again
- * after a restore when a graft asks, and on its first restore from a file in a process
- * (`probe-check.ts`). Restoring is restore.ts, decoding generation.ts, imports block-import.ts.
+ * RAM copy: the arena or tmpfs, as the state path chosen at open keeps it; state-path.ts), cold
+ * (the file on disk, hash-checked). Every block is verified when it is made: restored into
+ * another slot, its probe must hash like the fresh prefill's; and again after a restore when a
+ * graft asks, and on its first restore from a file in a process (`probe-check.ts`). Restoring is restore.ts, decoding generation.ts, imports block-import.ts.
  */
-import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
 import { badRequest, conflict, unprocessable } from "../../shared/errors.js";
 import { sha256Hex, sha256OfTokens } from "../../shared/hash.js";
@@ -22,28 +19,27 @@ import {
 import type { Engine } from "../engine/engine.js";
 import { exactEvaluation } from "../engine/exact-batching.js";
 import { evaluateProbe, probeTokenFor } from "../engine/probe.js";
-import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
+import { assertSameOrigin } from "../engine/state.js";
 import { BlockImporter } from "./block-import.js";
 import { BlockStore, type StoreRecovery } from "./block-store.js";
 import type { BlockBucket } from "./bucket.js";
 import { type BucketUpload, importFromBucket } from "./bucket-import.js";
 import { DiskCache } from "./disk-cache.js";
 import { decode, generationResult, truncate } from "./generation.js";
-import { MemoryPath, type SavedState } from "./memory-path.js";
 import type { ProbeGate } from "./probe-check.js";
 import { Restorer } from "./restore.js";
 import { SlotPool } from "./slot-pool.js";
+import { openStatePath, type SavedDeposit, type StatePath } from "./state-path.js";
 import type { BlockCheck, Blocks, GenerationOptions, TierSnapshot } from "./types.js";
 import { WarmStart } from "./warm-start.js";
-import { sweepDeadWarmDirs, WarmTier } from "./warm-tier.js";
 
 export interface BlockServiceOptions {
   engine: Engine;
   /** Block store root (blocks/, tmp/, quarantine/). */
   dataDir: string;
-  /** RAM folder for the warm tier; defaults to a private folder on /dev/shm when present. */
+  /** RAM folder for the file path's warm tier; defaults to a private folder on /dev/shm when present. */
   warmDir?: string;
-  /** Warm-tier budget in bytes (0: none): pinned host memory on our engine build, else tmpfs files. */
+  /** Warm-tier budget in bytes (0: none): the arena on our engine build, else tmpfs files (state-path.ts). */
   warmBudgetBytes?: number;
   /** Requests that may wait for a slot before a 429. */
   maxWaiting?: number;
@@ -68,24 +64,20 @@ export class BlockService implements Blocks {
   private constructor(
     readonly engine: Engine,
     readonly store: BlockStore,
-    readonly warm: WarmTier,
     readonly pool: SlotPool,
     readonly recovery: StoreRecovery,
-    /** The in-memory state path of our engine build; null on the npm prebuilt binaries. */
-    readonly memory: MemoryPath | null,
+    /** How state moves between slots, RAM and disk: the arena path or the file path (state-path.ts). */
+    readonly state: StatePath,
     options: Pick<BlockServiceOptions, "bucket" | "diskBudgetBytes" | "log">,
   ) {
-    this.restorer = new Restorer({ engine, store, warm, pool, memory });
-    this.disk = new DiskCache(store, { ...options, warm: memory }, (sha) => this.delete(sha));
+    this.restorer = new Restorer({ engine, store, pool, state });
+    this.disk = new DiskCache(store, { ...options, warm: state.arena }, (sha) => this.delete(sha));
     this.importer = new BlockImporter(engine, store, pool, (sha) => this.probes.markChecked(sha));
     this.warmStart = new WarmStart({
       byRecentUse: () => store.byRecentUse(),
       has: (sha) => store.has(sha),
-      isWarm: (sha) => (memory ? memory.tier.has(sha) : warm.path(sha) !== null),
-      room: () => ({
-        usedBytes: memory ? memory.tier.usedBytes : warm.usedBytes,
-        budgetBytes: memory ? memory.tier.budgetBytes : warm.budgetBytes,
-      }),
+      isWarm: (sha) => state.tier.has(sha),
+      room: () => ({ usedBytes: state.tier.usedBytes, budgetBytes: state.tier.budgetBytes }),
       warmCopy: (manifest) => this.restorer.warmCopy(manifest),
     });
   }
@@ -98,16 +90,14 @@ export class BlockService implements Blocks {
   /** Opens the store (recovering from crashes) and the tiers. */
   static async open(options: BlockServiceOptions): Promise<BlockService> {
     const { store, recovery } = await BlockStore.open(options.dataDir);
-    const shm = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
-    if (!options.warmDir) await sweepDeadWarmDirs(shm);
-    const warmBudget = options.warmBudgetBytes ?? 2 * 2 ** 30;
-    const memory = warmBudget > 0 ? MemoryPath.open(options.engine.nativeApi, warmBudget) : null;
-    const warm = await WarmTier.open(
-      options.warmDir ?? join(shm, `kvgraft-warm-${process.pid}`),
-      memory ? 0 : warmBudget,
-    );
+    const state = await openStatePath({
+      api: options.engine.nativeApi,
+      store,
+      warmBudgetBytes: options.warmBudgetBytes ?? 2 * 2 ** 30,
+      warmDir: options.warmDir,
+    });
     const pool = new SlotPool(options.engine.slots, options.maxWaiting ?? options.engine.slots.length * 4);
-    return new BlockService(options.engine, store, warm, pool, recovery, memory, options);
+    return new BlockService(options.engine, store, pool, recovery, state, options);
   }
 
   get durable(): boolean {
@@ -165,24 +155,19 @@ export class BlockService implements Blocks {
     const temp = this.store.tempPath("deposit");
     const a = await this.pool.acquire(null);
     let keep: string | null = null;
-    let saved: SavedState | null = null;
+    let saved: SavedDeposit | null = null;
     try {
       const seqA = a.slot.sequence;
       await seqA.clearHistory();
       await seqA.evaluateWithoutGeneratingNewTokens(tokens, exactEvaluation); // alone in its batch
-      if (this.memory) {
-        // Saved into pinned memory and hashed there; the file is written from those bytes.
-        saved = await this.memory.save(seqA);
-        await this.memory.writeFile(temp, saved.range);
-      } else await seqA.saveStateToFile(temp);
+      saved = await this.state.save(seqA, temp);
       const fresh = await evaluateProbe(seqA, probe, this.engine.vocabSize);
       await truncate(seqA, tokens.length);
       // Verify in another slot; with a single slot, in the same one after clearing it.
       const b = this.pool.slots.length > 1 ? await this.pool.acquire(null) : null;
       const seqB = b ? b.slot.sequence : seqA;
       try {
-        if (this.memory && saved) await this.memory.load(seqB, saved);
-        else await loadSequenceState(seqB, temp);
+        await saved.loadInto(seqB);
         const grafted = await evaluateProbe(seqB, probe, this.engine.vocabSize);
         if (grafted.sha256 !== fresh.sha256)
           throw unprocessable(
@@ -209,10 +194,10 @@ export class BlockService implements Blocks {
           probe: { token: probe, sha256: fresh.sha256 },
           createdAt: new Date().toISOString(),
         },
-        saved ? { sha256: saved.sha256, chunks: saved.chunks } : undefined,
+        saved.hashed,
       );
       this.probes.markChecked(manifest.sha256);
-      saved?.keep();
+      saved.keep();
       saved = null;
       keep = this.engine.canTruncate ? manifest.sha256 : null;
       return manifest;
@@ -357,8 +342,7 @@ export class BlockService implements Blocks {
   async delete(blockId: string): Promise<void> {
     this.store.get(blockId);
     this.pool.evict(blockId);
-    this.memory?.tier.remove(blockId);
-    await this.warm.remove(blockId);
+    await this.state.drop(blockId);
     await this.store.delete(blockId);
   }
 
@@ -366,17 +350,17 @@ export class BlockService implements Blocks {
     const hot = [...new Set(this.pool.hotBlocks())];
     return {
       hot,
-      warm: this.memory?.tier.blocks() ?? this.warm.blocks(),
+      warm: this.state.tier.blocks(),
       coldCount: this.store.list().length,
-      bytes: this.store.tierBytes(this.pool.hotBlocks(), this.memory?.tier.blocks() ?? this.warm.blocks()),
+      bytes: this.store.tierBytes(this.pool.hotBlocks(), this.state.tier.blocks()),
       slots: { total: this.pool.slots.length, busy: this.pool.busyCount, retired: this.pool.retiredCount },
       queue: { depth: this.pool.queueDepth, capacity: this.pool.maxWaiting },
       hits: { ...this.restorer.stats.hits },
       misses: this.restorer.stats.misses,
       restoreMsSum: { ...this.restorer.stats.restoreMsSum },
       bytesLoaded: { ...this.restorer.stats.bytesLoaded },
-      warmBytes: this.memory?.tier.usedBytes ?? this.warm.usedBytes,
-      warmBudgetBytes: this.memory?.tier.budgetBytes ?? this.warm.budgetBytes,
+      warmBytes: this.state.tier.usedBytes,
+      warmBudgetBytes: this.state.tier.budgetBytes,
       warmStart: { ...this.warmStart.status, corrupt: [...this.warmStart.status.corrupt] },
     };
   }
@@ -385,7 +369,7 @@ export class BlockService implements Blocks {
   async close(): Promise<void> {
     await this.disk.settled();
     await this.warmStart.stop();
-    await this.warm.close();
+    await this.state.close();
   }
 
   private assertFits(promptTokens: number, maxTokens: number): void {

@@ -1,8 +1,9 @@
 /**
  * The block service's state path on kvgraft's engine build: restores from the pinned memory tier
  * (warm) or from disk read once into it (cold), deposits saved straight into memory and hashed
- * there, and second hot copies made on the device. On the npm prebuilt binaries none of this
- * exists and the block service keeps node-llama-cpp's file path.
+ * there, and second hot copies made on the device; the block service reaches it as the arena
+ * state path (arena-path.ts). On the npm prebuilt binaries none of this exists and the block
+ * service takes the file path (file-path.ts).
  */
 import { open } from "node:fs/promises";
 import type { LlamaContextSequence } from "node-llama-cpp";

@@ -1,11 +1,12 @@
 /**
  * Restoring a block into a leased slot from the best tier: hot (the slot holds it: erase the
- * tail), another slot holding it (device copy), warm (RAM: pinned memory or tmpfs), cold (the file
- * on disk, hash-checked). The probe is checked where `probe-check.ts` says, and always under an
- * accepted engine mismatch. A block that fails a hash or probe check is forgotten in every tier
- * and its files quarantined. Counts hits, misses, restore time and bytes by tier.
+ * tail), else whatever the state path (state-path.ts) finds: another slot holding it (a device
+ * copy), warm (RAM: the arena or tmpfs), cold (the file on disk, hash-checked). The probe is
+ * checked where `probe-check.ts` says, and always under an accepted engine mismatch. A block that
+ * fails a hash or probe check is forgotten in every tier and its files quarantined. Counts hits,
+ * misses, restore time and bytes by tier.
  */
-import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import type { Token } from "node-llama-cpp";
 import { conflict, DomainError } from "../../shared/errors.js";
 import type { BlockManifest, Tier } from "../../shared/protocol.js";
 import type { Engine } from "../engine/engine.js";
@@ -13,11 +14,11 @@ import { evaluateProbe } from "../engine/probe.js";
 import { loadSequenceState } from "../engine/state.js";
 import type { BlockStore } from "./block-store.js";
 import { truncate } from "./generation.js";
-import type { MemoryPath } from "./memory-path.js";
 import { ProbeGate } from "./probe-check.js";
 import type { SlotLease, SlotPool } from "./slot-pool.js";
+import type { StatePath } from "./state-path.js";
 import type { BlockCheck } from "./types.js";
-import type { WarmCopy, WarmTier } from "./warm-tier.js";
+import type { WarmCopy } from "./warm-tier.js";
 
 const zeroTiers = (): Record<Tier, number> => ({ hot: 0, warm: 0, cold: 0 });
 
@@ -33,10 +34,9 @@ export interface RestoreStats {
 export interface RestoreTiers {
   engine: Engine;
   store: BlockStore;
-  warm: WarmTier;
   pool: SlotPool;
-  /** The in-memory state path of our engine build; null on the npm prebuilt binaries. */
-  memory: MemoryPath | null;
+  /** How state moves between slots, RAM and disk (chosen when the block service opened). */
+  state: StatePath;
 }
 
 export class Restorer {
@@ -64,15 +64,23 @@ export class Restorer {
     const started = performance.now();
     const otherEngine = manifest.engine.id !== engine.engineFingerprint.id;
     let tier: Tier;
-    let coldPath: string | null = null;
+    let passed: (() => void) | undefined;
     if (lease.hot) {
       await truncate(seq, manifest.tokenCount);
       tier = "hot";
     } else {
       this.stats.misses++;
-      const fromMemory = await this.restoreFromMemory(lease, manifest, otherEngine);
-      if (fromMemory) tier = fromMemory;
-      else ({ tier, coldPath } = await this.restoreFromFile(seq, manifest, otherEngine));
+      const holder = engine.canTruncate ? this.tiers.pool.holderOf(manifest.sha256, lease.slot) : null;
+      const loaded = await this.tiers.state.load(seq, manifest, {
+        holder: holder?.sequence ?? null,
+        checkedFile: () => this.checkedPath(manifest.sha256),
+        otherEngine,
+      });
+      if (loaded === "corrupt") {
+        await this.forget(manifest.sha256);
+        throw conflict("block_corrupt", `block ${manifest.sha256} failed its hash check and was quarantined`);
+      }
+      ({ tier, passed } = loaded);
       this.stats.bytesLoaded[tier] += tier === "hot" ? 0 : manifest.sizeBytes;
     }
     if (seq.nextTokenIndex !== manifest.tokenCount)
@@ -87,7 +95,7 @@ export class Restorer {
         );
     } else if (this.probes.needed(manifest.sha256, tier, verifyProbe)) await this.probes.check(seq, manifest);
     // Only a block that passed its checks gets a RAM copy.
-    if (coldPath) void this.tiers.warm.add(manifest.sha256, coldPath, manifest.sizeBytes);
+    passed?.();
     this.tiers.store.touch(manifest.sha256);
     this.stats.hits[tier]++;
     this.stats.restoreMsSum[tier] += performance.now() - started;
@@ -129,8 +137,7 @@ export class Restorer {
   /** Forgets a block in every tier and quarantines its files (a failed hash or probe check). */
   async forget(sha: string): Promise<void> {
     this.tiers.pool.evict(sha);
-    this.tiers.memory?.tier.remove(sha);
-    await this.tiers.warm.remove(sha);
+    await this.tiers.state.drop(sha);
     await this.tiers.store.quarantineBlock(sha);
   }
 
@@ -141,19 +148,14 @@ export class Restorer {
    * tier and its files quarantined.
    */
   async warmCopy(manifest: BlockManifest): Promise<WarmCopy> {
-    const { memory, warm, store } = this.tiers;
-    const path = store.statePath(manifest.sha256);
-    const outcome = memory
-      ? await memory.prefetch(manifest, path)
-      : await warm.add(manifest.sha256, path, manifest.sizeBytes);
+    const outcome = await this.tiers.state.warmCopy(manifest);
     if (outcome === "corrupt") await this.forget(manifest.sha256);
     return outcome;
   }
 
   /** Drops the block's RAM copy (the warm tier), keeping it on disk and in any slot. */
-  async dropRamCopy(sha: string): Promise<void> {
-    this.tiers.memory?.tier.remove(sha);
-    await this.tiers.warm.remove(sha);
+  dropRamCopy(sha: string): Promise<void> {
+    return this.tiers.state.drop(sha);
   }
 
   /** The state file after its hash check; a corrupt one (quarantined by the store) leaves every tier. */
@@ -167,65 +169,5 @@ export class Restorer {
       }
       throw err;
     }
-  }
-
-  /**
-   * The engine build's path: a device copy from another slot holding the block, else the pinned
-   * memory tier, else a single checked read from disk into it. Null when it does not apply (npm
-   * prebuilt binaries, no chunk hashes, no room in memory).
-   */
-  private async restoreFromMemory(
-    lease: SlotLease,
-    manifest: BlockManifest,
-    otherEngine: boolean,
-  ): Promise<Tier | null> {
-    const { memory, engine, pool, store } = this.tiers;
-    if (!memory) return null;
-    const seq = lease.slot.sequence;
-    const holder = engine.canTruncate ? pool.holderOf(manifest.sha256, lease.slot) : null;
-    if (holder) {
-      await memory.copy(holder.sequence, seq);
-      await truncate(seq, manifest.tokenCount);
-      return "hot";
-    }
-    const outcome = await memory
-      .restore(seq, manifest, store.statePath(manifest.sha256))
-      .catch((err: unknown) => {
-        // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
-        if (otherEngine && !(err instanceof DomainError))
-          throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
-        throw err;
-      });
-    if (outcome === "corrupt") {
-      await this.forget(manifest.sha256);
-      throw conflict("block_corrupt", `block ${manifest.sha256} failed its hash check and was quarantined`);
-    }
-    return outcome === "unavailable" ? null : outcome;
-  }
-
-  /**
-   * node-llama-cpp's file path: the tmpfs warm copy or the hash-checked file on disk (returned as
-   * `coldPath`, to be copied to RAM once the block passed its checks).
-   */
-  private async restoreFromFile(
-    seq: LlamaContextSequence,
-    manifest: BlockManifest,
-    otherEngine: boolean,
-  ): Promise<{ tier: Tier; coldPath: string | null }> {
-    // A copy into RAM under way (warm start, a prefetch): this restore reads that copy, not the disk.
-    if ((await this.tiers.warm.pending(manifest.sha256)) === "corrupt")
-      throw conflict("block_corrupt", `block ${manifest.sha256} failed its hash check and was quarantined`);
-    const warmPath = this.tiers.warm.path(manifest.sha256);
-    const tier: Tier = warmPath ? "warm" : "cold";
-    const path = warmPath ?? (await this.checkedPath(manifest.sha256));
-    try {
-      await loadSequenceState(seq, path);
-    } catch (err) {
-      // Under an accepted engine mismatch llama.cpp itself may refuse the state (another KV type).
-      if (otherEngine)
-        throw conflict("state_incompatible", `llama.cpp refused the state: ${(err as Error).message}`);
-      throw err;
-    }
-    return { tier, coldPath: tier === "cold" ? path : null };
   }
 }

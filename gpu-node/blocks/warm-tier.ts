@@ -38,6 +38,10 @@ export class WarmTier {
     return [...this.entries.keys()];
   }
 
+  has(sha: string): boolean {
+    return this.entries.has(sha);
+  }
+
   /** Path of the RAM copy when present (and marks it used), else null. */
   path(sha: string): string | null {
     const e = this.entries.get(sha);
