@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { AwsClient } from "aws4fetch";
-import { BulkHttpClient } from "../gpu-node/blocks/http-get.js";
+import { BulkHttpClient } from "../gpu-node/blocks/bucket/http/http-get.js";
 import { quantile } from "../gpu-node/verify.js";
 import { startS3rver } from "./bucket-serve.js";
 

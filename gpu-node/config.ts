@@ -5,7 +5,7 @@
 import { delimiter } from "node:path";
 import { z } from "zod";
 import { logLevelSetting, parseEnv } from "../shared/http/config.js";
-import type { BucketConfig } from "./blocks/bucket.js";
+import type { BucketConfig } from "./blocks/bucket/bucket.js";
 import { SANDBOX_CHOICES } from "./sandbox/choices.js";
 
 const envSchema = z.object({

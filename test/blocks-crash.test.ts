@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterAll, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
-import { BlockStore } from "../gpu-node/blocks/block-store.js";
+import { BlockStore } from "../gpu-node/blocks/store/block-store.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { blockManifestSchema } from "../shared/protocol.js";

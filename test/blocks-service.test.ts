@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
-import { sha256File } from "../gpu-node/blocks/block-store.js";
+import { sha256File } from "../gpu-node/blocks/store/block-store.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe, probeTokenFor } from "../gpu-node/engine/probe.js";
 import { DomainError } from "../shared/errors.js";

@@ -17,7 +17,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { BlockStore, sha256File } from "../gpu-node/blocks/block-store.js";
+import { BlockStore, sha256File } from "../gpu-node/blocks/store/block-store.js";
 import { DomainError } from "../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
 import { manifestFields } from "./helpers/block-files.js";

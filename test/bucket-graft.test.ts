@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
-import { BlockBucket } from "../gpu-node/blocks/bucket.js";
+import { BlockBucket } from "../gpu-node/blocks/bucket/bucket.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { DomainError } from "../shared/errors.js";
 import { syntheticModel } from "./helpers/models.js";

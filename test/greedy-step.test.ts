@@ -8,7 +8,7 @@
  */
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { decode } from "../gpu-node/blocks/generation.js";
+import { decode } from "../gpu-node/blocks/slots/generation.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { greedyStep } from "../gpu-node/engine/greedy-step.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";

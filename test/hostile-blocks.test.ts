@@ -14,7 +14,7 @@ import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEdgeServer } from "../edge/runtime/node.js";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
-import { type IsolatedLoadRequest, isolatedLoadCheck } from "../gpu-node/blocks/isolated-load.js";
+import { type IsolatedLoadRequest, isolatedLoadCheck } from "../gpu-node/blocks/import/isolated-load.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { loadSequenceState } from "../gpu-node/engine/state.js";
 import { createGpuApp, type GpuApp } from "../gpu-node/server/app.js";

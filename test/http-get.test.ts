@@ -14,8 +14,8 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SLAB_BYTES } from "../gpu-node/blocks/http-connection.js";
-import { BulkHttpClient } from "../gpu-node/blocks/http-get.js";
+import { SLAB_BYTES } from "../gpu-node/blocks/bucket/http/http-connection.js";
+import { BulkHttpClient } from "../gpu-node/blocks/bucket/http/http-get.js";
 
 const ROOT = join(import.meta.dirname, "..");
 const TLS_DIR = join(ROOT, "test", "fixtures", "tls");

@@ -1,8 +1,8 @@
 /** The block service's surface, shared by the HTTP layer, the CLI and the benchmarks. */
 
 import type { BlockManifest, GenerationResult, Tier, TierBytes } from "../../shared/protocol.js";
-import type { BucketUpload } from "./bucket-import.js";
-import type { WarmStartStatus } from "./warm-start.js";
+import type { BucketUpload } from "./bucket/bucket-import.js";
+import type { WarmStartStatus } from "./restore/warm-start.js";
 
 /** Decoding options; temperature 0 decodes greedily. */
 export interface Sampling {

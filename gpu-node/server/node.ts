@@ -12,7 +12,7 @@ import { z } from "zod";
 import { type Heartbeat, type HeartbeatLoop, nodeIdSchema, startHeartbeat } from "../../shared/heartbeat.js";
 import { createLogger, LOG_LEVELS, type Logger } from "../../shared/http/logger.js";
 import { BlockService } from "../blocks/block-service.js";
-import { BlockBucket } from "../blocks/bucket.js";
+import { BlockBucket } from "../blocks/bucket/bucket.js";
 import { Engine } from "../engine/engine.js";
 import { SandboxPool } from "../sandbox/pool.js";
 import { ISOLATION_TEXT, SANDBOX_CHOICES } from "../sandbox/sandbox.js";

@@ -15,7 +15,7 @@ import { problemTemplate } from "../../shared/normalize.js";
 import { LIMITS } from "../../shared/protocol.js";
 import type { SolveResult, SolveSample, solveRequestSchema } from "../../shared/solve-protocol.js";
 import { tally } from "../../shared/vote.js";
-import type { SlotPool } from "../blocks/slot-pool.js";
+import type { SlotPool } from "../blocks/slots/slot-pool.js";
 import type { Engine } from "../engine/engine.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type PowerReading, type PowerSampler, startPowerSampler } from "../telemetry/power.js";

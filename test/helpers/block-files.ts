@@ -2,7 +2,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { hashFileWithChunks } from "../../gpu-node/blocks/file-hash.js";
+import { hashFileWithChunks } from "../../gpu-node/blocks/store/file-hash.js";
 import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
 
 const sha = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");

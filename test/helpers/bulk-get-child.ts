@@ -4,7 +4,7 @@
  * each body's SHA-256 and length.
  */
 import { createHash } from "node:crypto";
-import { BulkHttpClient } from "../../gpu-node/blocks/http-get.js";
+import { BulkHttpClient } from "../../gpu-node/blocks/bucket/http/http-get.js";
 
 const url = new URL(process.argv[2] ?? "");
 const client = new BulkHttpClient();

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AwsClient } from "aws4fetch";
 import S3rver from "s3rver";
-import type { BucketConfig } from "../../gpu-node/blocks/bucket.js";
+import type { BucketConfig } from "../../gpu-node/blocks/bucket/bucket.js";
 
 export interface TestBucketServer {
   config: BucketConfig;

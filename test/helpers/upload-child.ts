@@ -5,7 +5,7 @@
  * Usage: node --import tsx test/helpers/upload-child.ts '<json { bucket, manifest, statePath }>'
  * It is a script (it runs on import), so tests spawn it rather than import it.
  */
-import { BlockBucket, type BucketConfig } from "../../gpu-node/blocks/bucket.js";
+import { BlockBucket, type BucketConfig } from "../../gpu-node/blocks/bucket/bucket.js";
 import type { BlockManifest } from "../../shared/protocol.js";
 
 const { bucket, manifest, statePath } = JSON.parse(process.argv[2] ?? "{}") as {

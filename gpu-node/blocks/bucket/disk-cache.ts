@@ -9,16 +9,16 @@
  * manifest) continues in the background.
  */
 import { rm } from "node:fs/promises";
-import { notFound } from "../../shared/errors.js";
-import { createLogger, type Logger } from "../../shared/http/logger.js";
-import type { BlockManifest } from "../../shared/protocol.js";
-import type { ArenaRange } from "../engine/state-memory.js";
-import { type BlockStore, sha256File } from "./block-store.js";
+import { notFound } from "../../../shared/errors.js";
+import { createLogger, type Logger } from "../../../shared/http/logger.js";
+import type { BlockManifest } from "../../../shared/protocol.js";
+import type { ArenaRange } from "../../engine/state-memory.js";
+import type { StagedFetch } from "../state-path/memory-path.js";
+import type { MemoryLease } from "../state-path/memory-tier.js";
+import { type BlockStore, sha256File } from "../store/block-store.js";
 import { type BlockBucket, blockKeys } from "./bucket.js";
 import type { FetchTimings } from "./bucket-fetch.js";
 import { fileDestination } from "./fetch-file-destination.js";
-import type { StagedFetch } from "./memory-path.js";
-import type { MemoryLease } from "./memory-tier.js";
 
 /** The warm arena of the engine build, which a fetch fills while it downloads. */
 export interface WarmFetchTier {

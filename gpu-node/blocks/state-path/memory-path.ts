@@ -7,7 +7,7 @@
  */
 import { open } from "node:fs/promises";
 import type { LlamaContextSequence } from "node-llama-cpp";
-import type { BlockManifest } from "../../shared/protocol.js";
+import type { BlockManifest } from "../../../shared/protocol.js";
 import {
   type ArenaHandle,
   type ArenaRange,
@@ -17,9 +17,9 @@ import {
   type NativeStateApi,
   saveSequenceToMemory,
   stateHeaderBytes,
-} from "../engine/state-memory.js";
-import type { FetchGeometry, OpenDestination } from "./bucket-fetch.js";
-import { HASH_CHUNK_BYTES } from "./file-hash.js";
+} from "../../engine/state-memory.js";
+import type { FetchGeometry, OpenDestination } from "../bucket/bucket-fetch.js";
+import { HASH_CHUNK_BYTES } from "../store/file-hash.js";
 import { type MemoryLease, MemoryTier, type StagedBytes } from "./memory-tier.js";
 
 /** A deposit's state bytes, saved into memory and hashed there. */

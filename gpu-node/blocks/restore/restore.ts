@@ -7,18 +7,18 @@
  * misses, restore time and bytes by tier.
  */
 import type { Token } from "node-llama-cpp";
-import { conflict, DomainError } from "../../shared/errors.js";
-import type { BlockManifest, Tier } from "../../shared/protocol.js";
-import type { Engine } from "../engine/engine.js";
-import { evaluateProbe } from "../engine/probe.js";
-import { loadSequenceState } from "../engine/state.js";
-import type { BlockStore } from "./block-store.js";
-import { truncate } from "./generation.js";
+import { conflict, DomainError } from "../../../shared/errors.js";
+import type { BlockManifest, Tier } from "../../../shared/protocol.js";
+import type { Engine } from "../../engine/engine.js";
+import { evaluateProbe } from "../../engine/probe.js";
+import { loadSequenceState } from "../../engine/state.js";
+import { truncate } from "../slots/generation.js";
+import type { SlotLease, SlotPool } from "../slots/slot-pool.js";
+import type { StatePath } from "../state-path/state-path.js";
+import type { WarmCopy } from "../state-path/warm-tier.js";
+import type { BlockStore } from "../store/block-store.js";
+import type { BlockCheck } from "../types.js";
 import { ProbeGate } from "./probe-check.js";
-import type { SlotLease, SlotPool } from "./slot-pool.js";
-import type { StatePath } from "./state-path.js";
-import type { BlockCheck } from "./types.js";
-import type { WarmCopy } from "./warm-tier.js";
 
 const zeroTiers = (): Record<Tier, number> => ({ hot: 0, warm: 0, cold: 0 });
 

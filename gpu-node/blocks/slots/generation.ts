@@ -4,11 +4,11 @@
  * timings.
  */
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
-import { sha256OfTokens } from "../../shared/hash.js";
-import type { GenerationResult, Tier } from "../../shared/protocol.js";
-import type { Engine } from "../engine/engine.js";
-import { fitsWithoutShift, greedyStep } from "../engine/greedy-step.js";
-import type { GenerationOptions } from "./types.js";
+import { sha256OfTokens } from "../../../shared/hash.js";
+import type { GenerationResult, Tier } from "../../../shared/protocol.js";
+import type { Engine } from "../../engine/engine.js";
+import { fitsWithoutShift, greedyStep } from "../../engine/greedy-step.js";
+import type { GenerationOptions } from "../types.js";
 
 /** The tokens of one decode and where its time went. */
 export interface Decoded {

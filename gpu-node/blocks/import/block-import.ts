@@ -7,16 +7,16 @@
  * only then is it stored, with the size and chunk hashes computed here.
  */
 import type { Token } from "node-llama-cpp";
-import { conflict, unprocessable } from "../../shared/errors.js";
-import type { BlockManifest } from "../../shared/protocol.js";
-import type { Engine } from "../engine/engine.js";
-import { evaluateProbe } from "../engine/probe.js";
-import { assertSameOrigin, loadSequenceState } from "../engine/state.js";
-import type { BlockStore } from "./block-store.js";
-import { hashFileWithChunks } from "./file-hash.js";
+import { conflict, unprocessable } from "../../../shared/errors.js";
+import type { BlockManifest } from "../../../shared/protocol.js";
+import type { Engine } from "../../engine/engine.js";
+import { evaluateProbe } from "../../engine/probe.js";
+import { assertSameOrigin, loadSequenceState } from "../../engine/state.js";
+import type { SlotPool } from "../slots/slot-pool.js";
+import type { BlockStore } from "../store/block-store.js";
+import { hashFileWithChunks } from "../store/file-hash.js";
 import { isolatedLoadCheck } from "./isolated-load.js";
 import { checkDerivedFields, checkOrigin } from "./manifest-check.js";
-import type { SlotPool } from "./slot-pool.js";
 import { type StateLayout, validateStateFile } from "./state-format.js";
 import { referenceLayout } from "./state-reference.js";
 

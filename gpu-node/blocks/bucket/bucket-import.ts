@@ -7,10 +7,10 @@
  * stays, for a retry.
  */
 import { rm } from "node:fs/promises";
-import { uploadKeys } from "../../shared/bucket-keys.js";
-import { conflict, DomainError, notFound } from "../../shared/errors.js";
-import type { BlockManifest } from "../../shared/protocol.js";
-import type { BlockStore } from "./block-store.js";
+import { uploadKeys } from "../../../shared/bucket-keys.js";
+import { conflict, DomainError, notFound } from "../../../shared/errors.js";
+import type { BlockManifest } from "../../../shared/protocol.js";
+import type { BlockStore } from "../store/block-store.js";
 import type { DiskCache } from "./disk-cache.js";
 import { fileDestination } from "./fetch-file-destination.js";
 

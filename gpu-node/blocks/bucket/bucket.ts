@@ -7,9 +7,9 @@
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { AwsClient } from "aws4fetch";
-import { type BucketAccess, blockKeys } from "../../shared/bucket-keys.js";
-import { conflict, unavailable } from "../../shared/errors.js";
-import { type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
+import { type BucketAccess, blockKeys } from "../../../shared/bucket-keys.js";
+import { conflict, unavailable } from "../../../shared/errors.js";
+import { type BlockManifest, blockManifestSchema } from "../../../shared/protocol.js";
 import {
   corruptBlock,
   DEFAULT_FETCH_PARALLEL,
@@ -24,7 +24,7 @@ import {
   type UploadLimits,
   uploadObject,
 } from "./bucket-upload.js";
-import { BulkHttpClient } from "./http-get.js";
+import { BulkHttpClient } from "./http/http-get.js";
 
 export { blockKeys };
 

@@ -6,7 +6,7 @@
  * on import), so it is spawned, never imported.
  */
 import { getLlama } from "node-llama-cpp";
-import { LAST_BUILD_ONLY } from "../engine/llama-binary.js";
+import { LAST_BUILD_ONLY } from "../../engine/llama-binary.js";
 // A type only (erased): this script never loads the parent's module.
 import type { IsolatedLoadRequest } from "./isolated-load.js";
 

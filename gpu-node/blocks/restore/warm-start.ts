@@ -8,9 +8,9 @@
  * is ready before it begins: a graft of a block not warm yet restores it cold as before, and a
  * graft of a block being read waits for that read instead of reading the file a second time.
  */
-import type { Logger } from "../../shared/http/logger.js";
-import type { BlockManifest } from "../../shared/protocol.js";
-import type { WarmCopy } from "./warm-tier.js";
+import type { Logger } from "../../../shared/http/logger.js";
+import type { BlockManifest } from "../../../shared/protocol.js";
+import type { WarmCopy } from "../state-path/warm-tier.js";
 
 /** Where warm start stands, as `/health` and the metrics report it. */
 export interface WarmStartStatus {

@@ -6,11 +6,11 @@
  * chunk hashes in its manifest) loads from its hash-checked file, as on the file path.
  */
 import type { LlamaContextSequence } from "node-llama-cpp";
-import { conflict, DomainError } from "../../shared/errors.js";
-import type { BlockManifest } from "../../shared/protocol.js";
-import type { BlockStore } from "./block-store.js";
+import { conflict, DomainError } from "../../../shared/errors.js";
+import type { BlockManifest } from "../../../shared/protocol.js";
+import { truncate } from "../slots/generation.js";
+import type { BlockStore } from "../store/block-store.js";
 import { loadStateFile } from "./file-path.js";
-import { truncate } from "./generation.js";
 import type { MemoryPath } from "./memory-path.js";
 import type { Loaded, LoadFrom, SavedDeposit, StatePath } from "./state-path.js";
 import type { WarmCopy } from "./warm-tier.js";

@@ -8,7 +8,7 @@
  */
 import { constants } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
-import type { ArenaHandle, ArenaRange, NativeStateApi } from "../engine/state-memory.js";
+import type { ArenaHandle, ArenaRange, NativeStateApi } from "../../engine/state-memory.js";
 
 /** Arena offsets and sizes are multiples of this, which O_DIRECT needs. */
 const ALIGN = 4096;
