@@ -3,7 +3,7 @@
  * `--mib` MiB of random bytes fetched as 8 MiB ranged GETs, `--parallel` at once, each body
  * copied into one buffer the size of the object (as a fetch into the warm arena copies it), with
  * three clients side by side in each run: fetch() (web streams), node:http (keep-alive agent) and
- * BulkHttpClient (gpu-node/blocks/http-get.ts, what the bucket fetch uses). Warm-up run first;
+ * BulkHttpClient (gpu-node/blocks/bucket/http/http-get.ts, what the bucket fetch uses). Warm-up run first;
  * prints each run, then the medians (ms and GB/s). No engine, no hashing: the receive alone.
  *
  * Usage: node dist/bench/bucket-receive.js --s3rver-dir DIR [--mib 313] [--runs 5] [--parallel 4,8]

@@ -132,7 +132,7 @@ describe("kvgraft serve gpu", () => {
     expect(node.stderr()).toMatch(/stopped/);
 
     // A restart re-indexes the store and serves the same block again, from RAM once warm start
-    // has read it back (gpu-node/blocks/warm-start.ts).
+    // has read it back (gpu-node/blocks/restore/warm-start.ts).
     const again = await startNode(["--drain-timeout-ms", "200"]);
     expect((await again.client.listBlocks()).map((m) => m.sha256)).toContain(block.sha256);
     while ((await again.client.health()).warmStart?.state !== "done")

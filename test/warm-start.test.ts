@@ -1,5 +1,5 @@
 /**
- * Warm start (gpu-node/blocks/warm-start.ts) on `kvgraft serve gpu` child processes over real
+ * Warm start (gpu-node/blocks/restore/warm-start.ts) on `kvgraft serve gpu` child processes over real
  * block files: a restarted node reads its blocks back into the warm tier, most recently used
  * first and within the warm budget, reports them in /health and /metrics, and serves grafts from
  * them; a corrupt file is not warmed but quarantined and reported; KVGRAFT_WARM_START=off keeps

@@ -3,7 +3,8 @@
  * RAM copy: the arena or tmpfs, as the state path chosen at open keeps it; state-path.ts), cold
  * (the file on disk, hash-checked). Every block is verified when it is made: restored into
  * another slot, its probe must hash like the fresh prefill's; and again after a restore when a
- * graft asks, and on its first restore from a file in a process (`probe-check.ts`). Restoring is restore.ts, decoding generation.ts, imports block-import.ts.
+ * graft asks, and on its first restore from a file in a process (`restore/probe-check.ts`).
+ * Restoring is restore/restore.ts, decoding slots/generation.ts, imports import/block-import.ts.
  */
 import { rm } from "node:fs/promises";
 import type { Token } from "node-llama-cpp";
