@@ -23,7 +23,7 @@ import { BlockBucket, blockKeys } from "../gpu-node/blocks/bucket/bucket.js";
 import { DiskCache } from "../gpu-node/blocks/bucket/disk-cache.js";
 import { BlockStore } from "../gpu-node/blocks/store/block-store.js";
 import { quantile } from "../gpu-node/verify.js";
-import { BLOCK_FORMAT_VERSION } from "../shared/protocol.js";
+import { manifestFields } from "../shared/block-manifest.js";
 import { dropPageCache } from "./page-cache.js";
 
 const { values } = parseArgs({
@@ -110,16 +110,17 @@ try {
       sequences: 1,
     },
   };
-  const manifest = await source.commit(temp, {
-    formatVersion: BLOCK_FORMAT_VERSION,
-    tokenCount: 1,
-    tokensSha256: zero,
-    textSha256: zero,
-    model: fingerprint,
-    engine,
-    probe: { token: 0, sha256: zero },
-    createdAt: new Date().toISOString(),
-  });
+  const manifest = await source.commit(
+    temp,
+    manifestFields({
+      tokenCount: 1,
+      tokensSha256: zero,
+      textSha256: zero,
+      model: fingerprint,
+      engine,
+      probe: { token: 0, sha256: zero },
+    }),
+  );
   await bucket.upload(manifest, source.statePath(manifest.sha256));
   stateSha = manifest.sha256;
   const mbps = (ms: number) => Math.round((sizeBytes / 2 ** 20 / ms) * 1000);

@@ -28,7 +28,8 @@ import { copySequence, loadSequenceFromMemory, nativeStateApi } from "../gpu-nod
 import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { startPowerSampler } from "../gpu-node/telemetry/power.js";
 import { quantile, randomTokens } from "../gpu-node/verify.js";
-import { BLOCK_FORMAT_VERSION, type BlockManifest } from "../shared/protocol.js";
+import { manifestFields } from "../shared/block-manifest.js";
+import type { BlockManifest } from "../shared/protocol.js";
 import { nativeCallTimer } from "./native-call-timer.js";
 import { dropPageCache } from "./page-cache.js";
 
@@ -278,16 +279,17 @@ export async function benchGraft(
             if (run === 0) {
               const temp = store.tempPath("bench");
               await a.saveStateToFile(temp);
-              const manifest = await store.commit(temp, {
-                formatVersion: BLOCK_FORMAT_VERSION,
-                tokenCount: length,
-                tokensSha256: "0".repeat(64),
-                textSha256: "0".repeat(64),
-                model: engine.modelFingerprint,
-                engine: engine.engineFingerprint,
-                probe: { token: probe, sha256: fresh.sha256 },
-                createdAt: new Date().toISOString(),
-              });
+              const manifest = await store.commit(
+                temp,
+                manifestFields({
+                  tokenCount: length,
+                  tokensSha256: "0".repeat(64),
+                  textSha256: "0".repeat(64),
+                  model: engine.modelFingerprint,
+                  engine: engine.engineFingerprint,
+                  probe: { token: probe, sha256: fresh.sha256 },
+                }),
+              );
               block = manifest;
               sha = manifest.sha256;
               stateBytes = manifest.sizeBytes;

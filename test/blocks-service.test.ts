@@ -12,9 +12,10 @@ import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { sha256File } from "../gpu-node/blocks/store/block-store.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe, probeTokenFor } from "../gpu-node/engine/probe.js";
+import { blockManifest } from "../shared/block-manifest.js";
 import { DomainError } from "../shared/errors.js";
 import { sha256Hex, sha256OfTokens } from "../shared/hash.js";
-import { BLOCK_FORMAT_VERSION, type BlockManifest } from "../shared/protocol.js";
+import type { BlockManifest } from "../shared/protocol.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const CONTEXT = 1024;
@@ -429,18 +430,17 @@ async function handMadeBlock(
   await seq.saveStateToFile(path);
   const probe = await evaluateProbe(seq, probeToken as Token, engine.vocabSize);
   await seq.clearHistory();
-  const manifest: BlockManifest = {
-    formatVersion: BLOCK_FORMAT_VERSION,
-    sha256: await sha256File(path),
-    sizeBytes: readFileSync(path).length,
-    tokenCount: tokens.length,
-    tokensSha256,
-    textSha256: await sha256Hex(text),
-    model: engine.modelFingerprint,
-    engine: engine.engineFingerprint,
-    probe: { token: probeToken, sha256: probe.sha256 },
-    createdAt: new Date().toISOString(),
-  };
+  const manifest = blockManifest(
+    {
+      tokenCount: tokens.length,
+      tokensSha256,
+      textSha256: await sha256Hex(text),
+      model: engine.modelFingerprint,
+      engine: engine.engineFingerprint,
+      probe: { token: probeToken, sha256: probe.sha256 },
+    },
+    { sha256: await sha256File(path), sizeBytes: readFileSync(path).length },
+  );
   return { path, manifest };
 }
 

@@ -18,9 +18,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { BlockStore, sha256File } from "../gpu-node/blocks/store/block-store.js";
+import { manifestFields } from "../shared/block-manifest.js";
 import { DomainError } from "../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../shared/protocol.js";
-import { manifestFields } from "./helpers/block-files.js";
+import { madeUpOrigin } from "./helpers/block-files.js";
 
 const roots: string[] = [];
 afterAll(() => {
@@ -39,7 +40,7 @@ const sha = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).d
 async function commitBytes(store: BlockStore, bytes: Buffer, label = "x"): Promise<BlockManifest> {
   const temp = store.tempPath("test");
   await writeFile(temp, bytes);
-  return store.commit(temp, manifestFields(label));
+  return store.commit(temp, manifestFields(madeUpOrigin(label)));
 }
 
 async function expectDomainError(
@@ -74,7 +75,7 @@ describe("BlockStore", () => {
     const bytes = randomBytes(4096 + 17);
     const temp = store.tempPath("test");
     await writeFile(temp, bytes);
-    const m = await store.commit(temp, manifestFields("a"));
+    const m = await store.commit(temp, manifestFields(madeUpOrigin("a")));
 
     expect(m.sha256).toBe(sha(bytes));
     expect(m.sizeBytes).toBe(bytes.length);

@@ -19,10 +19,10 @@ import { addSolution, registerBlock, registerProblem } from "../edge/db/library.
 import { queries as queryLog } from "../edge/db/schema.js";
 import { isParametricProfile, profileParameters } from "../edge/routing/param-probe.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
-import { sha256Hex } from "../shared/hash.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { normalizeProblem, problemFingerprint, problemTemplate } from "../shared/normalize.js";
-import { BLOCK_FORMAT_VERSION, gpuPaths } from "../shared/protocol.js";
+import { gpuPaths } from "../shared/protocol.js";
+import { manifestFor } from "./helpers/loopback-gpu.js";
 
 const SECRET = "router-test-secret-0123456789abcdef";
 const APPLES =
@@ -40,38 +40,6 @@ const PARAMETRIC = [
 const HARD_CODED = "count, price, paid = PARAMS\nprint(20 - 12 * 0.75)\n";
 
 const WORK = new Set<string>([gpuPaths.graft, gpuPaths.sandboxRun, gpuPaths.generate, gpuPaths.solve]);
-
-/** A block manifest for a deposited text (what a node without a model can truthfully hash). */
-async function manifestFor(text: string) {
-  const hex = (s: string) => sha256Hex(s);
-  return {
-    formatVersion: BLOCK_FORMAT_VERSION,
-    sha256: await hex(`state:${text}`),
-    sizeBytes: 1,
-    tokenCount: 1,
-    tokensSha256: await hex(`tokens:${text}`),
-    textSha256: await hex(text),
-    model: { sha256: await hex("model"), sizeBytes: 1, architecture: "llama", name: "loopback" },
-    engine: {
-      nodeLlamaCpp: "3.21.1",
-      llamaCppRelease: "b0",
-      backend: "cpu",
-      gpuName: null,
-      computeCapability: null,
-      context: {
-        kvKeyType: "f16",
-        kvValueType: "f16",
-        flashAttention: false,
-        swaFullCache: true,
-        batchSize: 512,
-        sequences: 1,
-      },
-      id: await hex("engine"),
-    },
-    probe: { token: 0, sha256: await hex("probe") },
-    createdAt: new Date(0).toISOString(),
-  };
-}
 
 let runner: Pick<GpuClient, "runProgram">;
 let gpu: Server;

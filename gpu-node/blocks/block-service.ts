@@ -8,15 +8,11 @@
  */
 import { rm } from "node:fs/promises";
 import type { Token } from "node-llama-cpp";
+import { manifestFields } from "../../shared/block-manifest.js";
 import { badRequest, conflict, unprocessable } from "../../shared/errors.js";
 import { sha256Hex, sha256OfTokens } from "../../shared/hash.js";
 import type { Logger } from "../../shared/http/logger.js";
-import {
-  BLOCK_FORMAT_VERSION,
-  type BlockManifest,
-  type GenerationResult,
-  type Tier,
-} from "../../shared/protocol.js";
+import type { BlockManifest, GenerationResult, Tier } from "../../shared/protocol.js";
 import type { Engine } from "../engine/engine.js";
 import { exactEvaluation } from "../engine/exact-batching.js";
 import { evaluateProbe, probeTokenFor } from "../engine/probe.js";
@@ -185,16 +181,14 @@ export class BlockService implements Blocks {
       }
       const manifest = await this.store.commit(
         temp,
-        {
-          formatVersion: BLOCK_FORMAT_VERSION,
+        manifestFields({
           tokenCount: tokens.length,
           tokensSha256,
           textSha256: await sha256Hex(text),
           model: this.engine.modelFingerprint,
           engine: this.engine.engineFingerprint,
           probe: { token: probe, sha256: fresh.sha256 },
-          createdAt: new Date().toISOString(),
-        },
+        }),
         saved.hashed,
       );
       this.probes.markChecked(manifest.sha256);

@@ -3,14 +3,14 @@ import { createHash, randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { hashFileWithChunks } from "../../gpu-node/blocks/store/file-hash.js";
-import { BLOCK_FORMAT_VERSION, type BlockManifest, blockManifestSchema } from "../../shared/protocol.js";
+import { type BlockOrigin, blockManifest } from "../../shared/block-manifest.js";
+import type { BlockManifest } from "../../shared/protocol.js";
 
 const sha = (bytes: Uint8Array | string) => createHash("sha256").update(bytes).digest("hex");
 
-/** The fields of a made-up block's manifest other than its bytes' size and hashes. */
-export function manifestFields(label: string): Omit<BlockManifest, "sha256" | "sizeBytes" | "chunks"> {
+/** What a made-up block's manifest says beyond its bytes (for `manifestFields` or `blockManifest`). */
+export function madeUpOrigin(label: string): BlockOrigin {
   return {
-    formatVersion: BLOCK_FORMAT_VERSION,
     tokenCount: 300,
     tokensSha256: sha(`tokens ${label}`),
     textSha256: sha(`text ${label}`),
@@ -32,7 +32,6 @@ export function manifestFields(label: string): Omit<BlockManifest, "sha256" | "s
       id: sha("engine"),
     },
     probe: { token: 300, sha256: sha(`probe ${label}`) },
-    createdAt: new Date().toISOString(),
   };
 }
 
@@ -46,8 +45,7 @@ export async function randomBlockFile(
   const path = join(dir, "state");
   writeFileSync(path, randomBytes(size));
   const hashed = await hashFileWithChunks(path, chunkBytes);
-  const manifest = blockManifestSchema.parse({
-    ...manifestFields(label),
+  const manifest = blockManifest(madeUpOrigin(label), {
     sha256: hashed.sha256,
     sizeBytes: size,
     chunks: { bytes: chunkBytes, sha256: hashed.chunks },

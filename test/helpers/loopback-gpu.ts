@@ -13,41 +13,42 @@ import { createHash } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { localProgramRunner } from "../../cli/commands/eval.js";
+import { blockManifest } from "../../shared/block-manifest.js";
 import { sha256Hex } from "../../shared/hash.js";
-import { BLOCK_FORMAT_VERSION, gpuPaths } from "../../shared/protocol.js";
+import { type BlockManifest, gpuPaths } from "../../shared/protocol.js";
 
 const WORK = new Set<string>([gpuPaths.graft, gpuPaths.sandboxRun, gpuPaths.generate, gpuPaths.solve]);
 
 /** A block manifest for a deposited text; `sizeBytes` is the state size it claims. */
-export async function manifestFor(text: string, sizeBytes = 1) {
+export async function manifestFor(text: string, sizeBytes = 1): Promise<BlockManifest> {
   const hex = (s: string) => sha256Hex(s);
-  return {
-    formatVersion: BLOCK_FORMAT_VERSION,
-    sha256: await hex(`state:${text}`),
-    sizeBytes,
-    tokenCount: 1,
-    tokensSha256: await hex(`tokens:${text}`),
-    textSha256: await hex(text),
-    model: { sha256: await hex("model"), sizeBytes: 1, architecture: "llama", name: "loopback" },
-    engine: {
-      nodeLlamaCpp: "3.21.1",
-      llamaCppRelease: "b0",
-      backend: "cpu",
-      gpuName: null,
-      computeCapability: null,
-      context: {
-        kvKeyType: "f16",
-        kvValueType: "f16",
-        flashAttention: false,
-        swaFullCache: true,
-        batchSize: 512,
-        sequences: 1,
+  return blockManifest(
+    {
+      tokenCount: 1,
+      tokensSha256: await hex(`tokens:${text}`),
+      textSha256: await hex(text),
+      model: { sha256: await hex("model"), sizeBytes: 1, architecture: "llama", name: "loopback" },
+      engine: {
+        nodeLlamaCpp: "3.21.1",
+        llamaCppRelease: "b0",
+        backend: "cpu",
+        gpuName: null,
+        computeCapability: null,
+        context: {
+          kvKeyType: "f16",
+          kvValueType: "f16",
+          flashAttention: false,
+          swaFullCache: true,
+          batchSize: 512,
+          sequences: 1,
+        },
+        id: await hex("engine"),
       },
-      id: await hex("engine"),
+      probe: { token: 0, sha256: await hex("probe") },
+      createdAt: new Date(0).toISOString(),
     },
-    probe: { token: 0, sha256: await hex("probe") },
-    createdAt: new Date(0).toISOString(),
-  };
+    { sha256: await hex(`state:${text}`), sizeBytes },
+  );
 }
 
 export interface LoopbackGpu {
