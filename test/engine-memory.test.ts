@@ -5,12 +5,14 @@
  * load, and a device-side copy reproduces the block. Skipped, saying why, where the build is
  * absent (a machine that only ran `npm ci`); CI builds it first.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
+import { ArenaStatePath } from "../gpu-node/blocks/state-path/arena-path.js";
+import { FileStatePath } from "../gpu-node/blocks/state-path/file-path.js";
 import { sha256File } from "../gpu-node/blocks/store/block-store.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
@@ -188,6 +190,36 @@ describe("engine build: in-memory state path", () => {
     expect(token.batchEvalMs).toBe(0);
     expect(api.takeEvalTimings(ctx)).toEqual({ tokenEvalMs: 0, batchEvalMs: 0 });
     await a.clearHistory();
+  });
+
+  it("the block service opens one state path: the arena with a warm budget (no tmpfs folder), else the file path", async () => {
+    const warmDir = join(fresh("warm"), "w");
+    const arena = await BlockService.open({
+      engine,
+      dataDir: fresh("data"),
+      warmDir,
+      warmBudgetBytes: 8 * 2 ** 20,
+    });
+    try {
+      expect(arena.state).toBeInstanceOf(ArenaStatePath);
+      expect(arena.state.tier.budgetBytes).toBe(8 * 2 ** 20);
+      expect(existsSync(warmDir)).toBe(false);
+    } finally {
+      await arena.close();
+    }
+    const file = await BlockService.open({ engine, dataDir: fresh("data"), warmDir, warmBudgetBytes: 0 });
+    try {
+      expect(file.state).toBeInstanceOf(FileStatePath);
+      expect(file.state.arena).toBeNull();
+      expect(existsSync(warmDir)).toBe(true);
+      const manifest = await file.deposit(Array.from({ length: 12 }, (_, k) => `file fact${k}`).join(" "));
+      expect(file.snapshot().warm).toEqual([]);
+      file.pool.evict(manifest.sha256);
+      expect((await file.graft(manifest.sha256, " So:", { maxTokens: 2 })).tier).toBe("cold");
+    } finally {
+      await file.close();
+    }
+    expect(existsSync(warmDir)).toBe(false);
   });
 
   it("the block service deposits into memory, restores warm and single-read cold, and refuses a corrupt file", async () => {
