@@ -6,26 +6,20 @@
  * before the first event answers with its status, as the non-streamed ask does.
  */
 import type { Context } from "hono";
+import { EVENT_STREAM_HEADERS, eventStream, type SseFormat, sseEvent } from "../../shared/sse.js";
 import type { AppEnv, Deps } from "../http.js";
 import type { SolveRequest } from "../schemas.js";
-import {
-  EVENT_STREAM_HEADERS,
-  eventStream,
-  type SolveEvent,
-  type StreamFormat,
-  solveEvents,
-} from "../services/solve-stream.service.js";
+import { type SolveEvent, solveEvents, streamOptions } from "../services/solve-stream.service.js";
 import { Answer } from "./pages/playground.js";
 
 type PlaygroundEvent = { type: "token"; text: string } | { type: "answer"; html: string };
 
-const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-
-const playgroundFormat: StreamFormat<PlaygroundEvent> = {
-  event: (e) => (e.type === "token" ? sse("token", { text: e.text }) : sse("answer", { html: e.html })),
+const playgroundFormat: SseFormat<PlaygroundEvent> = {
+  event: (e) =>
+    e.type === "token" ? sseEvent("token", { text: e.text }) : sseEvent("answer", { html: e.html }),
   error: (status, body) => {
     const message = (body as { error?: { message?: string } }).error?.message ?? "The solve failed.";
-    return sse("error", { status, message });
+    return sseEvent("error", { status, message });
   },
 };
 
@@ -49,11 +43,7 @@ export async function streamAsk(deps: Deps, c: Context<AppEnv>, req: SolveReques
   const body = await eventStream(
     playgroundEvents(solveEvents(deps, req, ctx, signal)),
     playgroundFormat,
-    abort,
-    {
-      logger: deps.logger,
-      requestId: c.get("requestId"),
-    },
+    streamOptions(deps, c.get("requestId"), abort),
   );
   return new Response(body, { headers: EVENT_STREAM_HEADERS });
 }

@@ -6,6 +6,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { readJson } from "../../shared/http/json-body.js";
+import { EVENT_STREAM_HEADERS, eventStream } from "../../shared/sse.js";
 import type { AppEnv, Deps } from "../http.js";
 import {
   chatCompletionChunkSchema,
@@ -23,7 +24,7 @@ import {
   openAIError,
   solveRequestOf,
 } from "../services/openai.service.js";
-import { EVENT_STREAM_HEADERS, eventStream, solveEvents } from "../services/solve-stream.service.js";
+import { solveEvents, streamOptions } from "../services/solve-stream.service.js";
 import { idParams, jsonBody, jsonContent, pathId, publicRoute, routeGroup, serve } from "./documented.js";
 import { solveContext } from "./solve.routes.js";
 
@@ -97,7 +98,7 @@ export function openAIRoutes(deps: Deps): OpenAPIHono<AppEnv> {
     const signal = AbortSignal.any([abort.signal, c.req.raw.signal]);
     const events = solveEvents(deps, solveRequestOf(req), ctx, signal);
     const format = chatChunkFormat(req, ctx, deps.clock.now());
-    const body = await eventStream(events, format, abort, { logger: deps.logger, requestId: ctx.requestId });
+    const body = await eventStream(events, format, streamOptions(deps, ctx.requestId, abort));
     return new Response(body, { headers: EVENT_STREAM_HEADERS });
   });
   serve(app, modelsRoute, (c) => c.json(listModels(), 200));

@@ -2,10 +2,11 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { readJson } from "../../shared/http/json-body.js";
 import { annotateRequest } from "../../shared/http/request-log.js";
+import { EVENT_STREAM_HEADERS, eventStream } from "../../shared/sse.js";
 import type { AppContext, AppEnv, Deps } from "../http.js";
 import { solveRequestSchema, solveResponseSchema } from "../schemas.js";
 import { solve } from "../services/solve.service.js";
-import { EVENT_STREAM_HEADERS, eventStream, solveEvents } from "../services/solve-stream.service.js";
+import { solveEvents, streamOptions } from "../services/solve-stream.service.js";
 import { solveStreamFormat } from "../services/solve-stream-format.js";
 import { solveStreamSchema } from "../stream-schemas.js";
 import { gpuErrors, jsonBody, jsonContent, publicRoute, routeGroup, serve } from "./documented.js";
@@ -39,10 +40,11 @@ export function solveRoutes(deps: Deps): OpenAPIHono<AppEnv> {
       const abort = new AbortController();
       const signal = AbortSignal.any([abort.signal, c.req.raw.signal]);
       const events = solveEvents(deps, req, solveContext(c), signal);
-      const body = await eventStream(events, solveStreamFormat, abort, {
-        logger: deps.logger,
-        requestId: c.get("requestId"),
-      });
+      const body = await eventStream(
+        events,
+        solveStreamFormat,
+        streamOptions(deps, c.get("requestId"), abort),
+      );
       return new Response(body, { headers: EVENT_STREAM_HEADERS });
     }
     const result = await solve(deps, req, solveContext(c));

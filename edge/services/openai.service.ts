@@ -5,6 +5,7 @@
  */
 import { badRequest, DomainError } from "../../shared/errors.js";
 import type { ValidationIssue } from "../../shared/http/zod-issues.js";
+import { type SseFormat, sseData } from "../../shared/sse.js";
 import type { Deps } from "../http.js";
 import {
   type ChatCompletion,
@@ -16,7 +17,7 @@ import {
 } from "../openai-schemas.js";
 import type { SolveRequest, SolveResponse } from "../schemas.js";
 import { type SolveContext, solve } from "./solve.service.js";
-import type { SolveEvent, StreamFormat } from "./solve-stream.service.js";
+import type { SolveEvent } from "./solve-stream.service.js";
 
 /** When the models were first offered (their `created`, seconds since the epoch). */
 const MODELS_CREATED = 1_764_460_800;
@@ -93,10 +94,10 @@ export function chatChunkFormat(
   req: ChatCompletionRequest,
   ctx: SolveContext,
   now: number,
-): StreamFormat<SolveEvent> & { start: string } {
+): SseFormat<SolveEvent> & { start: string } {
   const base = envelope(req, ctx, now, "chat.completion.chunk");
   const chunk = (c: Omit<ChatCompletionChunk, keyof typeof base>) =>
-    `data: ${JSON.stringify({ ...base, ...c })}\n\n`;
+    sseData(JSON.stringify({ ...base, ...c }));
   const choice = (delta: { role?: "assistant"; content?: string }, finish: "stop" | null = null) => ({
     index: 0,
     delta,
@@ -117,8 +118,8 @@ export function chatChunkFormat(
       const usage = req.stream_options?.include_usage ? chunk({ choices: [], usage: usageOf(r) }) : "";
       return answer + last + usage;
     },
-    error: (status, body) => `data: ${JSON.stringify({ ...openAIError(status, body), status })}\n\n`,
-    end: "data: [DONE]\n\n",
+    error: (status, body) => sseData(JSON.stringify({ ...openAIError(status, body), status })),
+    end: sseData("[DONE]"),
   };
 }
 

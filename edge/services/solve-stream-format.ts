@@ -1,10 +1,9 @@
 /** The wire format of `POST /v1/solve` with `stream: true` (documented by edge/stream-schemas.ts). */
-import type { SolveEvent, StreamFormat } from "./solve-stream.service.js";
-
-const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+import { type SseFormat, sseEvent } from "../../shared/sse.js";
+import type { SolveEvent } from "./solve-stream.service.js";
 
 /** `token` events with their text, then `result` (the JSON answer) or `error`. */
-export const solveStreamFormat: StreamFormat<SolveEvent> = {
-  event: (e) => (e.type === "token" ? sse("token", { text: e.text }) : sse("result", e.response)),
-  error: (status, body) => sse("error", { ...(body as object), status }),
+export const solveStreamFormat: SseFormat<SolveEvent> = {
+  event: (e) => (e.type === "token" ? sseEvent("token", { text: e.text }) : sseEvent("result", e.response)),
+  error: (status, body) => sseEvent("error", { ...(body as object), status }),
 };

@@ -6,15 +6,21 @@
  */
 import type { Context } from "hono";
 import { badRequest, DomainError, unavailable } from "../../shared/errors.js";
-import { type ErrorMappingOptions, errorAnswer } from "../../shared/http/errors.js";
+import type { ErrorMappingOptions } from "../../shared/http/errors.js";
 import { DEADLINE_HEADER, type GenerationResult, type StreamEvent } from "../../shared/protocol.js";
 import type { SolveResult } from "../../shared/solve-protocol.js";
+import {
+  EVENT_STREAM_HEADERS,
+  eventStream,
+  pushedEvents,
+  type SseFormat,
+  sseEvent,
+} from "../../shared/sse.js";
 import type { GenerationOptions } from "../blocks/types.js";
 import type { GpuEnv, ServerLimits } from "./context.js";
 import type { RequestTracker } from "./drain.js";
 import type { GpuMetrics } from "./metrics.js";
 import type { AdmissionQueue } from "./queue.js";
-import { EventChannel } from "./sse.js";
 
 /** An admitted piece of work: its combined signal and the parts that tell why it ended. */
 export interface Work {
@@ -33,6 +39,12 @@ export interface ModelWorkParts {
   metrics: GpuMetrics;
   errorMapping: ErrorMappingOptions;
 }
+
+/** The node's streams: each batch of events as pushed, an error as the `error` event with its status. */
+const nodeStreamFormat: SseFormat<StreamEvent[]> = {
+  event: (batch) => batch.map((e) => sseEvent(e.event, e.data)).join(""),
+  error: (status, body) => sseEvent("error", { ...(body as object), status }),
+};
 
 export class ModelWork {
   /** Aborted when the node stops: running work ends with `shutting_down`. */
@@ -167,26 +179,27 @@ export class ModelWork {
   ): Promise<Response> {
     const cancel = new AbortController();
     const signal = AbortSignal.any([work.signal, cancel.signal]);
-    const channel = new EventChannel(() => cancel.abort(new Error("client closed the stream")));
-    const done = (async () => {
+    const stop = () => cancel.abort(new Error("client closed the stream"));
+    // The work runs to its end whether or not the client reads: the slot is released then.
+    const batches = pushedEvents<StreamEvent>(async (push) => {
       try {
         const result = await run({
           signal,
-          onToken: (token, text) => channel.send({ event: "token", data: { token, text } }),
+          onToken: (token, text) => push({ event: "token", data: { token, text } }),
         });
-        channel.send(finish(result));
+        push(finish(result));
       } catch (err) {
-        const mapped = this.abortError(err, work);
-        // Nothing sent yet: answer with a plain error status instead of a stream.
-        if (!channel.started) throw mapped;
-        const { status, body } = errorAnswer(mapped, c.var.requestId, this.parts.errorMapping);
-        channel.send({ event: "error", data: { ...body, status } });
+        throw this.abortError(err, work);
       } finally {
-        channel.close();
         work.release();
       }
-    })();
-    await Promise.race([channel.firstEvent, done]);
-    return channel.response();
+    }, stop);
+    // Nothing sent before a failure: the failure answers with a plain error status, not a stream.
+    const body = await eventStream(batches, nodeStreamFormat, {
+      requestId: c.var.requestId,
+      errors: this.parts.errorMapping,
+      onCancel: stop,
+    });
+    return new Response(body, { headers: EVENT_STREAM_HEADERS });
   }
 }
