@@ -25,8 +25,8 @@ import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { BlockBucket, type BucketConfig } from "../gpu-node/blocks/bucket/bucket.js";
 import type { LastFetch } from "../gpu-node/blocks/bucket/disk-cache.js";
 import { Engine, type EngineOptions, type KvType } from "../gpu-node/engine/engine.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { quantile, randomTokens } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { dropPageCache } from "./page-cache.js";
 
 /** The target applies to blocks of at least this many bytes. */

@@ -13,8 +13,8 @@ import { parseArgs } from "node:util";
 import type { Token } from "node-llama-cpp";
 import { Engine, type KvType, type LlamaBinary } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 
 const { values } = parseArgs({
   options: {

@@ -25,11 +25,11 @@ import { greedyStep } from "../gpu-node/engine/greedy-step.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
 import { loadSequenceState } from "../gpu-node/engine/state.js";
 import { copySequence, loadSequenceFromMemory, nativeStateApi } from "../gpu-node/engine/state-memory.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { startPowerSampler } from "../gpu-node/telemetry/power.js";
 import { quantile, randomTokens } from "../gpu-node/verify.js";
 import { manifestFields } from "../shared/block-manifest.js";
 import type { BlockManifest } from "../shared/protocol.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { nativeCallTimer } from "./native-call-timer.js";
 import { dropPageCache } from "./page-cache.js";
 

@@ -14,9 +14,9 @@ import type { Token } from "node-llama-cpp";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { Engine, type EngineOptions, type KvType } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { quantile, randomTokens } from "../gpu-node/verify.js";
 import { DomainError } from "../shared/errors.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { dropPageCache } from "./page-cache.js";
 
 export interface LibraryBenchOptions {

@@ -11,11 +11,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { Xoshiro128 } from "../shared/random.js";
 import type { Engine } from "./engine/engine.js";
 import { exactEvaluation } from "./engine/exact-batching.js";
 import { evaluateProbe, klDivergence } from "./engine/probe.js";
 import { loadSequenceState } from "./engine/state.js";
-import { Xoshiro128 } from "./synth/random.js";
 
 export interface VerifyOptions {
   trials: number;

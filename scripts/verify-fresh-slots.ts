@@ -14,8 +14,8 @@ import { readGpuEnv } from "../gpu-node/config.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe, klDivergence } from "../gpu-node/engine/probe.js";
 import { loadSequenceState } from "../gpu-node/engine/state.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 
 const flags = parseFlags(process.argv.slice(2), {
   model: { type: "string" },

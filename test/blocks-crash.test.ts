@@ -12,8 +12,8 @@ import { afterAll, expect, it } from "vitest";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { BlockStore } from "../gpu-node/blocks/store/block-store.js";
 import { Engine } from "../gpu-node/engine/engine.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { blockManifestSchema } from "../shared/protocol.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const ROOT = join(import.meta.dirname, "..");

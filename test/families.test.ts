@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
+import { seededRng } from "../shared/random.js";
 import {
   FAMILIES,
   HELD_OUT_FAMILY_IDS,
@@ -14,7 +15,6 @@ import {
   trainingPhrasings,
 } from "../tools/families/index.js";
 import { instanceProblem, phrasingOrder, renderInstance } from "../tools/families/render.js";
-import { seededRng } from "../tools/families/rng.js";
 
 const DOMAINS = [
   "arithmetic",

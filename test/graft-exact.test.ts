@@ -5,8 +5,8 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { assertSameOrigin, engineOrigin, loadSequenceState } from "../gpu-node/engine/state.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens, verifyGraft } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
 
 async function greedy(seq: LlamaContextSequence, first: Token, n: number): Promise<Token[]> {

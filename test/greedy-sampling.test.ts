@@ -9,8 +9,8 @@ import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
 
 describe.each(["tiny-llama", "tiny-gemma3"] as const)("greedy decoding on %s", (preset) => {

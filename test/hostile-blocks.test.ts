@@ -23,6 +23,7 @@ import { createGpuClient, GpuError, type GpuNodeClient } from "../shared/gpu-cli
 import { sha256Hex } from "../shared/hash.js";
 import { silentLogger } from "../shared/http/logger.js";
 import { type BlockManifest, healthSchema } from "../shared/protocol.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
 import { fieldOffset, stateFields } from "./helpers/state-fields.js";
 
@@ -165,11 +166,8 @@ describe("crafted block files through the import API", () => {
     const targets = fields.filter(
       (f, i) => !/\]\.(pos|seqIdCount|seqId)$|^token\[/.test(f.name) || i % 17 === 0,
     );
-    let seed = 0x2323;
-    const next = () => {
-      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-      return seed;
-    };
+    const rng = new Xoshiro128("hostile-blocks/fields");
+    const next = () => rng.next();
     const outcomes = new Map<string, number>();
     for (let i = 0; i < FUZZ_CASES; i++) {
       const f = targets[next() % targets.length] as (typeof targets)[0];

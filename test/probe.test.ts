@@ -7,9 +7,9 @@ import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { digestProbe, evaluateProbe, klDivergence, sampleProbe } from "../gpu-node/engine/probe.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens } from "../gpu-node/verify.js";
 import { littleEndianBytes, sha256Hex } from "../shared/hash.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
 
 describe("probe on tiny-llama", () => {

@@ -17,8 +17,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Engine, type LlamaBinary } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
 import { loadSequenceState } from "../gpu-node/engine/state.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens, verifyGraft } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
 import { skipEachWith } from "./helpers/skip.js";
 

@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { problemTemplate } from "../shared/normalize.js";
+import { seededRng } from "../shared/random.js";
 
 export interface GeneratedEntry {
   id: string;
@@ -32,18 +33,6 @@ const EXTRA = (
   "today yesterday overall first later"
 ).split(" ");
 
-/** A small seeded PRNG (mulberry32), so the same seed always gives the same library. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** The lines of a development-set file in test/fixtures, found above this module (sources or dist/). */
 export function devFixture<T>(name: string): T[] {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -62,8 +51,10 @@ export function devFixture<T>(name: string): T[] {
 /** `count` problems: the dev library first, then variants, every template distinct. */
 export function generateRouterLibrary(count: number, seed = 1): GeneratedEntry[] {
   const base = devFixture<{ id: string; problem: string }>("router-library.jsonl");
-  const random = rng(seed);
-  const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)] as T;
+  // The same seed always gives the same library.
+  const rng = seededRng(`router-library/${seed}`);
+  const random = rng.next;
+  const pick = rng.pick;
   const out: GeneratedEntry[] = base
     .slice(0, count)
     .map((e) => ({ id: e.id, problem: e.problem, seed: e.id }));

@@ -6,6 +6,7 @@
  * match, grafted on a node that holds the block). Every block's first graft output hash is kept,
  * so a later check can tell a block that still grafts byte-exactly from one that was lost.
  */
+import { seededRng } from "../../shared/random.js";
 import type { Cluster } from "./cluster.js";
 
 const COLORS = ["red", "blue", "green", "amber", "violet", "silver", "golden", "crimson", "ivory", "teal"];
@@ -127,17 +128,8 @@ export async function graft(
  * from the library's queries (the load generator cycles through them in order).
  */
 export function workloadBodies(library: LibraryBlock[], count: number, seed = 1): string[] {
-  let x = seed >>> 0 || 1;
-  const next = () => {
-    // xorshift32: a fixed, reproducible order without a dependency.
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
-  return Array.from({ length: count }, () => (library[next() % library.length] as LibraryBlock).body);
+  const rng = seededRng(`scale-out/${seed}`);
+  return Array.from({ length: count }, () => rng.pick(library).body);
 }
 
 export interface LibraryCheck {

@@ -1,45 +1,8 @@
 /**
  * Seeded, fast weight generation. Each weight is a draw from a discretised N(0, std): a
- * 32-bit PRNG output indexes a table of normal quantiles, so 12B parameters take seconds,
+ * 32-bit draw of the project's generator (shared/random.ts) indexes a table of normal quantiles, so 12B parameters take seconds,
  * not minutes, and the same seed always yields the same bytes.
  */
-
-/** xoshiro128** seeded from a string through splitmix32; deterministic across platforms. */
-export class Xoshiro128 {
-  private s0: number;
-  private s1: number;
-  private s2: number;
-  private s3: number;
-  constructor(seed: string) {
-    let h = 0x9e3779b9;
-    for (let i = 0; i < seed.length; i++) h = Math.imul(h ^ seed.charCodeAt(i), 0x85ebca6b) >>> 0;
-    const next = () => {
-      h = (h + 0x9e3779b9) >>> 0;
-      let z = h;
-      z = Math.imul(z ^ (z >>> 16), 0x21f0aaad);
-      z = Math.imul(z ^ (z >>> 15), 0x735a2d97);
-      return (z ^ (z >>> 15)) >>> 0;
-    };
-    this.s0 = next();
-    this.s1 = next();
-    this.s2 = next();
-    this.s3 = next() | 1;
-  }
-  /** Next uint32. */
-  next(): number {
-    const result = Math.imul(rotl(Math.imul(this.s1, 5), 7), 9) >>> 0;
-    const t = this.s1 << 9;
-    this.s2 ^= this.s0;
-    this.s3 ^= this.s1;
-    this.s1 ^= this.s2;
-    this.s0 ^= this.s3;
-    this.s2 ^= t;
-    this.s3 = rotl(this.s3, 11);
-    return result;
-  }
-}
-
-const rotl = (x: number, k: number) => (x << k) | (x >>> (32 - k));
 
 /** Inverse of the standard normal CDF (Acklam's rational approximation, |error| < 1.2e-9). */
 export function inverseNormal(p: number): number {

@@ -1,5 +1,6 @@
 /** Writes seeded random-weight GGUF models that llama.cpp loads as real architectures. */
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
+import { Xoshiro128 } from "../../shared/random.js";
 import {
   type MetaValue,
   paddingAfter,
@@ -9,7 +10,7 @@ import {
   writeGgufHeader,
 } from "./gguf.js";
 import type { ModelSpec } from "./presets.js";
-import { normalHalfTable, normalQ8Table, Q8_LEVEL_SCALE, toHalfBits, Xoshiro128 } from "./random.js";
+import { normalHalfTable, normalQ8Table, Q8_LEVEL_SCALE, toHalfBits } from "./random.js";
 import { buildVocabulary } from "./vocab.js";
 
 const WEIGHT_STD = 0.02;

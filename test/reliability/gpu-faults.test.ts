@@ -13,9 +13,10 @@ import { type EdgeServer, startEdgeServer } from "../../edge/runtime/node.js";
 import { createGpuClient, GpuError } from "../../shared/gpu-client.js";
 import { silentLogger } from "../../shared/http/logger.js";
 import { errorBodySchema } from "../../shared/protocol.js";
+import { seededRng } from "../../shared/random.js";
 import { syntheticModel } from "../helpers/models.js";
 import { type GpuChild, killHard, startGpuChild, type TcpProxy, tcpProxy, until } from "./helpers.js";
-import { largeText, rng } from "./kill-loop.js";
+import { largeText } from "./kill-loop.js";
 
 const SECRET = "faults-secret-0123456789abcdef";
 const TIMEOUT_MS = 5_000;
@@ -213,7 +214,7 @@ describe("GPU node slow, black-holed, stopped or restarted", () => {
 
 describe("an import in flight when the node dies", () => {
   it("is either fully committed or absent after each kill, and never half-listed", async () => {
-    const random = rng(Number(process.env.KVGRAFT_IMPORT_SEED ?? 7));
+    const random = seededRng(`gpu-faults/${process.env.KVGRAFT_IMPORT_SEED ?? 7}`).next;
     const rounds = Number(process.env.KVGRAFT_IMPORT_KILLS ?? 3);
     // A block built here, kept on the side, then deleted: the node accepts it back as an import.
     const direct = () => createGpuClient({ baseUrl: gpu.url, secret: SECRET, timeoutMs: 30_000 });

@@ -10,6 +10,7 @@ import { existsSync, watch } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { GpuError } from "../../shared/gpu-client.js";
+import { seededRng } from "../../shared/random.js";
 import { type GpuChild, killHard, startGpuChild } from "./helpers.js";
 
 export interface KillLoopOptions {
@@ -37,18 +38,6 @@ export interface KillLoopReport {
   ms: number;
 }
 
-/** A small deterministic PRNG (mulberry32), so a failing run can be replayed by its seed. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export function largeText(label: string, words: number): string {
   return `${label}: ${Array.from({ length: words }, (_, k) => `w${k} b`).join(" ")}`;
 }
@@ -70,7 +59,8 @@ function stateFileLands(dir: string, maxMs: number): Promise<void> {
 
 export async function runKillLoop(o: KillLoopOptions): Promise<KillLoopReport> {
   const log = o.log ?? (() => undefined);
-  const random = rng(o.seed);
+  // Seeded, so a failing run can be replayed by its seed.
+  const random = seededRng(`kill-loop/${o.seed}`).next;
   const words = o.words ?? 120;
   const acknowledged = new Set<string>();
   const failures: string[] = [];

@@ -2,6 +2,8 @@
  * The evaluations' problems: new instances of the families (numbers drawn from a seed no training
  * set uses), in the three conditions of the embedded model's split (tools/families/index.ts).
  */
+
+import { seededRng } from "../../shared/random.js";
 import {
   FAMILIES,
   type Family,
@@ -10,7 +12,6 @@ import {
   trainingPhrasings,
 } from "../families/index.js";
 import { type Instance, instanceProblem, renderInstance } from "../families/render.js";
-import { seededRng } from "../families/rng.js";
 
 /** The model's relation to an instance: trained family and phrasing, trained family on its held-out phrasing, held-out family. */
 export type Condition = "trainedPhrasing" | "heldOutPhrasing" | "heldOutFamily";

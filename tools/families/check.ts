@@ -7,10 +7,10 @@
  */
 import { spawnSync } from "node:child_process";
 import { answersEqual } from "../../shared/answers.js";
+import { seededRng } from "../../shared/random.js";
 import type { Family } from "./family.js";
 import { FAMILIES } from "./index.js";
 import { type Instance, instanceProblem, phrasingOrder, renderInstance } from "./render.js";
-import { seededRng } from "./rng.js";
 
 const args = process.argv.slice(2);
 const samplesAt = args.indexOf("--samples");

@@ -4,6 +4,7 @@
  * data of the embedded model (docs/model.md), the model's tests and the experiments (`kvgraft eval
  * solve`, `kvgraft eval flywheel`) all draw their problems from the families in this folder.
  */
+import type { Rng } from "../../shared/random.js";
 
 /** The subject areas the families cover. */
 export type Domain =
@@ -19,15 +20,8 @@ export type Domain =
 /** The numbers of one instance, by parameter name. */
 export type Params = Readonly<Record<string, number>>;
 
-/** A seeded source of randomness for samplers (tools/families/rng.ts). */
-export interface Rng {
-  /** An integer in [min, max], both included. */
-  int(min: number, max: number): number;
-  /** One element of a non-empty list. */
-  pick<T>(items: readonly T[]): T;
-  /** A float in [0, 1). */
-  next(): number;
-}
+/** The samplers' seeded source of randomness (shared/random.ts). */
+export type { Rng };
 
 /**
  * One family. Every phrasing names each parameter exactly once as `{name}` (the number is written

@@ -14,6 +14,7 @@ import { join, resolve } from "node:path";
 import { gzipSync } from "node:zlib";
 import { getLlama, resolveChatWrapper } from "node-llama-cpp";
 import { writeSyntheticModel } from "../../gpu-node/synth/synth-model.js";
+import { seededRng } from "../../shared/random.js";
 import type { Rng } from "../families/family.js";
 import {
   FAMILIES,
@@ -23,7 +24,6 @@ import {
   trainingPhrasings,
 } from "../families/index.js";
 import { type Instance, instanceProblem, renderInstance } from "../families/render.js";
-import { seededRng } from "../families/rng.js";
 import { variedPhrasing } from "./augment.js";
 import { CHAT_TEMPLATE, MODEL_SPEC, TRAINING } from "./spec.js";
 import { blockTextOf, solveTexts, type Tokenized, TranscriptTokenizer } from "./transcripts.js";
