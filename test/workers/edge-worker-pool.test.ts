@@ -12,7 +12,7 @@ import { createScheduledController, env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
 import entry from "../../edge/runtime/worker.js";
-import { createGpuClient } from "../../shared/gpu-client.js";
+import { createGpuClient, readSse } from "../../shared/gpu-client.js";
 import { heartbeatFrom, sendHeartbeat } from "../../shared/heartbeat.js";
 import { TEST_CALL_HEADER, WORKERS_ACCESS, WORKERS_ADMIN_KEY, WORKERS_GPU_SECRET } from "./bindings.js";
 
@@ -121,6 +121,26 @@ describe("the Worker's GPU pool (two real GPU nodes)", () => {
       expect(after.second.grafts.hot - before.second.grafts.hot).toBe(1);
       expect(after.second.requests - before.second.requests).toBe(1);
       expect(after.first.requests).toBe(before.first.requests);
+    });
+
+    it("streams a graft as server-sent events: the node's tokens, then the result (shared/sse.ts in workerd)", async () => {
+      const res = await worker.fetch(
+        new Request(`${EDGE}/v1/solve`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${WORKERS_ADMIN_KEY}`, "content-type": "application/json" },
+          body: JSON.stringify({ ...QUERY, stream: true }),
+        }),
+      );
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+      const events: { event: string; data: Json }[] = [];
+      for await (const e of readSse(res.body as ReadableStream<Uint8Array>))
+        events.push(e as { event: string; data: Json });
+      const result = events.at(-1);
+      expect(result).toMatchObject({ event: "result", data: { source: "graft", route: { blockId } } });
+      const tokens = events.filter((e) => e.event === "token");
+      expect(tokens.length).toBeGreaterThan(0);
+      expect(tokens.map((e) => e.data.text).join("")).toBe(result?.data.text);
     });
 
     it("fails over to the other replica when the node holding the block hot is gone (one retry)", async () => {
