@@ -12,6 +12,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
+import { DecodeStats } from "./decode-stats.js";
 import { exactFirstStrategy } from "./exact-batching.js";
 import {
   type ContextConfig,
@@ -78,6 +79,8 @@ export class Engine {
   /** Our engine build's native API (state in memory, device copies, greedy steps), or null on the npm prebuilt. */
   readonly nativeApi: NativeStateApi | null;
   private constructor(
+    /** What every decode call held (decode-stats.ts). */
+    readonly decodeStats: DecodeStats,
     readonly llama: Llama,
     readonly model: LlamaModel,
     readonly context: LlamaContext,
@@ -117,6 +120,7 @@ export class Engine {
       gpuLayers: resolved.binary === "cpu" ? 0 : "max",
     });
     let context: LlamaContext | undefined;
+    const decodeStats = new DecodeStats();
     try {
       const ggmlKv = resolved.kvType === "q8_0" ? "Q8_0" : "F16";
       const slots =
@@ -136,7 +140,15 @@ export class Engine {
         // can be split into llama.cpp's time and ours (takeEvalTimings on the engine build).
         performanceTracking: true,
         // Deposits, probes and verification run alone in their batch (see exact-batching.ts).
-        batching: { itemPrioritizationStrategy: exactFirstStrategy },
+        batching: {
+          itemPrioritizationStrategy: (input) => {
+            const batch = exactFirstStrategy(input);
+            let tokens = 0;
+            for (const entry of batch) tokens += entry.processAmount;
+            decodeStats.record("library", batch.length, tokens);
+            return batch;
+          },
+        },
       });
       // No interval checkpoints: node-llama-cpp would save a sliding-window sequence's state to RAM
       // every 8,192 tokens (under the context lock, ~190 ms for gemma3-12b at 11,994 tokens on the
@@ -155,6 +167,7 @@ export class Engine {
       };
       const insights = model.fileInfo.metadata.general;
       return new Engine(
+        decodeStats,
         llama,
         model,
         context,

@@ -1,0 +1,130 @@
+/**
+ * Many grafts at once on one engine, in process: `clients` concurrent grafts (closed loop, each
+ * client grafts again as soon as its last one ends) for `rounds` grafts each, of one hot block
+ * (`hot-1`) or of one block per client (`warm-N`), and the decode calls that occurred meanwhile:
+ * how many sequences each `llama_decode` carried, by path (decode-stats.ts). Greedy, fixed token
+ * budget. `kvgraft bench batches` prints it.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BlockService } from "../gpu-node/blocks/block-service.js";
+import { type DecodeCounts, decodeCountsSince } from "../gpu-node/engine/decode-stats.js";
+import { Engine, type LlamaBinary } from "../gpu-node/engine/engine.js";
+
+export interface DecodeBatchesOptions {
+  modelPath: string;
+  slots: number | "vram";
+  clients: number;
+  rounds: number;
+  maxTokens: number;
+  /** One block for every client (`hot-1`), or one block per client. */
+  workload: "hot-1" | "distinct";
+  contextSize?: number;
+  blockTokens?: number;
+  binary?: LlamaBinary;
+  threads?: number;
+}
+
+export interface DecodeBatchesResult {
+  workload: string;
+  slots: number;
+  clients: number;
+  grafts: number;
+  tokensOut: number;
+  wallMs: number;
+  graftsPerS: number;
+  tokensPerS: number;
+  /** Mean sequences per decode of the generation steps (batched and native paths). */
+  meanBatch: number;
+  decodes: DecodeCounts;
+  outputsAgree: boolean;
+}
+
+/** Runs the workload and reports what the decode calls carried. */
+export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise<DecodeBatchesResult> {
+  const dataDir = mkdtempSync(join(tmpdir(), "kvgraft-batches-"));
+  const engine = await Engine.open({
+    modelPath: options.modelPath,
+    slots: options.slots,
+    contextSize: options.contextSize ?? 2048,
+    ...(options.binary ? { binary: options.binary } : {}),
+    ...(options.threads ? { threads: options.threads } : {}),
+  });
+  const blocks = await BlockService.open({ engine, dataDir, warmDir: join(dataDir, "warm") });
+  try {
+    const distinct = options.workload === "distinct" ? options.clients : 1;
+    const ids: string[] = [];
+    for (let b = 0; b < distinct; b++) {
+      const text = `Block ${b}: ${"the worked solution of a problem, step by step. ".repeat(Math.ceil((options.blockTokens ?? 200) / 10))}`;
+      ids.push((await blocks.deposit(text)).sha256);
+    }
+    const before = engine.decodeStats.snapshot();
+    const outputs = new Map<string, string>();
+    let agree = true;
+    let tokensOut = 0;
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: options.clients }, async (_, c) => {
+        const id = ids[c % ids.length] as string;
+        for (let r = 0; r < options.rounds; r++) {
+          const result = await blocks.graft(id, " The answer is", { maxTokens: options.maxTokens });
+          tokensOut += result.tokensOut;
+          const seen = outputs.get(id);
+          if (seen === undefined) outputs.set(id, result.outputSha256);
+          else if (seen !== result.outputSha256) agree = false;
+        }
+      }),
+    );
+    const wallMs = performance.now() - t0;
+    const decodes = decodeCountsSince(before, engine.decodeStats.snapshot());
+    const gen = {
+      steps: decodes.batched.steps + decodes.native.steps,
+      seqs: decodes.batched.sequences + decodes.native.sequences,
+    };
+    const grafts = options.clients * options.rounds;
+    return {
+      workload: options.workload === "hot-1" ? "hot-1" : `distinct-${distinct}`,
+      slots: engine.slots.length,
+      clients: options.clients,
+      grafts,
+      tokensOut,
+      wallMs: Math.round(wallMs),
+      graftsPerS: Number(((grafts * 1000) / wallMs).toFixed(2)),
+      tokensPerS: Number(((tokensOut * 1000) / wallMs).toFixed(1)),
+      meanBatch: gen.steps ? Number((gen.seqs / gen.steps).toFixed(2)) : 0,
+      decodes,
+      outputsAgree: agree,
+    };
+  } finally {
+    await blocks.close();
+    await engine.dispose();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+// A script of its own until `kvgraft bench` lists it: node --import tsx bench/decode-batches.ts ...
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { parseArgs } = await import("node:util");
+  const { values } = parseArgs({
+    options: {
+      model: { type: "string" },
+      slots: { type: "string", default: "8" },
+      clients: { type: "string", default: "8" },
+      rounds: { type: "string", default: "2" },
+      "max-tokens": { type: "string", default: "16" },
+      workload: { type: "string", default: "hot-1" },
+    },
+  });
+  const result = await benchDecodeBatches({
+    modelPath: values.model as string,
+    slots: values.slots === "vram" ? "vram" : Number(values.slots),
+    clients: Number(values.clients),
+    rounds: Number(values.rounds),
+    maxTokens: Number(values["max-tokens"]),
+    workload: values.workload === "distinct" ? "distinct" : "hot-1",
+    binary: (process.env.KV_LLAMA as LlamaBinary | undefined) ?? "cpu",
+    ...(process.env.KV_THREADS ? { threads: Number(process.env.KV_THREADS) } : {}),
+  });
+  console.log(JSON.stringify(result, null, 2));
+}
