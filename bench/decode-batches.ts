@@ -35,6 +35,8 @@ export interface DecodeBatchesResult {
   wallMs: number;
   graftsPerS: number;
   tokensPerS: number;
+  /** Process CPU time (all threads) per generated token: steadier than wall time on a shared machine. */
+  cpuMsPerToken: number;
   /** Mean sequences per decode of the generation steps (batched and native paths). */
   meanBatch: number;
   decodes: DecodeCounts;
@@ -64,6 +66,7 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
     let agree = true;
     let tokensOut = 0;
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     await Promise.all(
       Array.from({ length: options.clients }, async (_, c) => {
         const id = ids[c % ids.length] as string;
@@ -77,6 +80,7 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
       }),
     );
     const wallMs = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
     const decodes = decodeCountsSince(before, engine.decodeStats.snapshot());
     const gen = {
       steps: decodes.batched.steps + decodes.native.steps,
@@ -92,6 +96,7 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
       wallMs: Math.round(wallMs),
       graftsPerS: Number(((grafts * 1000) / wallMs).toFixed(2)),
       tokensPerS: Number(((tokensOut * 1000) / wallMs).toFixed(1)),
+      cpuMsPerToken: Number(((cpu.user + cpu.system) / 1000 / tokensOut).toFixed(3)),
       meanBatch: gen.steps ? Number((gen.seqs / gen.steps).toFixed(2)) : 0,
       decodes,
       outputsAgree: agree,

@@ -12,6 +12,7 @@ import {
   type LlamaModel,
   type Token,
 } from "node-llama-cpp";
+import { DecodeBatcher } from "./batched-decode.js";
 import { DecodeStats } from "./decode-stats.js";
 import { exactFirstStrategy } from "./exact-batching.js";
 import {
@@ -78,6 +79,8 @@ export class Engine {
   private readonly vocabularySize: number;
   /** Our engine build's native API (state in memory, device copies, greedy steps), or null on the npm prebuilt. */
   readonly nativeApi: NativeStateApi | null;
+  /** The decode loop: every busy slot's next token in one llama_decode a step (batched-decode.ts). */
+  readonly batcher: DecodeBatcher;
   private constructor(
     /** What every decode call held (decode-stats.ts). */
     readonly decodeStats: DecodeStats,
@@ -95,6 +98,7 @@ export class Engine {
     this.vocabularySize = tokenizer?.ggml?.tokens?.length ?? 0;
     if (this.vocabularySize === 0) throw new Error("the model file has no tokenizer vocabulary");
     this.nativeApi = nativeStateApi(llama);
+    this.batcher = new DecodeBatcher(context, model, decodeStats, this.nativeApi);
   }
 
   /** Loads the model and creates the context; disposes what it made if any step fails. */

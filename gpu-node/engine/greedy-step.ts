@@ -6,21 +6,25 @@
  * batches for a sequence evaluated alone (the test compares them with node-llama-cpp's path).
  *
  * A step holds the context's lock for its one decode, so other slots' work interleaves between
- * steps, but it is not batched with theirs: callers use it for a sequence decoding alone.
+ * steps, but it is not batched with theirs: the batch loop (batched-decode.ts) takes it for a
+ * step whose only member decodes greedily.
  * Like `state-memory.ts`, it updates node-llama-cpp 3.21.1's token bookkeeping of the sequence.
  */
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import type { DecodeStats } from "./decode-stats.js";
 import { type NativeStateApi, type SequenceInternals, withSequenceLocks } from "./state-memory.js";
 
 /**
  * Evaluates `tokens` after what the sequence holds and returns the next token, greedily (the
  * first token of highest logit, as llama.cpp's greedy sampler picks it). The tokens and their
- * cells are the sequence's afterwards; on failure it holds what it held before.
+ * cells are the sequence's afterwards; on failure it holds what it held before. Its decode calls
+ * (one per batch of input) are counted in `stats` as the native path's.
  */
 export async function greedyStep(
   api: NativeStateApi,
   sequence: LlamaContextSequence,
   tokens: readonly Token[],
+  stats?: DecodeStats,
 ): Promise<Token> {
   if (tokens.length === 0) throw new Error("a greedy step needs at least one token");
   const seq = sequence as unknown as SequenceInternals;
@@ -44,6 +48,8 @@ export async function greedyStep(
       start,
       batch,
     );
+    for (let first = 0; first < tokens.length; first += batch)
+      stats?.record("native", 1, Math.min(batch, tokens.length - first));
     // In place (node-llama-cpp's erase edits this array in place too): no copy of the whole
     // sequence's tokens a step.
     seq._contextTokens.length = start;

@@ -7,7 +7,6 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { sha256OfTokens } from "../../../shared/hash.js";
 import type { GenerationResult, Tier } from "../../../shared/protocol.js";
 import type { Engine } from "../../engine/engine.js";
-import { fitsWithoutShift, greedyStep } from "../../engine/greedy-step.js";
 import type { GenerationOptions } from "../types.js";
 
 /** The tokens of one decode and where its time went. */
@@ -17,10 +16,11 @@ export interface Decoded {
   decodeMs: number;
   finishReason: GenerationResult["finishReason"];
   /**
-   * Which decoding it began with: one native call a token (greedy-step.ts; it hands over to
-   * node-llama-cpp's once another decode runs on the engine), or node-llama-cpp's evaluation.
+   * Which decoding ran it: the engine's batch loop (batched-decode.ts: every busy slot's next
+   * token in one decode a step; a greedy step alone takes the native greedy call on our engine
+   * build), or node-llama-cpp's evaluation (a decode that needs a context shift).
    */
-  path: "native" | "library";
+  path: "batched" | "library";
 }
 
 /** Erases everything after the first `n` tokens (the hot tier's graft: ~0.1 ms). */
@@ -28,15 +28,11 @@ export async function truncate(seq: LlamaContextSequence, n: number): Promise<vo
   if (seq.nextTokenIndex > n) await seq.eraseContextTokenRanges([{ start: n, end: seq.nextTokenIndex }]);
 }
 
-/** Decodes running now per engine: a decode alone on its engine may take the native greedy path. */
-const running = new WeakMap<Engine, number>();
-
 /**
- * Evaluates `input` after what the slot holds, then samples until a stop. Greedy decoding on our
- * engine build, alone on its engine and without a context shift, takes one native call a token
- * (greedy-step.ts) for as long as no other decode runs on the engine, then hands over to
- * node-llama-cpp's evaluation, which batches the slots decoding at once; everything else goes
- * through that evaluation from the start. Both give the same tokens.
+ * Evaluates `input` after what the slot holds, then samples until a stop. Through the engine's
+ * batch loop, which decodes every slot decoding at once in one llama_decode a step and samples
+ * each with its own settings; a decode that would need a context shift goes through
+ * node-llama-cpp's evaluation instead, which shifts.
  */
 export async function decode(
   engine: Engine,
@@ -47,24 +43,10 @@ export async function decode(
   const sampling = options.sampling ?? { temperature: 0 };
   const t0 = performance.now();
   if (options.signal?.aborted)
-    return { tokens: [], queryMs: 0, decodeMs: 0, finishReason: "aborted", path: "library" };
-  const alone = (running.get(engine) ?? 0) === 0;
-  running.set(engine, (running.get(engine) ?? 0) + 1);
-  try {
-    const api = engine.nativeApi;
-    const native =
-      api !== null &&
-      alone &&
-      input.length > 0 &&
-      sampling.temperature === 0 &&
-      fitsWithoutShift(seq, input.length + options.maxTokens);
-    const steps = native
-      ? nativeSteps(api, seq, input, () => (running.get(engine) ?? 0) > 1)
-      : librarySteps(seq, input, sampling);
-    return { ...(await collect(engine, steps, options, t0)), path: native ? "native" : "library" };
-  } finally {
-    running.set(engine, (running.get(engine) ?? 1) - 1);
-  }
+    return { tokens: [], queryMs: 0, decodeMs: 0, finishReason: "aborted", path: "batched" };
+  const batched = input.length > 0 && engine.batcher.accepts(seq, input.length + options.maxTokens);
+  const steps = batched ? engine.batcher.steps(seq, input, sampling) : librarySteps(seq, input, sampling);
+  return { ...(await collect(engine, steps, options, t0)), path: batched ? "batched" : "library" };
 }
 
 /** node-llama-cpp's evaluation: the sampled tokens until end of generation. */
@@ -79,31 +61,6 @@ function librarySteps(
     ...(sampling.topP !== undefined ? { topP: sampling.topP } : {}),
     ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
   });
-}
-
-/**
- * Greedy steps on the engine build, with node-llama-cpp's semantics: end of generation stops
- * without yielding the token, and the last yielded token is evaluated only if asked for more.
- * Once `shared()` says another decode runs on the engine, the rest goes through node-llama-cpp's
- * greedy evaluation, which batches them (it starts from the token not evaluated yet).
- */
-async function* nativeSteps(
-  api: NonNullable<Engine["nativeApi"]>,
-  seq: LlamaContextSequence,
-  input: Token[],
-  shared: () => boolean,
-): AsyncGenerator<Token, void, void> {
-  let next = input;
-  while (true) {
-    const token = await greedyStep(api, seq, next);
-    if (seq.model.isEogToken(token)) return;
-    yield token;
-    next = [token];
-    if (shared()) {
-      yield* librarySteps(seq, next, { temperature: 0 });
-      return;
-    }
-  }
 }
 
 /** Takes tokens from `steps` until a stop, timing the first token and the rest. */

@@ -1,0 +1,276 @@
+/**
+ * Batched decoding: every busy slot's next token in one `llama_decode` a step. node-llama-cpp
+ * batches the evaluations of a context's sequences that happen to be queued together, but its
+ * loop decodes whatever is queued the moment the previous batch ends, and a sequence whose
+ * sampling or consumer is a few microtasks late misses it: eight concurrent grafts on tiny-llama
+ * (CPU) shared a decode with 1.7 to 4.3 others on average, not 7 (docs/benchmarks.md). Here one
+ * loop per engine owns the steps: a step takes every member that asked for its next token by the
+ * time the event loop turns once after the previous step (so every member whose token was just
+ * delivered is in, and a slow consumer does not hold the others back), decodes them together
+ * and samples each with its own sampler (its temperature, top-k, top-p and seed).
+ *
+ * Continuous: a decode joins at the first step after it starts (after its slot's restore) with
+ * its query tokens, which share the step's batch with the others' single tokens (a long query
+ * takes its equal share of the batch a step until it is in), and leaves when it stops. The loop
+ * takes the context's lock for each step and releases it between steps, so restores, deposits
+ * and probes (node-llama-cpp's queue, exact-batching.ts) run between steps, never inside one.
+ * A step with a single greedy member takes the native greedy step on our engine build
+ * (greedy-step.ts: one call instead of decode plus sample).
+ *
+ * Exactness: llama.cpp's result for a token depends on what shares its batch (exact-batching.ts),
+ * so batched logits are not bit-identical to a sequence decoded alone; greedy and seeded tokens
+ * agree unless two candidates are that close (test/batched-decode.test.ts compares them).
+ * Like greedy-step.ts, it keeps node-llama-cpp 3.21.1's token bookkeeping of each sequence.
+ */
+import { acquireLock } from "lifecycle-utils";
+import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import type { DecodeStats } from "./decode-stats.js";
+import { fitsWithoutShift, greedyStep } from "./greedy-step.js";
+import type { NativeStateApi, SequenceInternals } from "./state-memory.js";
+
+/** How a member samples; temperature 0 is greedy. */
+export interface StepSampling {
+  temperature: number;
+  topK?: number;
+  topP?: number;
+  seed?: number;
+}
+
+/** node-llama-cpp 3.21.1's addon context and sampler, as the batch loop calls them. */
+interface AddonSampler {
+  applyConfig(config: object): void;
+  dispose(): void;
+}
+interface AddonContext {
+  initBatch(size: number): void;
+  addToBatch(
+    sequenceId: number,
+    firstTokenIndex: number,
+    tokens: Uint32Array,
+    logitIndexes: Uint32Array,
+  ): Uint32Array;
+  decodeBatch(): Promise<void>;
+  sampleToken(batchLogitIndex: number, sampler: AddonSampler): Promise<number>;
+  removeTokenCellsFromSequence(sequenceId: number, startPos: number, endPos: number): boolean;
+}
+interface SequenceSampling {
+  _resolveSamplerConfig(options: StepSampling): object;
+}
+
+interface Member {
+  readonly sequence: LlamaContextSequence;
+  readonly seq: SequenceInternals & SequenceSampling;
+  readonly sampling: StepSampling;
+  /** node-llama-cpp's sampler configuration of this member, resolved once (its seed fixed). */
+  readonly config: object;
+  sampler: AddonSampler | null;
+  /** Tokens still to evaluate before the next sample. */
+  pending: Token[];
+  /** Set while the member waits for its next token. */
+  waiter: { resolve(token: Token): void; reject(err: unknown): void } | null;
+}
+
+/** Members in one step and how many of their pending tokens go in. */
+type Allotment = { member: Member; count: number };
+
+export class DecodeBatcher {
+  private readonly members = new Set<Member>();
+  private looping = false;
+
+  constructor(
+    private readonly context: LlamaContext,
+    private readonly model: LlamaModel,
+    private readonly stats: DecodeStats,
+    private readonly nativeApi: NativeStateApi | null,
+  ) {}
+
+  /** Decodes running through the loop now. */
+  get size(): number {
+    return this.members.size;
+  }
+
+  /**
+   * Whether `sequence` can decode `count` more tokens here: without a context shift (the loop
+   * never shifts; node-llama-cpp's evaluation does) and without loaded token predictions.
+   */
+  accepts(sequence: LlamaContextSequence, count: number): boolean {
+    const seq = sequence as unknown as SequenceInternals;
+    return fitsWithoutShift(sequence, count) && seq._loadedTokenPredictions.length === 0;
+  }
+
+  /**
+   * The sampled tokens after `input`, with node-llama-cpp's semantics: end of generation stops
+   * without yielding its token, and the last yielded token is evaluated only if asked for more.
+   * The caller holds the slot (nothing else evaluates on the sequence meanwhile).
+   */
+  async *steps(
+    sequence: LlamaContextSequence,
+    input: Token[],
+    sampling: StepSampling,
+  ): AsyncGenerator<Token, void, void> {
+    if (input.length === 0) throw new Error("a decode needs at least one token");
+    const seq = sequence as unknown as SequenceInternals & SequenceSampling;
+    const member: Member = {
+      sequence,
+      seq,
+      sampling,
+      config: seq._resolveSamplerConfig(sampling),
+      sampler: null,
+      pending: [],
+      waiter: null,
+    };
+    this.members.add(member);
+    try {
+      let next = input;
+      while (true) {
+        const token = await this.request(member, next);
+        if (this.model.isEogToken(token)) return;
+        yield token;
+        next = [token];
+      }
+    } finally {
+      this.members.delete(member);
+      member.sampler?.dispose();
+    }
+  }
+
+  /** Queues the member's tokens for the next step; resolves to the token sampled after them. */
+  private request(member: Member, tokens: Token[]): Promise<Token> {
+    return new Promise<Token>((resolve, reject) => {
+      member.pending = tokens;
+      member.waiter = { resolve, reject };
+      if (!this.looping) void this.loop();
+    });
+  }
+
+  /** Steps while members wait; the event loop turns once before each step. */
+  private async loop(): Promise<void> {
+    this.looping = true;
+    try {
+      while (true) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        const ready = [...this.members].filter((m) => m.waiter !== null);
+        if (ready.length === 0) return;
+        await this.step(ready).catch((err: unknown) => {
+          for (const m of ready) this.settle(m, null, err);
+        });
+      }
+    } finally {
+      this.looping = false;
+    }
+  }
+
+  private async step(ready: Member[]): Promise<void> {
+    const only = ready[0] as Member;
+    if (ready.length === 1 && only.sampling.temperature === 0 && this.nativeApi) {
+      const token = await greedyStep(this.nativeApi, only.sequence, only.pending, this.stats);
+      this.settle(only, token);
+      return;
+    }
+    const evaluatorLocks = [];
+    for (const m of ready) evaluatorLocks.push(await acquireLock([m.seq._lock, "evaluate"]));
+    const contextLock = await acquireLock([this.context, "context"]);
+    let inUse: { dispose(): void } | undefined;
+    try {
+      inUse = (
+        this.context as unknown as SequenceInternals["_context"]
+      )._backendContextDisposeGuard.createPreventDisposalHandle();
+      await this.decodeAndSample(ready);
+    } finally {
+      inUse?.dispose();
+      contextLock.dispose();
+      for (const lock of evaluatorLocks) lock.dispose();
+    }
+  }
+
+  /** One llama_decode over the members' allotted tokens, then each finished member's sample. */
+  private async decodeAndSample(ready: Member[]): Promise<void> {
+    const ctx = (ready[0] as Member).seq._context._ctx as AddonContext;
+    const batch = allot(ready, this.context.batchSize);
+    const total = batch.reduce((sum, a) => sum + a.count, 0);
+    ctx.initBatch(total);
+    const logitIndex = new Map<Member, number>();
+    for (const { member, count } of batch) {
+      const last = count === member.pending.length;
+      const indexes = ctx.addToBatch(
+        member.seq._sequenceId,
+        member.seq._nextTokenIndex,
+        Uint32Array.from(member.pending.slice(0, count)),
+        Uint32Array.from(last ? [count - 1] : []),
+      );
+      if (last) logitIndex.set(member, indexes[0] as number);
+    }
+    try {
+      await ctx.decodeBatch();
+    } catch (err) {
+      // A failed decode may leave cells past what each sequence records: remove them.
+      for (const { member } of batch)
+        ctx.removeTokenCellsFromSequence(member.seq._sequenceId, member.seq._nextTokenIndex, -1);
+      throw err;
+    }
+    this.stats.record("batched", batch.length, total);
+    for (const { member, count } of batch) {
+      const evaluated = member.pending.slice(0, count);
+      member.pending = member.pending.slice(count);
+      // In place, as greedy-step.ts does (node-llama-cpp's erase edits this array in place too).
+      for (const token of evaluated) member.seq._contextTokens.push(token);
+      member.seq._nextTokenIndex += count;
+      const outputs = logitIndex.has(member) ? 1 : 0;
+      member.sequence.tokenMeter.useTokens(count - outputs, "input");
+      if (outputs) member.sequence.tokenMeter.useTokens(outputs, "output");
+    }
+    await Promise.all(
+      [...logitIndex].map(async ([member, index]) => {
+        try {
+          member.sampler ??= this.newSampler();
+          member.sampler.applyConfig(member.config);
+          const token = await ctx.sampleToken(index, member.sampler);
+          if (token === -1) throw new Error("failed to sample the next token");
+          this.settle(member, token as Token);
+        } catch (err) {
+          this.settle(member, null, err);
+        }
+      }),
+    );
+  }
+
+  private newSampler(): AddonSampler {
+    const llama = (
+      this.model as unknown as { _llama: { _bindings: { AddonSampler: new (m: unknown) => AddonSampler } } }
+    )._llama;
+    return new llama._bindings.AddonSampler((this.model as unknown as { _model: unknown })._model);
+  }
+
+  private settle(member: Member, token: Token | null, err?: unknown): void {
+    const waiter = member.waiter;
+    if (!waiter) return;
+    member.waiter = null;
+    if (token === null) {
+      member.pending = [];
+      waiter.reject(err);
+    } else waiter.resolve(token);
+  }
+}
+
+/**
+ * An equal share of the batch for each member and what is left to the members that have more
+ * (node-llama-cpp's `maximumParallelism`, as exactFirstStrategy shares a batch): single decode
+ * tokens always fit, a long query is spread over steps.
+ */
+function allot(members: Member[], size: number): Allotment[] {
+  const share = Math.max(1, Math.floor(size / members.length));
+  let free = size;
+  const batch: Allotment[] = [];
+  for (const member of members) {
+    const count = Math.min(member.pending.length, share, free);
+    if (count === 0) continue;
+    batch.push({ member, count });
+    free -= count;
+  }
+  for (const entry of batch) {
+    const more = Math.min(entry.member.pending.length - entry.count, free);
+    entry.count += more;
+    free -= more;
+  }
+  return batch;
+}

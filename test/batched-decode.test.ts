@@ -1,0 +1,184 @@
+/**
+ * Batched decoding (gpu-node/engine/batched-decode.ts): slots decoding at once share one
+ * llama_decode a step. llama.cpp's logits for a token depend on what shares its batch
+ * (exact-batching.ts), so batched tokens are compared with each sequence decoded alone and must be
+ * the same, or differ first where the two tokens were a near tie for the sequence alone (their
+ * probabilities within 0.1% of each other): a wrong position, cell or sampler would differ at once
+ * and by far. Real llama.cpp (the npm CPU build) on generated models; nothing timed.
+ */
+import type { Token } from "node-llama-cpp";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Decoded, decode } from "../gpu-node/blocks/generation.js";
+import type { GenerationOptions } from "../gpu-node/blocks/types.js";
+import { Engine } from "../gpu-node/engine/engine.js";
+import { evaluateProbe } from "../gpu-node/engine/probe.js";
+import { Xoshiro128 } from "../gpu-node/synth/random.js";
+import { randomTokens } from "../gpu-node/verify.js";
+import { syntheticModel } from "./helpers/models.js";
+
+const SLOTS = 4;
+const MAX = 24;
+
+describe.each(["tiny-llama", "tiny-gemma3"] as const)("batched decoding on %s", (preset) => {
+  let engine: Engine;
+  let inputs: Token[][];
+  /** Each input's greedy tokens decoded alone by node-llama-cpp's own evaluation (not the batch loop). */
+  let alone: Token[][];
+
+  beforeAll(async () => {
+    engine = await Engine.open({ modelPath: syntheticModel(preset), slots: SLOTS, contextSize: 256 });
+    inputs = Array.from({ length: SLOTS }, (_, i) =>
+      randomTokens(new Xoshiro128(`batched-${preset}-${i}`), 12 + 9 * i, engine.vocabSize),
+    );
+    alone = [];
+    for (let i = 0; i < SLOTS; i++) {
+      const seq = engine.slot(i);
+      const tokens: Token[] = [];
+      for await (const t of seq.evaluate(inputs[i] as Token[], { temperature: 0 })) {
+        tokens.push(t);
+        if (tokens.length >= MAX) break;
+      }
+      alone.push(tokens);
+      await seq.clearHistory();
+    }
+  });
+  afterAll(() => engine?.dispose());
+
+  /** Decodes input `i` in slot `i` from an empty slot, and empties it again. */
+  async function run(i: number, options: GenerationOptions): Promise<Decoded> {
+    const seq = engine.slot(i);
+    await seq.clearHistory();
+    const decoded = await decode(engine, seq, inputs[i] as Token[], options);
+    // The sequence holds the input and every yielded token but the last (node-llama-cpp's rule).
+    expect(seq.nextTokenIndex).toBe((inputs[i] as Token[]).length + Math.max(0, decoded.tokens.length - 1));
+    await seq.clearHistory();
+    return decoded;
+  }
+
+  /**
+   * Tokens of sequence `i` agree with its tokens alone, or first differ where the two candidates
+   * were a near tie alone. Returns whether they were identical.
+   */
+  async function agreesWithAlone(i: number, got: Token[], length = got.length): Promise<boolean> {
+    const expected = (alone[i] as Token[]).slice(0, length);
+    const d = expected.findIndex((t, k) => t !== got[k]);
+    if (d < 0) {
+      expect(got).toEqual(expected);
+      return true;
+    }
+    // Replay the context the alone decode had before the differing token, one token a step.
+    const seq = engine.slot(i);
+    await seq.clearHistory();
+    const context = [...(inputs[i] as Token[]), ...expected.slice(0, d)];
+    await seq.evaluateWithoutGeneratingNewTokens(context.slice(0, (inputs[i] as Token[]).length));
+    for (const t of context.slice((inputs[i] as Token[]).length, -1))
+      await seq.evaluateWithoutGeneratingNewTokens([t]);
+    const p = (await evaluateProbe(seq, context.at(-1) as Token, engine.vocabSize)).probabilities;
+    await seq.clearHistory();
+    const [a, b] = [p[expected[d] as number] as number, p[got[d] as number] as number];
+    expect(Math.abs(a - b) / Math.max(a, b), `slot ${i} differs at token ${d}: not a near tie`).toBeLessThan(
+      1e-3,
+    );
+    return false;
+  }
+
+  it("decodes a sequence alone in the loop as node-llama-cpp does", async () => {
+    const before = engine.decodeStats.snapshot();
+    for (let i = 0; i < SLOTS; i++) expect((await run(i, { maxTokens: MAX })).tokens).toEqual(alone[i]);
+    const after = engine.decodeStats.snapshot();
+    // One sequence a decode, in the loop.
+    expect(after.batched.steps).toBeGreaterThan(before.batched.steps);
+    expect(after.batched.sequences - before.batched.sequences).toBe(
+      after.batched.steps - before.batched.steps,
+    );
+  });
+
+  it("gives each sequence its tokens decoded alone, with a decode joining mid-batch", async () => {
+    const before = engine.decodeStats.snapshot();
+    let late: Promise<Decoded> | undefined;
+    let seen = 0;
+    const early = [0, 1, 2].map((i) =>
+      run(i, {
+        maxTokens: MAX,
+        // Slot 3 starts once slot 0 has 5 tokens: it joins the others' batch at its next step.
+        ...(i === 0
+          ? {
+              onToken: () => {
+                if (++seen === 5) late = run(3, { maxTokens: MAX });
+              },
+            }
+          : {}),
+      }),
+    );
+    const results = await Promise.all(early);
+    results.push(await (late as unknown as Promise<Decoded>));
+    const after = engine.decodeStats.snapshot();
+    const sizes = Object.keys(after.batched.bySequences).filter(
+      (k) => (after.batched.bySequences[k] ?? 0) > (before.batched.bySequences[k] ?? 0),
+    );
+    expect(sizes).toContain("3");
+    expect(sizes).toContain("4");
+    let identical = 0;
+    for (let i = 0; i < SLOTS; i++) {
+      expect(results[i]?.path).toBe("batched");
+      expect(results[i]?.tokens).toHaveLength(MAX);
+      if (await agreesWithAlone(i, results[i]?.tokens as Token[])) identical++;
+    }
+    expect(identical).toBeGreaterThanOrEqual(SLOTS - 1);
+  });
+
+  it("lets a decode that finishes early leave and one that is cancelled stop, the others undisturbed", async () => {
+    const before = engine.decodeStats.snapshot();
+    const cancel = new AbortController();
+    let cancelledSeen = 0;
+    const results = await Promise.all([
+      run(0, { maxTokens: MAX }),
+      run(1, { maxTokens: 4 }),
+      run(2, {
+        maxTokens: MAX,
+        signal: cancel.signal,
+        onToken: () => void (++cancelledSeen === 6 && cancel.abort()),
+      }),
+      run(3, { maxTokens: MAX }),
+    ]);
+    expect(results.map((r) => r.finishReason)).toEqual(["maxTokens", "maxTokens", "aborted", "maxTokens"]);
+    expect(results[1]?.tokens).toHaveLength(4);
+    expect(results[2]?.tokens).toHaveLength(6);
+    const after = engine.decodeStats.snapshot();
+    const grew = (k: string) => (after.batched.bySequences[k] ?? 0) > (before.batched.bySequences[k] ?? 0);
+    expect([grew("4"), grew("3"), grew("2")]).toEqual([true, true, true]);
+    let identical = 0;
+    for (let i = 0; i < SLOTS; i++) if (await agreesWithAlone(i, results[i]?.tokens as Token[])) identical++;
+    expect(identical).toBeGreaterThanOrEqual(SLOTS - 1);
+    // The cancelled slot decodes again as it did alone.
+    expect(await agreesWithAlone(2, (await run(2, { maxTokens: 8 })).tokens)).toBe(true);
+  });
+
+  it("samples each sequence with its own settings in the shared steps", async () => {
+    // A sampled draw can land on the other side of a boundary that the shared batch moved by a
+    // rounding error, and then the two decodes part (tiny-gemma3 at temperature 0.9 does, beside
+    // another slot's prefill), so sampled tokens are not compared with alone. Each sequence's
+    // sampler is its own: seeded, the same tokens every time; other seeds, other tokens; and a
+    // sampled neighbour leaves greedy sequences as they are alone.
+    const sampled = (seed: number) => ({ maxTokens: 16, sampling: { temperature: 0.9, seed } });
+    const once = () =>
+      Promise.all([0, 1, 2, 3].map((i) => run(i, i < 2 ? { maxTokens: MAX } : sampled(100 + i))));
+    const [first, second] = [await once(), await once()];
+    expect(second.map((r) => r.tokens)).toEqual(first.map((r) => r.tokens));
+    expect(first[2]?.tokens).toHaveLength(16);
+    expect(first[2]?.tokens).not.toEqual(first[3]?.tokens);
+    await agreesWithAlone(0, first[0]?.tokens as Token[]);
+    await agreesWithAlone(1, first[1]?.tokens as Token[]);
+    const reseeded = await Promise.all([2, 3].map((i) => run(i, sampled(200 + i))));
+    expect(reseeded[0]?.tokens).not.toEqual(first[2]?.tokens);
+  });
+
+  it("leaves a decode that needs a context shift to node-llama-cpp's evaluation", async () => {
+    const seq = engine.slot(0);
+    await seq.clearHistory();
+    const long = randomTokens(new Xoshiro128(`batched-long-${preset}`), 240, engine.vocabSize);
+    const decoded = await decode(engine, seq, long, { maxTokens: 30 });
+    expect(decoded.path).toBe("library");
+    await seq.clearHistory();
+  });
+});
