@@ -228,7 +228,16 @@ export const healthSchema = z.object({
   status: z.enum(["ok", "degraded", "draining"]),
   model: modelFingerprintSchema,
   engine: engineFingerprintSchema,
-  slots: z.object({ total: z.number().int(), busy: z.number().int(), retired: z.number().int().optional() }),
+  /**
+   * `sizedBy`: `config`, a configured count; `vram` / `ram`, as many as fit in that memory beside
+   * the model (`--slots vram`). Absent from nodes older than this field.
+   */
+  slots: z.object({
+    total: z.number().int(),
+    busy: z.number().int(),
+    retired: z.number().int().optional(),
+    sizedBy: z.enum(["config", "vram", "ram"]).optional(),
+  }),
   tiers: z.object({
     hot: z.array(sha256Schema),
     warm: z.array(sha256Schema),

@@ -182,6 +182,7 @@ describe("health and auth", () => {
     expect(health.model.sha256).toBe(engine.modelFingerprint.sha256);
     expect(health.engine.id).toBe(engine.engineFingerprint.id);
     expect(health.slots.total).toBe(2);
+    expect(health.slots.sizedBy).toBe("config");
     expect(health.queue).toEqual({ depth: 0, capacity: 6 });
     expect(health.tiers.coldCount).toBeGreaterThanOrEqual(1);
     if (sandbox) expect(health.sandbox?.isolation).toBe(sandbox.isolation);
@@ -660,6 +661,15 @@ describe("sandbox and metrics", () => {
     expect(metricValue(text, "kvgraft_queue_depth")).toBe(0);
     expect(metricValue(text, "kvgraft_queue_capacity")).toBe(6);
     expect(metricValue(text, "kvgraft_queue_rejected_total")).toBe(0);
+    expect(metricValue(text, "kvgraft_slots", { sized_by: "config" })).toBe(2);
+    // Grafts decode in the batch loop (a lone greedy step natively, on the engine build), and every
+    // step is counted by its batch size.
+    const steps =
+      metricValue(text, "kvgraft_decode_steps_total", { path: "batched" }) +
+      metricValue(text, "kvgraft_decode_steps_total", { path: "native" });
+    expect(steps).toBeGreaterThan(0);
+    expect(metricValue(text, "kvgraft_decode_batch_steps_total")).toBe(steps);
+    expect(metricValue(text, "kvgraft_decode_steps_total", { path: "library" })).toBeGreaterThan(0);
   });
 });
 

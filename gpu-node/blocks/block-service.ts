@@ -348,7 +348,12 @@ export class BlockService implements Blocks {
       warm: this.state.tier.blocks(),
       coldCount: this.store.list().length,
       bytes: this.store.tierBytes(this.pool.hotBlocks(), this.state.tier.blocks()),
-      slots: { total: this.pool.slots.length, busy: this.pool.busyCount, retired: this.pool.retiredCount },
+      slots: {
+        total: this.pool.slots.length,
+        busy: this.pool.busyCount,
+        retired: this.pool.retiredCount,
+        sizedBy: this.engine.slotSizing.sizedBy,
+      },
       queue: { depth: this.pool.queueDepth, capacity: this.pool.maxWaiting },
       hits: { ...this.restorer.stats.hits },
       misses: this.restorer.stats.misses,
@@ -357,6 +362,7 @@ export class BlockService implements Blocks {
       warmBytes: this.state.tier.usedBytes,
       warmBudgetBytes: this.state.tier.budgetBytes,
       warmStart: { ...this.warmStart.status, corrupt: [...this.warmStart.status.corrupt] },
+      decode: this.engine.decodeStats.snapshot(),
     };
   }
 

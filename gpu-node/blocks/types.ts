@@ -1,6 +1,7 @@
 /** The block service's surface, shared by the HTTP layer, the CLI and the benchmarks. */
 
 import type { BlockManifest, GenerationResult, Tier, TierBytes } from "../../shared/protocol.js";
+import type { DecodeCounts } from "../engine/decode-stats.js";
 import type { BucketUpload } from "./bucket/bucket-import.js";
 import type { WarmStartStatus } from "./restore/warm-start.js";
 
@@ -29,7 +30,8 @@ export interface TierSnapshot {
   coldCount: number;
   /** Bytes of block state per tier (shared/protocol.ts `tierBytesSchema` says what each counts). */
   bytes: TierBytes;
-  slots: { total: number; busy: number; retired: number };
+  /** `sizedBy`: a configured count, or as many as fit in VRAM / RAM beside the model (hot-capacity.ts). */
+  slots: { total: number; busy: number; retired: number; sizedBy: "config" | "vram" | "ram" };
   queue: { depth: number; capacity: number };
   hits: Record<Tier, number>;
   misses: number;
@@ -39,6 +41,8 @@ export interface TierSnapshot {
   warmBudgetBytes: number;
   /** Filling the warm tier from disk after the start (warm-start.ts). */
   warmStart: WarmStartStatus;
+  /** The engine's decode calls so far: sequences and tokens each carried, by path (decode-stats.ts). */
+  decode: DecodeCounts;
 }
 
 /** Result of re-checking a stored block: restore it and compare its probe hash. */

@@ -23,7 +23,7 @@ import {
   type ModelFingerprint,
   modelFileSha256,
 } from "./fingerprint.js";
-import { hotSlotsForVram } from "./hot-capacity.js";
+import { hotSlotsForMemory, type SlotSizing } from "./hot-capacity.js";
 import { LAST_BUILD_ONLY, type LlamaBinary } from "./llama-binary.js";
 import { type NativeStateApi, nativeStateApi } from "./state-memory.js";
 
@@ -36,7 +36,7 @@ export interface EngineOptions {
   modelPath: string;
   /**
    * Sequence slots in the one context (each can hold one block resident: the hot tier), or
-   * "vram": as many as fit in the VRAM left after the model.
+   * "vram": as many as fit in the memory left after the model (VRAM on a GPU, RAM on the CPU).
    */
   slots: number | "vram";
   /** Tokens per slot. */
@@ -84,6 +84,8 @@ export class Engine {
   private constructor(
     /** What every decode call held (decode-stats.ts). */
     readonly decodeStats: DecodeStats,
+    /** How the slot count was settled (hot-capacity.ts). */
+    readonly slotSizing: SlotSizing,
     readonly llama: Llama,
     readonly model: LlamaModel,
     readonly context: LlamaContext,
@@ -127,10 +129,11 @@ export class Engine {
     const decodeStats = new DecodeStats();
     try {
       const ggmlKv = resolved.kvType === "q8_0" ? "Q8_0" : "F16";
-      const slots =
+      const sizing: SlotSizing =
         resolved.slots === "vram"
-          ? await hotSlotsForVram(llama, model, { ...resolved, kvType: ggmlKv })
-          : resolved.slots;
+          ? await hotSlotsForMemory(llama, model, { ...resolved, kvType: ggmlKv })
+          : { slots: resolved.slots, sizedBy: "config" };
+      const slots = sizing.slots;
       context = await model.createContext({
         sequences: slots,
         contextSize: resolved.contextSize,
@@ -172,6 +175,7 @@ export class Engine {
       const insights = model.fileInfo.metadata.general;
       return new Engine(
         decodeStats,
+        sizing,
         llama,
         model,
         context,

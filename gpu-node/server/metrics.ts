@@ -9,6 +9,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { routeOf } from "../../shared/http/request-log.js";
 import type { GenerationResult } from "../../shared/protocol.js";
 import type { Blocks } from "../blocks/types.js";
+import { DECODE_PATHS } from "../engine/decode-stats.js";
 import type { AdmissionQueue } from "./queue.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -107,6 +108,35 @@ export class GpuMetrics {
       { value: snap().warmStart.state === "running" ? 1 : 0 },
     ]);
     this.gauge("kvgraft_slots_busy", "Engine slots in use.", [], () => [{ value: snap().slots.busy }]);
+    this.gauge(
+      "kvgraft_slots",
+      "Engine slots (the hot tier), by how the count was settled: config, or as many as fit in vram or ram.",
+      ["sized_by"],
+      () => [{ labels: { sized_by: snap().slots.sizedBy }, value: snap().slots.total }],
+    );
+    this.total(
+      "kvgraft_decode_steps_total",
+      "llama_decode calls by path (batched: the batch loop; native: a lone greedy step; library: node-llama-cpp's queue).",
+      ["path"],
+      () => DECODE_PATHS.map((path) => ({ labels: { path }, value: snap().decode[path].steps })),
+    );
+    this.total(
+      "kvgraft_decode_sequences_total",
+      "Sequences summed over llama_decode calls, by path: over the steps, the mean batch size.",
+      ["path"],
+      () => DECODE_PATHS.map((path) => ({ labels: { path }, value: snap().decode[path].sequences })),
+    );
+    this.total(
+      "kvgraft_decode_batch_steps_total",
+      "llama_decode calls of generation (batched and native paths) by the sequences they held.",
+      ["sequences"],
+      () => {
+        const d = snap().decode;
+        const by: Record<string, number> = { ...d.batched.bySequences };
+        for (const [k, v] of Object.entries(d.native.bySequences)) by[k] = (by[k] ?? 0) + v;
+        return Object.entries(by).map(([sequences, value]) => ({ labels: { sequences }, value }));
+      },
+    );
     this.gauge("kvgraft_queue_depth", "Model jobs running or waiting for admission.", [], () => [
       { value: sources.queue.depth },
     ]);
