@@ -3,7 +3,7 @@
  * client grafts again as soon as its last one ends) for `rounds` grafts each, of one hot block
  * (`hot-1`) or of one block per client (`warm-N`), and the decode calls that occurred meanwhile:
  * how many sequences each `llama_decode` carried, by path (decode-stats.ts). Greedy, fixed token
- * budget. `kvgraft bench batches` prints it.
+ * budget. `kvgraft bench batches` runs it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -106,30 +106,4 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
     await engine.dispose();
     rmSync(dataDir, { recursive: true, force: true });
   }
-}
-
-// A script of its own until `kvgraft bench` lists it: node --import tsx bench/decode-batches.ts ...
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const { parseArgs } = await import("node:util");
-  const { values } = parseArgs({
-    options: {
-      model: { type: "string" },
-      slots: { type: "string", default: "8" },
-      clients: { type: "string", default: "8" },
-      rounds: { type: "string", default: "2" },
-      "max-tokens": { type: "string", default: "16" },
-      workload: { type: "string", default: "hot-1" },
-    },
-  });
-  const result = await benchDecodeBatches({
-    modelPath: values.model as string,
-    slots: values.slots === "vram" ? "vram" : Number(values.slots),
-    clients: Number(values.clients),
-    rounds: Number(values.rounds),
-    maxTokens: Number(values["max-tokens"]),
-    workload: values.workload === "distinct" ? "distinct" : "hot-1",
-    binary: (process.env.KV_LLAMA as LlamaBinary | undefined) ?? "cpu",
-    ...(process.env.KV_THREADS ? { threads: Number(process.env.KV_THREADS) } : {}),
-  });
-  console.log(JSON.stringify(result, null, 2));
 }

@@ -20,6 +20,7 @@ import {
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { readCliGpuEnv } from "../gpu-env.js";
 import { benchScaleOutCommand, SCALE_OUT_HELP } from "./bench-scale-out.js";
+import { BATCHES_HELP, benchBatchesCommand, benchServeCommand, SERVE_HELP } from "./bench-serve.js";
 
 /** Each benchmark's usage and description (`kvgraft bench <name> --help`). */
 const BENCH_HELP = {
@@ -60,6 +61,8 @@ Without --url it runs \`kvgraft start\` itself (fresh data directory, tiny model
 --stack serve \`kvgraft serve gpu\` + \`kvgraft serve edge\` (no starter library, no flywheel worker).
 With --url, the key is --key, else KVGRAFT_API_KEY or KVGRAFT_ADMIN_KEY. See docs/reliability.md.`,
   "scale-out": SCALE_OUT_HELP,
+  serve: SERVE_HELP,
+  batches: BATCHES_HELP,
   bucket: `usage: kvgraft bench bucket --model FILE [--tokens 1000] [--kv f16] [--runs 3] [--parallel 4]
          [--warm-budget-bytes 2147483648] [--data-dir DIR] [--s3rver-dir DIR] [--untagged] [--json]
 
@@ -92,7 +95,7 @@ function wantsHelp(argv: string[]): boolean {
   return argv.includes("--help") || argv.includes("-h");
 }
 
-/** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path|bucket|sandbox>`. */
+/** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path|bucket|sandbox|serve|batches>`. */
 export default async function bench(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
@@ -111,9 +114,11 @@ export default async function bench(argv: string[]): Promise<number> {
   if (which === "fast-path") return benchFastPathCommand(rest);
   if (which === "bucket") return benchBucketCommand(rest);
   if (which === "sandbox") return benchSandboxCommand(rest);
+  if (which === "serve") return benchServeCommand(rest);
+  if (which === "batches") return benchBatchesCommand(rest);
   if (which !== "graft")
     throw new UsageError(
-      `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path, bucket, sandbox)`,
+      `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path, bucket, sandbox, serve, batches)`,
     );
   const flags = parseFlags(rest, {
     model: { type: "string" },

@@ -1,0 +1,348 @@
+/**
+ * `kvgraft bench serve`: kvgraft's GPU node and llama.cpp's own server (`llama-server`) on the same
+ * model file and the same open-loop arrivals. Each workload deposits its blocks on the node (the
+ * same texts are llama-server's prompt prefixes, which its prompt cache keeps per slot), then sends
+ * requests at a constant rate for a fixed time whatever the answers do, each latency measured from
+ * the moment the request was due (no coordinated omission):
+ *   hot-1    every request grafts one block (llama-server: the same prefix every time);
+ *   warm-N   requests cycle over N blocks (more blocks than slots: restores from RAM on kvgraft,
+ *            prefix re-evaluation or slot churn on llama-server).
+ * kvgraft: `POST /v1/graft` (signed) on a `kvgraft serve gpu` child; llama-server: `POST
+ * /completion` with `cache_prompt`, greedy, `n_predict` = the same token budget. Both children run
+ * from this process and are stopped at the end. Writes
+ * `{workloads: [{name, kvgraft: {throughputRps, p99Ms, tokensPerS, ...}, llamaServer: {...}}]}`.
+ */
+import { randomBytes } from "node:crypto";
+import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createGpuClient } from "../shared/gpu-client.js";
+import { kvgraftSameEntryArgs, readyUrl, supervise } from "../tools/process/supervise.js";
+
+export interface ServeBenchOptions {
+  modelPath: string;
+  /** The llama-server binary; null runs kvgraft's side alone (`--only kvgraft`). */
+  llamaServer: string | null;
+  /** Workload names: `hot-1`, `warm-N`. */
+  workloads: string[];
+  /** Requests per second offered. */
+  rate: number;
+  durationS: number;
+  maxTokens: number;
+  /** Slots of both servers (kvgraft `--slots`, llama-server `--parallel`); "vram" sizes kvgraft's from memory. */
+  slots: number | "vram";
+  /** Tokens per slot. */
+  contextSize: number;
+  /** Characters of each block's text (the result reports the tokens they made: `blockTokens`). */
+  blockChars: number;
+  timeoutMs: number;
+  /** Environment of both children (KV_LLAMA, KV_THREADS, CUDA_VISIBLE_DEVICES ...). */
+  env: NodeJS.ProcessEnv;
+  /** Where the children's logs go. */
+  logDir?: string;
+  onProgress?: (line: string) => void;
+}
+
+/** What one server did on one workload. */
+export interface ServeSide {
+  offeredRps: number;
+  sent: number;
+  ok: number;
+  errors: number;
+  /** Answers per second over the window from the first due time to the last answer. */
+  throughputRps: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Generated tokens per second over the same window. */
+  tokensPerS: number;
+  /** kvgraft only: mean sequences per generation decode step in the window (from /metrics). */
+  meanDecodeBatch?: number;
+  statuses: Record<string, number>;
+}
+
+export interface ServeWorkload {
+  name: string;
+  blocks: number;
+  /** Tokens of the first block (kvgraft's manifest). */
+  blockTokens: number;
+  kvgraft: ServeSide;
+  llamaServer: ServeSide | null;
+}
+
+export interface ServeBenchResult {
+  model: string;
+  slots: number | "vram";
+  contextSize: number;
+  maxTokens: number;
+  rate: number;
+  durationS: number;
+  workloads: ServeWorkload[];
+}
+
+/** One request's outcome. */
+interface Outcome {
+  ms: number;
+  status: string;
+  tokens: number;
+}
+
+/** Parses `hot-1` / `warm-12` into the number of blocks. */
+export function workloadBlocks(name: string): number {
+  const m = /^(hot|warm)-(\d+)$/.exec(name);
+  if (!m) throw new Error(`unknown workload '${name}' (hot-1 or warm-N)`);
+  const n = Number(m[2]);
+  if (m[1] === "hot" && n !== 1) throw new Error("the hot workload is hot-1");
+  if (n < 1) throw new Error(`workload '${name}' needs at least one block`);
+  return n;
+}
+
+/** The text of block `b`: deterministic, `chars` characters. */
+export function blockText(b: number, chars: number): string {
+  let text = `Worked solution ${b}:`;
+  for (let i = 0; text.length < chars; i++)
+    text += ` step ${i} of problem ${b} adds ${(b * 31 + i * 7) % 97} apples;`;
+  return text.slice(0, chars);
+}
+
+/** Sends `count` requests at `rate` per second, open loop; each latency from its due time. */
+export async function openLoop(
+  rate: number,
+  durationS: number,
+  send: (i: number) => Promise<{ status: string; tokens: number }>,
+): Promise<{ outcomes: Outcome[]; windowMs: number }> {
+  const count = Math.max(1, Math.round(rate * durationS));
+  const t0 = performance.now();
+  const outcomes: Outcome[] = [];
+  let last = t0;
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < count; i++) {
+    const due = t0 + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    pending.push(
+      send(i)
+        .catch((err: unknown) => ({ status: errorStatus(err), tokens: 0 }))
+        .then((r) => {
+          const end = performance.now();
+          last = Math.max(last, end);
+          outcomes.push({ ms: end - due, status: r.status, tokens: r.tokens });
+        }),
+    );
+  }
+  await Promise.all(pending);
+  return { outcomes, windowMs: last - t0 };
+}
+
+function errorStatus(err: unknown): string {
+  const e = err as { status?: number; code?: string; name?: string };
+  if (e?.name === "TimeoutError" || e?.name === "AbortError") return "timeout";
+  return e?.code ? `${e.status ?? "error"} ${e.code}` : String(e?.status ?? "error");
+}
+
+/** Throughput, latency percentiles and token rate of a run's outcomes. */
+export function summarize(outcomes: Outcome[], windowMs: number, rate: number): ServeSide {
+  const ok = outcomes.filter((o) => o.status === "200");
+  const ms = ok.map((o) => o.ms).sort((a, b) => a - b);
+  const pct = (p: number) =>
+    ms.length ? (ms[Math.min(ms.length - 1, Math.ceil(p * ms.length) - 1)] as number) : 0;
+  const statuses: Record<string, number> = {};
+  for (const o of outcomes) statuses[o.status] = (statuses[o.status] ?? 0) + 1;
+  const seconds = Math.max(windowMs, 1) / 1000;
+  const round = (x: number, d = 1) => Number(x.toFixed(d));
+  return {
+    offeredRps: rate,
+    sent: outcomes.length,
+    ok: ok.length,
+    errors: outcomes.length - ok.length,
+    throughputRps: round(ok.length / seconds, 2),
+    p50Ms: round(pct(0.5)),
+    p99Ms: round(pct(0.99)),
+    tokensPerS: round(ok.reduce((s, o) => s + o.tokens, 0) / seconds),
+    statuses,
+  };
+}
+
+/** Runs every workload on kvgraft's GPU node, then on llama-server (when given). */
+export async function benchServe(options: ServeBenchOptions): Promise<ServeBenchResult> {
+  const progress = options.onProgress ?? (() => undefined);
+  const logDir = options.logDir ?? mkdtempSync(join(tmpdir(), "kvgraft-serve-bench-"));
+  const workloads: ServeWorkload[] = [];
+  const query = (i: number) => ` Question ${i}: how many apples in all? Answer:`;
+  for (const name of options.workloads) {
+    const blocks = workloadBlocks(name);
+    const texts = Array.from({ length: blocks }, (_, b) => blockText(b, options.blockChars));
+    progress(`${name}: kvgraft`);
+    const { side: kvgraft, blockTokens } = await runKvgraft(options, logDir, name, texts, query);
+    let llamaServer: ServeSide | null = null;
+    if (options.llamaServer) {
+      progress(`${name}: llama-server`);
+      llamaServer = await runLlamaServer(options, options.llamaServer, logDir, name, texts, query);
+    }
+    workloads.push({ name, blocks, blockTokens, kvgraft, llamaServer });
+  }
+  return {
+    model: options.modelPath,
+    slots: options.slots,
+    contextSize: options.contextSize,
+    maxTokens: options.maxTokens,
+    rate: options.rate,
+    durationS: options.durationS,
+    workloads,
+  };
+}
+
+async function runKvgraft(
+  options: ServeBenchOptions,
+  logDir: string,
+  name: string,
+  texts: string[],
+  query: (i: number) => string,
+): Promise<{ side: ServeSide; blockTokens: number }> {
+  const secret = randomBytes(24).toString("hex");
+  const dataDir = mkdtempSync(join(tmpdir(), "kvgraft-serve-node-"));
+  const log = createWriteStream(join(logDir, `kvgraft-${name}.log`));
+  const node = supervise({
+    name: `kvgraft serve gpu (see ${join(logDir, `kvgraft-${name}.log`)})`,
+    args: kvgraftSameEntryArgs(
+      "serve",
+      "gpu",
+      "--model",
+      options.modelPath,
+      "--port",
+      "0",
+      "--data-dir",
+      dataDir,
+      "--slots",
+      String(options.slots),
+      "--context",
+      String(options.contextSize),
+      "--max-waiting",
+      String(Math.max(64, Math.ceil(options.rate * 10))),
+      "--no-sandbox",
+      "--json",
+    ),
+    env: { ...options.env, KVGRAFT_GPU_SECRET: secret, KVGRAFT_WARM_START: "off" },
+    ready: readyUrl,
+    readyTimeoutMs: 600_000,
+    stderr: log,
+    ipc: true,
+  });
+  try {
+    const url = await node.ready;
+    const client = createGpuClient({ baseUrl: url, secret, timeoutMs: options.timeoutMs });
+    const ids: string[] = [];
+    let blockTokens = 0;
+    for (const text of texts) {
+      const manifest = await client.deposit(text);
+      ids.push(manifest.sha256);
+      blockTokens ||= manifest.tokenCount;
+    }
+    // Warm-up: each block grafted once (the first graft of a block pays its first restore).
+    for (const id of ids) await client.graft({ blockId: id, query: query(0), maxTokens: options.maxTokens });
+    const before = decodeTotals(await client.metrics());
+    const run = await openLoop(options.rate, options.durationS, async (i) => {
+      const r = await client.graft({
+        blockId: ids[i % ids.length] as string,
+        query: query(i),
+        maxTokens: options.maxTokens,
+      });
+      return { status: "200", tokens: r.tokensOut };
+    });
+    const after = decodeTotals(await client.metrics());
+    const steps = after.steps - before.steps;
+    return {
+      side: {
+        ...summarize(run.outcomes, run.windowMs, options.rate),
+        meanDecodeBatch: steps > 0 ? Number(((after.sequences - before.sequences) / steps).toFixed(2)) : 0,
+      },
+      blockTokens,
+    };
+  } finally {
+    await node.stop();
+    log.end();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Generation decode steps and their sequences (batched and native paths) from /metrics. */
+function decodeTotals(metrics: string): { steps: number; sequences: number } {
+  let steps = 0;
+  let sequences = 0;
+  for (const line of metrics.split("\n")) {
+    const m = /^kvgraft_decode_(steps|sequences)_total\{path="(batched|native)"\} (\S+)$/.exec(line);
+    if (!m) continue;
+    if (m[1] === "steps") steps += Number(m[3]);
+    else sequences += Number(m[3]);
+  }
+  return { steps, sequences };
+}
+
+async function runLlamaServer(
+  options: ServeBenchOptions,
+  binary: string,
+  logDir: string,
+  name: string,
+  texts: string[],
+  query: (i: number) => string,
+): Promise<ServeSide> {
+  const slots = options.slots === "vram" ? 16 : options.slots;
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const log = createWriteStream(join(logDir, `llama-server-${name}.log`));
+  const server = supervise({
+    name: `llama-server (see ${join(logDir, `llama-server-${name}.log`)})`,
+    command: binary,
+    args: [
+      "-m",
+      options.modelPath,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--parallel",
+      String(slots),
+      // Its context is shared by the slots: each gets contextSize.
+      "-c",
+      String(options.contextSize * slots),
+      "--cont-batching",
+      "-fa",
+      "on",
+      "-ngl",
+      "999",
+      ...(options.env.KV_THREADS ? ["-t", options.env.KV_THREADS] : []),
+    ],
+    env: options.env,
+    stderr: log,
+  });
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    const deadline = Date.now() + 600_000;
+    while (true) {
+      if (!server.running) throw new Error(`llama-server exited before it was ready: ${server.stderr()}`);
+      const ok = await fetch(`${base}/health`)
+        .then((r) => r.status === 200)
+        .catch(() => false);
+      if (ok) break;
+      if (Date.now() > deadline) throw new Error("llama-server was not ready within 600 s");
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const complete = async (prompt: string) => {
+      const res = await fetch(`${base}/completion`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt, n_predict: options.maxTokens, temperature: 0, cache_prompt: true }),
+        signal: AbortSignal.timeout(options.timeoutMs),
+      });
+      if (!res.ok) return { status: String(res.status), tokens: 0 };
+      const body = (await res.json()) as { tokens_predicted?: number };
+      return { status: "200", tokens: body.tokens_predicted ?? 0 };
+    };
+    for (const text of texts) await complete(text + query(0));
+    const run = await openLoop(options.rate, options.durationS, (i) =>
+      complete((texts[i % texts.length] as string) + query(i)),
+    );
+    return summarize(run.outcomes, run.windowMs, options.rate);
+  } finally {
+    await server.stop();
+    log.end();
+  }
+}
