@@ -8,7 +8,7 @@
  */
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Decoded, decode } from "../gpu-node/blocks/generation.js";
+import { type Decoded, decode } from "../gpu-node/blocks/slots/generation.js";
 import type { GenerationOptions } from "../gpu-node/blocks/types.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
