@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { type DecodeCounts, decodeCountsSince } from "../gpu-node/engine/decode-stats.js";
 import { Engine, type LlamaBinary } from "../gpu-node/engine/engine.js";
+import { Xoshiro128 } from "../gpu-node/synth/random.js";
+import { randomTokens } from "../gpu-node/verify.js";
 
 export interface DecodeBatchesOptions {
   modelPath: string;
@@ -58,8 +60,12 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
     const distinct = options.workload === "distinct" ? options.clients : 1;
     const ids: string[] = [];
     for (let b = 0; b < distinct; b++) {
-      const text = `Block ${b}: ${"the worked solution of a problem, step by step. ".repeat(Math.ceil((options.blockTokens ?? 200) / 10))}`;
-      ids.push((await blocks.deposit(text)).sha256);
+      const tokens = randomTokens(
+        new Xoshiro128(`decode-batches-${b}`),
+        options.blockTokens ?? 200,
+        engine.vocabSize,
+      );
+      ids.push((await blocks.depositTokens(tokens)).sha256);
     }
     const before = engine.decodeStats.snapshot();
     const outputs = new Map<string, string>();

@@ -8,6 +8,11 @@
 #   bash scripts/gpu-round.sh energy      # 12b preset: recompute vs hot vs warm energy at 11,994 tokens
 #   bash scripts/gpu-round.sh load        # 12b preset: kvgraft bench edge --path graft at 8, 16, 32 req/s
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
+#   bash scripts/gpu-round.sh batches     # 12b preset: kvgraft bench batches, 32 slots, 32 clients, hot-1 and
+#                                         # distinct: the sequences each llama_decode carried, tokens/s
+#   bash scripts/gpu-round.sh serve       # 12b preset: kvgraft bench serve against llama-server (LLAMA_SERVER=bin,
+#                                         # default: built here by scripts/build-llama-server.sh cuda), hot-1 and
+#                                         # warm-12 at SERVE_RATES (default "50 100 200") req/s, 32 slots, 16 tokens
 #   bash scripts/gpu-round.sh bucket      # 1b preset, a 10,000-token block (~328 MB of f16 state): kvgraft bench
 #                                         # bucket (local cold restore vs a graft fetched from s3rver on
 #                                         # loopback), 4 and 8 ranged GETs at once; needs S3RVER_DIR (the output
@@ -127,6 +132,19 @@ case "${1:-}" in
     $cli bench graft --model "$(model 12b)" --lengths 11994 --kv f16 --runs 3 --energy-seconds 20 --json \
       2>"$out/energy-12b.log" | tee "$out/energy-12b.txt"
     tail -n 1 "$out/energy-12b.txt" > "$out/energy-12b.json" ;;
+  batches)
+    for w in hot-1 distinct; do
+      $cli bench batches --model "$(model 12b)" --slots 32 --clients 32 --rounds 4 --max-tokens 16 \
+        --context 4096 --block-tokens 2000 --workload $w --json 2>"$out/batches-12b-$w.log" | tee "$out/batches-12b-$w.json"
+    done ;;
+  serve)
+    # The same model file, slots and arrivals for both servers; one document per rate.
+    server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "$out/../llama-server-cuda" 2>"$out/llama-server-build.log" | tail -n 1)}
+    for rate in ${SERVE_RATES:-50 100 200}; do
+      $cli bench serve --model "$(model 12b)" --llama-server "$server" --workloads hot-1,warm-12 \
+        --rate "$rate" --duration 30 --slots 32 --context 4096 --block-chars 8000 --max-tokens 16 \
+        --out "$out/serve-12b-h200-r$rate.json" 2>"$out/serve-12b-r$rate.log" | tee "$out/serve-12b-r$rate.txt"
+    done ;;
   load)
     # The graft path through serve gpu (12b, CUDA) + serve edge, at three constant arrival rates.
     MODEL_PATH="$(model 12b)" $cli bench edge --stack serve --rate 8,16,32 --duration 15 --path graft \

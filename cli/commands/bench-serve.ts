@@ -25,7 +25,7 @@ export const BATCHES_HELP = `usage: kvgraft bench batches --model FILE [--slots 
          [--max-tokens 32] [--workload hot-1|distinct] [--context 2048] [--block-tokens 200] [--json]
 
 In process: --clients concurrent grafts (closed loop, --rounds each) of one block (hot-1) or of one
-block per client (distinct), and what every llama_decode carried meanwhile: sequences per decode by
+block per client (distinct), blocks of --block-tokens random tokens, and what every llama_decode carried meanwhile: sequences per decode by
 path (batched: the batch loop; native: a lone greedy step; library: node-llama-cpp's queue), the
 mean batch of the generation steps, grafts and tokens a second, process CPU ms per token.
 Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS.`;

@@ -3,7 +3,7 @@
  * batches the evaluations of a context's sequences that happen to be queued together, but its
  * loop decodes whatever is queued the moment the previous batch ends, and a sequence whose
  * sampling or consumer is a few microtasks late misses it: eight concurrent grafts on tiny-llama
- * (CPU) shared a decode with 1.7 to 4.3 others on average, not 7 (docs/benchmarks.md). Here one
+ * (CPU) shared a decode with 1.6 to 4.3 others on average, not 7 (docs/benchmarks.md). Here one
  * loop per engine owns the steps: a step takes every member that asked for its next token by the
  * time the event loop turns once after the previous step (so every member whose token was just
  * delivered is in, and a slow consumer does not hold the others back), decodes them together
@@ -143,12 +143,14 @@ export class DecodeBatcher {
     });
   }
 
-  /** Steps while members wait; the event loop turns once before each step. */
+  /** Steps while members wait; the event loop turns once before a step some member is not waiting for. */
   private async loop(): Promise<void> {
     this.looping = true;
     try {
       while (true) {
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        // Members whose token was just delivered ask for the next within this turn: wait for it
+        // unless every member is waiting already (a decode alone steps without the turn).
+        if ([...this.members].some((m) => m.waiter === null)) await new Promise<void>((r) => setImmediate(r));
         const ready = [...this.members].filter((m) => m.waiter !== null);
         if (ready.length === 0) return;
         await this.step(ready).catch((err: unknown) => {
