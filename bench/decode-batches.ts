@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
 import { type DecodeCounts, decodeCountsSince } from "../gpu-node/engine/decode-stats.js";
 import { Engine, type LlamaBinary } from "../gpu-node/engine/engine.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 
 export interface DecodeBatchesOptions {
   modelPath: string;

@@ -12,8 +12,8 @@ import { type Decoded, decode } from "../gpu-node/blocks/slots/generation.js";
 import type { GenerationOptions } from "../gpu-node/blocks/types.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
-import { Xoshiro128 } from "../gpu-node/synth/random.js";
 import { randomTokens } from "../gpu-node/verify.js";
+import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const SLOTS = 4;
