@@ -139,7 +139,7 @@ case "${1:-}" in
     done ;;
   serve)
     # The same model file, slots and arrivals for both servers; one document per rate.
-    server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "$out/../llama-server-cuda" 2>"$out/llama-server-build.log" | tail -n 1)}
+    server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "${LLAMA_SERVER_DIR:-/root/llama-server-cuda}" 2>"$out/llama-server-build.log" | tail -n 1)}
     for rate in ${SERVE_RATES:-50 100 200}; do
       $cli bench serve --model "$(model 12b)" --llama-server "$server" --workloads hot-1,warm-12 \
         --rate "$rate" --duration 30 --slots 32 --context 4096 --block-chars 8000 --max-tokens 16 \
