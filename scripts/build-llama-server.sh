@@ -19,7 +19,9 @@ mode=${1:-}
 out=${2:-.data/llama-server-$mode}
 gpu=()
 [[ $mode == cuda ]] && gpu=(-DGGML_CUDA=ON)
-cmake -S "$src" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S "$src" -B "$out" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF \
   -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
   -DLLAMA_BUILD_APP=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF \
   "${gpu[@]}" >&2
