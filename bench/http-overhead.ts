@@ -62,10 +62,8 @@ export async function benchHttpOverhead(o: {
     }
     const secret = randomBytes(24).toString("hex");
     const node = await startGpuNode({
-      modelPath: o.modelPath,
+      env: { MODEL_PATH: o.modelPath, KVGRAFT_GPU_SECRET: secret, KV_LLAMA: o.binary },
       dataDir: join(dir, "http"),
-      secret,
-      binary: o.binary,
       port: 0,
       contextSize: o.contextSize,
       sandbox: false,

@@ -1,93 +1,262 @@
 /**
  * GPU-node configuration, validated once at start with zod. This is the only module of the GPU
- * node that reads the environment (a lint rule keeps it so).
+ * node that reads the environment (test/source-rules.test.ts keeps it so). Two parts, no setting in
+ * both: the environment (`gpuEnvSchema`: every variable, its default and meaning, declared once;
+ * the README's table is generated from it) and the options of one start (`serve gpu`'s flags,
+ * `gpuOptionsSchema`). `resolveGpuNodeConfig` turns both into the `GpuNodeConfig` the node runs.
  */
 import { delimiter } from "node:path";
 import { z } from "zod";
-import { logLevelSetting, parseEnv } from "../shared/http/config.js";
+import { nodeIdSchema } from "../shared/heartbeat.js";
+import { ConfigError, logLevelSetting, parseEnv } from "../shared/http/config.js";
+import type { LogLevel } from "../shared/http/logger.js";
+import { formatValidationIssues } from "../shared/http/zod-issues.js";
 import type { BucketConfig } from "./blocks/bucket/bucket.js";
-import { SANDBOX_CHOICES } from "./sandbox/choices.js";
+import { SANDBOX_CHOICES, type SandboxChoice } from "./sandbox/choices.js";
 
-const envSchema = z.object({
-  /** `lastBuild` loads the CUDA build installed on the GPU machine; `cpu` (default) the CPU build. */
-  KV_LLAMA: z.enum(["cpu", "lastBuild", "auto"]).default("cpu"),
-  /** llama.cpp threads; defaults to the available parallelism. */
-  KV_THREADS: z.coerce.number().int().positive().optional(),
-  /** Shared secret for signed edge-to-GPU requests. */
-  KVGRAFT_GPU_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
-  /** The secret KVGRAFT_GPU_SECRET replaces: still accepted during a rotation (docs/deploy.md). */
-  KVGRAFT_GPU_SECRET_PREVIOUS: z.string().min(16, "must be at least 16 characters").optional(),
-  /** A real GGUF model; without it the embedded default generates a tiny random-weight model. */
-  MODEL_PATH: z.string().min(1).optional(),
-  /** Cloudflare Access application audience (AUD tag); with the team domain, requests need an Access JWT. */
-  KVGRAFT_ACCESS_AUD: z.string().min(1).optional(),
-  /** Cloudflare Access team domain, e.g. https://team.cloudflareaccess.com (issuer and key host). */
-  KVGRAFT_ACCESS_TEAM_DOMAIN: z.url().optional(),
-  /** The edge this node registers with and sends heartbeats to. */
-  KVGRAFT_EDGE_URL: z.url().optional(),
-  /** A fixed node id (otherwise one is kept in the data folder). */
-  KVGRAFT_NODE_ID: z.string().min(1).optional(),
-  /** The URL the edge should use to reach this node, when it differs from the listening address. */
-  KVGRAFT_PUBLIC_URL: z.url().optional(),
-  /** Least severe log level written: debug, info (default), warn, error, silent. */
-  KVGRAFT_LOG_LEVEL: logLevelSetting,
-  /**
-   * Where programs run (gpu-node/sandbox): `auto` (default) and `wasm` CPython on WebAssembly,
-   * installed by npm; `bwrap` the host's python3 under bubblewrap, which must be installed.
-   */
-  KVGRAFT_SANDBOX: z.enum(SANDBOX_CHOICES, { error: "must be auto, wasm or bwrap" }).default("auto"),
-  /**
-   * The durable block bucket, path-style: an S3-compatible endpoint and the bucket name, e.g.
-   * https://<account>.r2.cloudflarestorage.com/kvgraft-blocks. Unset: blocks live on local disk only.
-   */
-  KVGRAFT_BUCKET_URL: z.url({ protocol: /^https?$/ }).optional(),
-  /** Access key id of the bucket's API token (R2: an R2 API token's access key id). */
-  KVGRAFT_BUCKET_ACCESS_KEY_ID: z.string().min(1).optional(),
-  KVGRAFT_BUCKET_SECRET_ACCESS_KEY: z.string().min(1).optional(),
-  /** SigV4 region of the bucket; R2 takes `auto` (the default). */
-  KVGRAFT_BUCKET_REGION: z.string().min(1).default("auto"),
-  /** Ranged GETs in flight when a block is fetched from the bucket (default 4). */
-  KVGRAFT_BUCKET_FETCH_PARALLEL: z.coerce.number().int().min(1).max(64).optional(),
-  /** Block states larger than this are uploaded in parts (default 4 GiB, under R2's ~5 GiB single PUT). */
-  KVGRAFT_BUCKET_MULTIPART_THRESHOLD_BYTES: z.coerce.number().int().positive().optional(),
-  /** Part size of multipart uploads (default 64 MiB); S3 and R2 require at least 5 MiB. */
-  KVGRAFT_BUCKET_PART_BYTES: z.coerce
-    .number()
-    .int()
-    .min(5 * 2 ** 20, "must be at least 5 MiB (5242880), the S3 minimum part size")
-    .optional(),
-  /**
-   * With a bucket: bytes of block files kept on local disk; past it, the least recently used
-   * blocks that are safe in the bucket are deleted locally. Unset: no limit.
-   */
-  KVGRAFT_DISK_BUDGET_BYTES: z.coerce.number().int().positive().optional(),
-  /**
-   * Warm start: `on` (default) fills the warm tier from the local block store after each start,
-   * most recently used first; `off` leaves it empty until grafts fill it.
-   */
-  KVGRAFT_WARM_START: z.enum(["on", "off"], { error: "must be on or off" }).default("on"),
-  /** Bytes of block state the warm tier holds in RAM (pinned on our engine build); 0 turns it off. Default 2 GiB. */
-  KVGRAFT_WARM_BUDGET_BYTES: z.coerce.number().int().nonnegative().optional(),
-});
+const secret = z.string().min(16, "must be at least 16 characters").optional();
+const positiveInt = z.coerce.number().int().positive();
 
-const envSchemaChecked = envSchema.superRefine((env, ctx) => {
-  if (!env.KVGRAFT_BUCKET_URL) return;
-  for (const key of ["KVGRAFT_BUCKET_ACCESS_KEY_ID", "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"] as const)
-    if (!env[key])
-      ctx.addIssue({ code: "custom", path: [key], message: "is required with KVGRAFT_BUCKET_URL" });
-  if (new URL(env.KVGRAFT_BUCKET_URL).pathname.replace(/\/+$/, "") === "")
-    ctx.addIssue({
-      code: "custom",
-      path: ["KVGRAFT_BUCKET_URL"],
-      message: "must end with the bucket name (path-style: <endpoint>/<bucket>)",
-    });
-});
+/** Every variable the GPU node reads (and `verify`, `bench`, `sandbox` and `eval` with it). */
+export const gpuEnvSchema = z
+  .object({
+    MODEL_PATH: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "a GGUF model (`serve gpu --model` wins); `npm start` runs the embedded one without it (models/kvgraft-math.gguf, [docs/model.md](docs/model.md))",
+      ),
+    KV_LLAMA: z
+      .enum(["cpu", "lastBuild", "auto"])
+      .default("cpu")
+      .describe(
+        "the llama.cpp binary (also `verify`, `bench`): `cpu`; `lastBuild`, node-llama-cpp's last local build ([our engine build](#the-engine-build), or a CUDA build installed as such on a GPU machine); `auto`",
+      ),
+    KV_THREADS: positiveInt
+      .optional()
+      .describe(
+        "llama.cpp threads (also `verify`, `bench`); default: the machine's available parallelism (node-llama-cpp's own default oversubscribes small machines badly), one for a model file under 64 MiB such as the embedded model (its per-token work is smaller than the threads' synchronization)",
+      ),
+    KVGRAFT_GPU_SECRET: secret.describe(
+      "required: the shared secret (at least 16 characters) of the HMAC-signed edge-to-GPU requests (generated by `npm start`)",
+    ),
+    KVGRAFT_GPU_SECRET_PREVIOUS: secret.describe(
+      "the secret `KVGRAFT_GPU_SECRET` replaces, during a rotation without downtime: the node still accepts it and signs its heartbeats with it; see [docs/deploy.md](docs/deploy.md#6-rotating-the-gpu-secret)",
+    ),
+    KVGRAFT_ACCESS_AUD: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "with `KVGRAFT_ACCESS_TEAM_DOMAIN` (both or neither): the Cloudflare Access application audience (AUD tag); every signed route then needs an Access JWT",
+      ),
+    KVGRAFT_ACCESS_TEAM_DOMAIN: z
+      .url()
+      .optional()
+      .describe(
+        "the Cloudflare Access team domain, e.g. https://team.cloudflareaccess.com (issuer and key host)",
+      ),
+    KVGRAFT_EDGE_URL: z
+      .url()
+      .optional()
+      .describe(
+        "an edge to register with and send signed heartbeats to (several GPU nodes); `serve gpu --edge-url` wins",
+      ),
+    KVGRAFT_NODE_ID: nodeIdSchema
+      .optional()
+      .describe(
+        "this node's id at the edge (`--node-id` wins); default one generated once and kept in the data folder",
+      ),
+    KVGRAFT_PUBLIC_URL: z
+      .url()
+      .optional()
+      .describe("the URL the edge reaches this node on (`--public-url` wins); default the listening address"),
+    KVGRAFT_LOG_LEVEL: logLevelSetting.describe(
+      "`debug`, `info`, `warn`, `error` or `silent`: the least severe log line written (JSON lines on stderr, in `DATA_DIR/kvgraft.log` under `npm start`)",
+    ),
+    KVGRAFT_SANDBOX: z
+      .enum(SANDBOX_CHOICES, { error: "must be auto, wasm or bwrap" })
+      .default("auto")
+      .describe(
+        "where programs run (also `kvgraft sandbox`, `eval`): `auto` or `wasm`, CPython compiled to WebAssembly (installed by `npm ci`); `bwrap`, the host's `python3` under bubblewrap, which must be installed (else 501 `sandbox_unavailable`)",
+      ),
+    KVGRAFT_BUCKET_URL: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe(
+        "keep blocks in an S3-compatible bucket (Cloudflare R2), path-style `<endpoint>/<bucket>`, e.g. `https://<account>.r2.cloudflarestorage.com/kvgraft-blocks`; see [docs/deploy-r2.md](docs/deploy-r2.md). Unset: blocks live on local disk only",
+      ),
+    KVGRAFT_BUCKET_ACCESS_KEY_ID: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("access key id of the bucket's API token (required with `KVGRAFT_BUCKET_URL`)"),
+    KVGRAFT_BUCKET_SECRET_ACCESS_KEY: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("its secret access key (required with `KVGRAFT_BUCKET_URL`)"),
+    KVGRAFT_BUCKET_REGION: z
+      .string()
+      .min(1)
+      .default("auto")
+      .describe("SigV4 region of the bucket; R2 takes `auto`"),
+    KVGRAFT_BUCKET_FETCH_PARALLEL: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe("with a bucket: ranged GETs of 8 MiB pieces in flight per fetch; default 4"),
+    KVGRAFT_BUCKET_MULTIPART_THRESHOLD_BYTES: positiveInt
+      .optional()
+      .describe(
+        "with a bucket: block states above this upload in parts; default 4 GiB (under R2's ~5 GiB single PUT)",
+      ),
+    KVGRAFT_BUCKET_PART_BYTES: z.coerce
+      .number()
+      .int()
+      .min(5 * 2 ** 20, "must be at least 5 MiB (5242880), the S3 minimum part size")
+      .optional()
+      .describe("with a bucket: the part size of multipart uploads; default 64 MiB, at least 5 MiB"),
+    KVGRAFT_DISK_BUDGET_BYTES: positiveInt
+      .optional()
+      .describe(
+        "with a bucket: bytes of block files kept on local disk (LRU; only blocks safe in the bucket are evicted); default no limit",
+      ),
+    KVGRAFT_WARM_START: z
+      .enum(["on", "off"], { error: "must be on or off" })
+      .default("on")
+      .describe(
+        "`on` or `off`: after each start the node refills the warm tier from its local blocks in the background, most recently used first, each hash-checked ([design](docs/design.md#blocks)); `/health` `warmStart` says how far it is",
+      ),
+    KVGRAFT_WARM_BUDGET_BYTES: z.coerce
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe(
+        "bytes of block state the warm tier keeps in RAM (pinned memory on [the engine build](#the-engine-build), else tmpfs); default 2 GiB, 0 turns the tier off",
+      ),
+  })
+  .superRefine((env, ctx) => {
+    if (!env.KVGRAFT_ACCESS_AUD !== !env.KVGRAFT_ACCESS_TEAM_DOMAIN)
+      ctx.addIssue({
+        code: "custom",
+        path: [env.KVGRAFT_ACCESS_AUD ? "KVGRAFT_ACCESS_TEAM_DOMAIN" : "KVGRAFT_ACCESS_AUD"],
+        message:
+          "KVGRAFT_ACCESS_AUD and KVGRAFT_ACCESS_TEAM_DOMAIN go together (a Cloudflare Access application)",
+      });
+    if (!env.KVGRAFT_BUCKET_URL) return;
+    for (const key of ["KVGRAFT_BUCKET_ACCESS_KEY_ID", "KVGRAFT_BUCKET_SECRET_ACCESS_KEY"] as const)
+      if (!env[key])
+        ctx.addIssue({ code: "custom", path: [key], message: "is required with KVGRAFT_BUCKET_URL" });
+    if (new URL(env.KVGRAFT_BUCKET_URL).pathname.replace(/\/+$/, "") === "")
+      ctx.addIssue({
+        code: "custom",
+        path: ["KVGRAFT_BUCKET_URL"],
+        message: "must end with the bucket name (path-style: <endpoint>/<bucket>)",
+      });
+  });
 
-export type GpuEnv = z.infer<typeof envSchema>;
+export type GpuEnv = z.output<typeof gpuEnvSchema>;
 
 /** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
 export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
-  return parseEnv(envSchemaChecked, env);
+  return parseEnv(gpuEnvSchema, env);
+}
+
+/** The options of one start that are not in the environment (`serve gpu`'s flags, or a caller's). */
+export const gpuOptionsSchema = z
+  .object({
+    host: z.string().min(1).default("127.0.0.1"),
+    port: z.number().int().min(0).max(65535).default(8788),
+    dataDir: z.string().min(1),
+    /**
+     * Deposits verify in a second slot, so a node needs at least two; "vram": as many as the
+     * GPU's memory holds beside the model (the hot tier's size).
+     */
+    slots: z.union([z.number().int().min(2).max(256), z.literal("vram")]).default(2),
+    contextSize: z.number().int().min(64).default(4096),
+    kvType: z.enum(["f16", "q8_0"]).default("f16"),
+    /** Model jobs that may wait for a slot; default twice the slots. */
+    maxWaiting: z.number().int().nonnegative().optional(),
+    /** How long a drain waits for in-flight requests before aborting them. */
+    drainTimeoutMs: z.number().int().nonnegative().default(30_000),
+    /** False: no sandbox, no programs run (`--no-sandbox`). */
+    sandbox: z.boolean().default(true),
+    heartbeatMs: z.number().int().min(50).max(600_000).default(2_000),
+  })
+  .strict();
+export type GpuOptions = z.input<typeof gpuOptionsSchema>;
+
+/** What starts a node: its environment (variables as strings, empty ones unset) and its options. */
+export interface GpuNodeInput extends GpuOptions {
+  env: Record<string, string | undefined>;
+}
+
+/** Everything a node runs with, resolved once. */
+export interface GpuNodeConfig extends z.output<typeof gpuOptionsSchema> {
+  modelPath: string;
+  binary: GpuEnv["KV_LLAMA"];
+  threads?: number | undefined;
+  secret: string;
+  /** The secret `secret` replaces: still accepted, and it signs heartbeats. */
+  previousSecret?: string | undefined;
+  access?: { audience: string; teamDomain: string } | undefined;
+  /** The edge to register with and send heartbeats to; none: the node runs on its own. */
+  edgeUrl?: string | undefined;
+  /** This node's id at the edge; default one generated once and kept in `<dataDir>/node-id`. */
+  nodeId?: string | undefined;
+  /** The URL the edge reaches this node on; default the listening address. */
+  publicUrl?: string | undefined;
+  logLevel: LogLevel;
+  sandboxBackend: SandboxChoice;
+  /** The durable block bucket; none: blocks live on local disk only. */
+  bucket?: BucketConfig | undefined;
+  diskBudgetBytes?: number | undefined;
+  /** Bytes of the warm tier; 0 turns it off; default (the block service's) 2 GiB. */
+  warmBudgetBytes?: number | undefined;
+  /** Fill the warm tier from disk after the start (warm-start.ts). */
+  warmStart: boolean;
+}
+
+/**
+ * The node's configuration from its environment and options; a ConfigError naming every invalid
+ * variable or option (MODEL_PATH and KVGRAFT_GPU_SECRET are required).
+ */
+export function resolveGpuNodeConfig({ env: vars, ...options }: GpuNodeInput): GpuNodeConfig {
+  const env = readGpuEnv(vars);
+  const parsed = gpuOptionsSchema.safeParse(options);
+  if (!parsed.success)
+    throw new ConfigError(`invalid configuration: ${formatValidationIssues(parsed.error, "options")}`);
+  const missing = (["MODEL_PATH", "KVGRAFT_GPU_SECRET"] as const).filter((name) => !env[name]);
+  if (missing.length)
+    throw new ConfigError(
+      `invalid configuration: ${missing.map((name) => `${name}: is required`).join("; ")}`,
+    );
+  return {
+    ...parsed.data,
+    modelPath: env.MODEL_PATH as string,
+    binary: env.KV_LLAMA,
+    threads: env.KV_THREADS,
+    secret: env.KVGRAFT_GPU_SECRET as string,
+    previousSecret: env.KVGRAFT_GPU_SECRET_PREVIOUS,
+    access:
+      env.KVGRAFT_ACCESS_AUD && env.KVGRAFT_ACCESS_TEAM_DOMAIN
+        ? { audience: env.KVGRAFT_ACCESS_AUD, teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN }
+        : undefined,
+    edgeUrl: env.KVGRAFT_EDGE_URL,
+    nodeId: env.KVGRAFT_NODE_ID,
+    publicUrl: env.KVGRAFT_PUBLIC_URL,
+    logLevel: env.KVGRAFT_LOG_LEVEL,
+    sandboxBackend: env.KVGRAFT_SANDBOX,
+    bucket: bucketConfig(env),
+    diskBudgetBytes: env.KVGRAFT_DISK_BUDGET_BYTES,
+    warmBudgetBytes: env.KVGRAFT_WARM_BUDGET_BYTES,
+    warmStart: env.KVGRAFT_WARM_START === "on",
+  };
 }
 
 /** The block bucket the environment names, or undefined when none is configured. */

@@ -64,10 +64,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "kvgraft-flywheel-"));
   node = await startGpuNode(
     {
-      modelPath: syntheticModel("tiny-llama"),
+      env: { MODEL_PATH: syntheticModel("tiny-llama"), KVGRAFT_GPU_SECRET: SECRET },
       port: 0,
       dataDir: join(dir, "gpu"),
-      secret: SECRET,
       contextSize: 1024,
     },
     silentLogger,

@@ -43,18 +43,20 @@ beforeAll(async () => {
   const model = syntheticModel("tiny-llama");
   rotating = await startGpuNode(
     {
-      modelPath: model,
+      env: {
+        MODEL_PATH: model,
+        KVGRAFT_GPU_SECRET: NEW,
+        KVGRAFT_GPU_SECRET_PREVIOUS: OLD,
+        KVGRAFT_EDGE_URL: edges.old.url,
+        KVGRAFT_NODE_ID: "rotating",
+      },
       port: 0,
       dataDir: join(dir, "rotating"),
-      secret: NEW,
-      previousSecret: OLD,
-      edgeUrl: edges.old.url,
-      nodeId: "rotating",
     },
     silentLogger,
   );
   rotated = await startGpuNode(
-    { modelPath: model, port: 0, dataDir: join(dir, "rotated"), secret: NEW },
+    { env: { MODEL_PATH: model, KVGRAFT_GPU_SECRET: NEW }, port: 0, dataDir: join(dir, "rotated") },
     silentLogger,
   );
   edges.rotating = await startEdge("rotating", { KVGRAFT_GPU_SECRET: NEW, KVGRAFT_GPU_SECRET_PREVIOUS: OLD });

@@ -30,7 +30,12 @@ let client: GpuNodeClient;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "kvgraft-solve-"));
   node = await startGpuNode(
-    { modelPath: syntheticModel("tiny-llama"), port: 0, dataDir, secret: SECRET, contextSize: 1024 },
+    {
+      env: { MODEL_PATH: syntheticModel("tiny-llama"), KVGRAFT_GPU_SECRET: SECRET },
+      port: 0,
+      dataDir,
+      contextSize: 1024,
+    },
     silentLogger,
   );
   client = createGpuClient({ baseUrl: node.url, secret: SECRET });

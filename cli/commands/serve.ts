@@ -1,14 +1,8 @@
 import { resolve } from "node:path";
-import { bucketConfig } from "../../gpu-node/config.js";
-import {
-  gpuNodeConfigSchema,
-  type ResolvedGpuNodeConfig,
-  type RunningGpuNode,
-  startGpuNode,
-} from "../../gpu-node/server/node.js";
-import { formatValidationIssues } from "../../shared/http/zod-issues.js";
+import { type GpuNodeInput, resolveGpuNodeConfig } from "../../gpu-node/config.js";
+import { type RunningGpuNode, startGpuNode } from "../../gpu-node/server/node.js";
 import { intFlag, parseFlags, printJson, requireGgufFile, UsageError, UserError } from "../args.js";
-import { readCliGpuEnv } from "../gpu-env.js";
+import { inheritedEnv } from "../config.js";
 import { portInUseMessage } from "../ports.js";
 
 const HELP = `usage: kvgraft serve gpu --model FILE [--port 8788] [--host 127.0.0.1] [--data-dir DIR]
@@ -48,50 +42,37 @@ export default async function serve(argv: string[]): Promise<number> {
   throw new UsageError(`expected 'serve gpu' or 'serve edge', got ${target ? `'${target}'` : "nothing"}`);
 }
 
-/** Flags and environment as a validated node configuration; anything wrong is a UsageError (exit 2). */
-function gpuConfig(flags: Record<string, string | boolean | undefined>): ResolvedGpuNodeConfig {
-  const env = readCliGpuEnv();
+/**
+ * The node's environment and options from this process's environment and the flags (which win
+ * over the variables they stand for); the node validates both once (a ConfigError: exit 2).
+ */
+function gpuInput(flags: Record<string, string | boolean | undefined>): GpuNodeInput {
   const str = (name: string) => (typeof flags[name] === "string" ? (flags[name] as string) : undefined);
-  const modelPath = str("model") ?? env.MODEL_PATH;
+  const env = inheritedEnv();
+  const modelPath = str("model") ?? (env.MODEL_PATH || undefined);
   if (!modelPath) throw new UsageError("--model FILE (or MODEL_PATH) is required");
   requireGgufFile(modelPath, str("model") ? "--model" : "MODEL_PATH");
-  const optional = (key: string, value: string | undefined) => (value ? { [key]: value } : {});
   const int = (name: string, key: string, min: number) =>
     str(name) === undefined ? {} : { [key]: intFlag(str(name), name, 0, min) };
-  const parsed = gpuNodeConfigSchema.safeParse({
-    modelPath,
+  return {
+    env: {
+      ...env,
+      MODEL_PATH: modelPath,
+      ...(str("edge-url") !== undefined ? { KVGRAFT_EDGE_URL: str("edge-url") } : {}),
+      ...(str("node-id") !== undefined ? { KVGRAFT_NODE_ID: str("node-id") } : {}),
+      ...(str("public-url") !== undefined ? { KVGRAFT_PUBLIC_URL: str("public-url") } : {}),
+    },
     dataDir: resolve(str("data-dir") ?? ".data/gpu"),
-    secret: env.KVGRAFT_GPU_SECRET,
-    ...optional("previousSecret", env.KVGRAFT_GPU_SECRET_PREVIOUS),
-    binary: env.KV_LLAMA,
     sandbox: !flags["no-sandbox"],
-    sandboxBackend: env.KVGRAFT_SANDBOX,
-    logLevel: env.KVGRAFT_LOG_LEVEL,
-    ...(str("host") !== undefined ? { host: str("host") } : {}),
-    ...(str("kv") !== undefined ? { kvType: str("kv") } : {}),
+    ...(str("host") !== undefined ? { host: str("host") as string } : {}),
+    ...(str("kv") !== undefined ? { kvType: str("kv") as "f16" } : {}),
     ...int("port", "port", 0),
-    ...(str("slots") === "vram" ? { slots: "vram" } : int("slots", "slots", 1)),
+    ...(str("slots") === "vram" ? { slots: "vram" as const } : int("slots", "slots", 1)),
     ...int("context", "contextSize", 1),
     ...int("max-waiting", "maxWaiting", 0),
     ...int("drain-timeout-ms", "drainTimeoutMs", 0),
     ...int("heartbeat-ms", "heartbeatMs", 1),
-    ...optional("edgeUrl", str("edge-url") ?? env.KVGRAFT_EDGE_URL),
-    ...optional("nodeId", str("node-id") ?? env.KVGRAFT_NODE_ID),
-    ...optional("publicUrl", str("public-url") ?? env.KVGRAFT_PUBLIC_URL),
-    ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
-    ...(bucketConfig(env) ? { bucket: bucketConfig(env) } : {}),
-    ...(env.KVGRAFT_DISK_BUDGET_BYTES ? { diskBudgetBytes: env.KVGRAFT_DISK_BUDGET_BYTES } : {}),
-    ...(env.KVGRAFT_WARM_BUDGET_BYTES !== undefined
-      ? { warmBudgetBytes: env.KVGRAFT_WARM_BUDGET_BYTES }
-      : {}),
-    warmStart: env.KVGRAFT_WARM_START === "on",
-    ...(env.KVGRAFT_ACCESS_AUD || env.KVGRAFT_ACCESS_TEAM_DOMAIN
-      ? { access: { audience: env.KVGRAFT_ACCESS_AUD, teamDomain: env.KVGRAFT_ACCESS_TEAM_DOMAIN } }
-      : {}),
-  });
-  if (!parsed.success)
-    throw new UsageError(`invalid configuration: ${formatValidationIssues(parsed.error, "config")}`);
-  return parsed.data;
+  };
 }
 
 async function serveGpu(argv: string[]): Promise<number> {
@@ -117,10 +98,12 @@ async function serveGpu(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  const config = gpuConfig(flags);
+  const input = gpuInput(flags);
+  // Validated before the engine opens: a mistake is one line and exit 2.
+  const config = resolveGpuNodeConfig(input);
   let node: RunningGpuNode;
   try {
-    node = await startGpuNode(config);
+    node = await startGpuNode(input);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
     throw new UserError(

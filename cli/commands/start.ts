@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { readListenConfig } from "../../edge/config.js";
+import { readEdgeConfig } from "../../edge/config.js";
 import { systemClock } from "../../edge/http.js";
 import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/runtime/node.js";
 import { adminSolutionRequestSchema } from "../../edge/schemas.js";
@@ -18,7 +18,6 @@ import { depositSolution } from "../../edge/services/admin.service.js";
 import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
 import { ISOLATION_TEXT } from "../../gpu-node/sandbox/choices.js";
 import { DomainError } from "../../shared/errors.js";
-import { logLevelSetting, parseEnv } from "../../shared/http/config.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { EMBEDDED_MODEL } from "../../tools/model/spec.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
@@ -69,11 +68,19 @@ export default async function start(argv: string[]): Promise<number> {
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
   const dataDir = resolve(flags["data-dir"] ?? env.dataDir ?? ".data");
   const gpuPort = intFlag(env.gpuPort, "GPU_PORT", 8788, 0);
-  const edgeListen = readListenConfig(inheritedEnv());
-  const { KVGRAFT_LOG_LEVEL: logLevel } = parseEnv(
-    z.object({ KVGRAFT_LOG_LEVEL: logLevelSetting }).loose(),
-    inheritedEnv(),
-  );
+  const secret = env.gpuSecret ?? randomBytes(32).toString("hex");
+  // The edge's environment, validated before anything starts; the GPU node's URL joins it once
+  // the node listens (one the environment names is not the one started here).
+  const { KVGRAFT_GPU_URL: _notThisNode, ...inherited } = inheritedEnv();
+  const edgeEnv = {
+    ...inherited,
+    LIBSQL_URL: env.libsqlUrl ?? `file:${join(dataDir, "kvgraft.db")}`,
+    KVGRAFT_GPU_SECRET: secret,
+    // The embedded model's final part (a program of up to ~60 tokens) needs 1,024 tokens over
+    // 4 samples: 256 (the edge's own default) leaves 32 tokens for it.
+    KVGRAFT_SOLVE_MAX_TOKENS: inherited.KVGRAFT_SOLVE_MAX_TOKENS ?? String(EMBEDDED_SOLVE_MAX_TOKENS),
+  };
+  const { listen: edgeListen, logLevel } = readEdgeConfig(edgeEnv);
 
   // 1. The model.
   const embeddedModel = env.modelPath === undefined;
@@ -106,7 +113,6 @@ export default async function start(argv: string[]): Promise<number> {
   });
 
   // 2. The GPU node, as a child process through the same entry as this one.
-  const secret = env.gpuSecret ?? randomBytes(32).toString("hex");
   // The model goes by --model; an empty MODEL_PATH would fail the node's own validation.
   const { MODEL_PATH: _model, ...childEnv } = inheritedEnv();
   say(`starting the GPU node on port ${gpuPort} ...`);
@@ -152,16 +158,7 @@ export default async function start(argv: string[]): Promise<number> {
 
     // 3. The edge, in this process.
     edge = await startEdgeServer({
-      env: {
-        ...inheritedEnv(),
-        LIBSQL_URL: env.libsqlUrl ?? `file:${join(dataDir, "kvgraft.db")}`,
-        KVGRAFT_GPU_URL: gpuUrl,
-        KVGRAFT_GPU_SECRET: secret,
-        // The embedded model's final part (a program of up to ~60 tokens) needs 1,024 tokens over
-        // 4 samples: 256 (the edge's own default) leaves 32 tokens for it.
-        KVGRAFT_SOLVE_MAX_TOKENS:
-          inheritedEnv().KVGRAFT_SOLVE_MAX_TOKENS ?? String(EMBEDDED_SOLVE_MAX_TOKENS),
-      },
+      env: { ...edgeEnv, KVGRAFT_GPU_URL: gpuUrl },
       context: { syntheticModel: false },
       logger: logs.logger,
     });

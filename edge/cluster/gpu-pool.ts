@@ -13,7 +13,7 @@
 import { DomainError } from "../../shared/errors.js";
 import { GpuError, type GpuNodeClient } from "../../shared/gpu-client.js";
 import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
-import { type EdgeConfig, type PoolSettings, readPoolSettings } from "../config.js";
+import type { EdgeConfig, PoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
 import { type GpuNode, markNodeDown } from "../db/nodes.js";
 import { addReplica, blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
@@ -113,12 +113,11 @@ interface PoolContext extends CallContext {
 
 /**
  * The pool both entries run (edge/runtime/node.ts and worker.ts): the configured node, if any, plus
- * the registry's, with the cluster settings read from `env`.
+ * the registry's, with the cluster settings of the edge's configuration (`config.pool`).
  */
 export function createConfiguredPool(
   db: Database,
   config: EdgeConfig,
-  env: Record<string, unknown>,
   extra: Pick<GpuPoolOptions, "log" | "requestRebalance">,
 ): GpuPool {
   return createGpuPool({
@@ -128,7 +127,7 @@ export function createConfiguredPool(
     staticNode: config.gpu.url ? { id: config.gpu.nodeId, url: config.gpu.url } : null,
     timeoutMs: config.gpu.timeoutMs,
     healthTimeoutMs: config.gpu.healthTimeoutMs,
-    ...readPoolSettings(env),
+    ...config.pool,
     ...extra,
   });
 }

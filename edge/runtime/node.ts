@@ -17,9 +17,9 @@ import { createConfiguredPool, isGpuPool } from "../cluster/gpu-pool.js";
 import {
   type EdgeConfig,
   type EdgeContext,
+  NODE_DEFAULT_DB_URL,
   processEnv,
   readEdgeConfig,
-  readListenConfig,
 } from "../config.js";
 import { loadConsoleAssets } from "../console/node-assets.js";
 import { type Database, migrateDatabase, openDatabase } from "../db/client.js";
@@ -48,7 +48,7 @@ function closeIfBodyUnread<Rest extends unknown[]>(
 }
 
 /** The library database the Node entry uses when LIBSQL_URL and --db are unset. */
-export const DEFAULT_DB_URL = "file:.data/kvgraft.db";
+export const DEFAULT_DB_URL = NODE_DEFAULT_DB_URL;
 
 export interface EdgeServerOptions {
   /** Environment to configure from (default the process environment). */
@@ -88,7 +88,6 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
   };
   for (const [k, v] of Object.entries(options.overrides ?? {})) if (v !== undefined) env[k] = v;
   const config = readEdgeConfig(env, options.context);
-  const listen = readListenConfig(env);
   const logger = options.logger ?? createLogger({ level: config.logLevel });
 
   if (config.db.url.startsWith("file:")) {
@@ -103,7 +102,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     // GPU nodes: the configured one (a pool of one) plus any that register with heartbeats.
     const gpu =
       options.gpu ??
-      createConfiguredPool(database.db, config, env, {
+      createConfiguredPool(database.db, config, {
         log: (message, fields) => logger.info(message, fields),
       });
     const app = createApp({
@@ -118,10 +117,10 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
       runtime: "node",
       consoleAssets: loadConsoleAssets(),
     });
-    const host = options.host ?? listen.host;
+    const host = options.host ?? config.listen.host;
     const started = await new Promise<Server>((resolve, reject) => {
       const s = serve(
-        { fetch: closeIfBodyUnread(app.fetch), port: options.port ?? listen.port, hostname: host },
+        { fetch: closeIfBodyUnread(app.fetch), port: options.port ?? config.listen.port, hostname: host },
         () => resolve(s as Server),
       ) as Server;
       s.once("error", reject);

@@ -49,7 +49,7 @@ function build(env: Record<string, unknown>): Built {
     : createLocalRateLimiter({ limit: config.rateLimit.limit, windowS: config.rateLimit.periodS });
   const logger = createLogger({ level: config.logLevel });
   const rebalanceReasons = new Set<string>();
-  const pool = createConfiguredPool(db, config, env, {
+  const pool = createConfiguredPool(db, config, {
     log: (message, fields) => logger.info(message, fields),
     requestRebalance: (reason) => rebalanceReasons.add(reason),
   });

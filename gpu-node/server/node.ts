@@ -8,80 +8,23 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createAdaptorServer } from "@hono/node-server";
-import { z } from "zod";
 import { type Heartbeat, type HeartbeatLoop, nodeIdSchema, startHeartbeat } from "../../shared/heartbeat.js";
-import { createLogger, LOG_LEVELS, type Logger } from "../../shared/http/logger.js";
+import { createLogger, type Logger } from "../../shared/http/logger.js";
 import { BlockService } from "../blocks/block-service.js";
 import { BlockBucket } from "../blocks/bucket/bucket.js";
+import { type GpuNodeConfig, type GpuNodeInput, resolveGpuNodeConfig } from "../config.js";
 import { Engine } from "../engine/engine.js";
 import { SandboxPool } from "../sandbox/pool.js";
-import { ISOLATION_TEXT, SANDBOX_CHOICES } from "../sandbox/sandbox.js";
+import { ISOLATION_TEXT } from "../sandbox/sandbox.js";
 import { createGpuApp, type GpuApp } from "./app.js";
 
-/** Everything `serve gpu` needs, validated once at start. */
-export const gpuNodeConfigSchema = z
-  .object({
-    modelPath: z.string().min(1),
-    host: z.string().min(1).default("127.0.0.1"),
-    port: z.number().int().min(0).max(65535).default(8788),
-    dataDir: z.string().min(1),
-    /**
-     * Deposits verify in a second slot, so a node needs at least two; "vram": as many as the
-     * GPU's memory holds beside the model (the hot tier's size).
-     */
-    slots: z.union([z.number().int().min(2).max(256), z.literal("vram")]).default(2),
-    contextSize: z.number().int().min(64).default(4096),
-    kvType: z.enum(["f16", "q8_0"]).default("f16"),
-    binary: z.enum(["cpu", "lastBuild", "auto"]).default("cpu"),
-    threads: z.number().int().positive().optional(),
-    secret: z
-      .string({ error: "KVGRAFT_GPU_SECRET is required" })
-      .min(16, "KVGRAFT_GPU_SECRET must be at least 16 characters"),
-    /** The secret `secret` replaces: still accepted (KVGRAFT_GPU_SECRET_PREVIOUS), and it signs heartbeats. */
-    previousSecret: z
-      .string()
-      .min(16, "KVGRAFT_GPU_SECRET_PREVIOUS must be at least 16 characters")
-      .optional(),
-    access: z.object({ audience: z.string().min(1), teamDomain: z.url() }).optional(),
-    /** Model jobs that may wait for a slot; default twice the slots. */
-    maxWaiting: z.number().int().nonnegative().optional(),
-    /** How long a drain waits for in-flight requests before aborting them. */
-    drainTimeoutMs: z.number().int().nonnegative().default(30_000),
-    sandbox: z.boolean().default(true),
-    /** Which sandbox backend runs programs (`KVGRAFT_SANDBOX`); `auto` is WebAssembly. */
-    sandboxBackend: z.enum(SANDBOX_CHOICES).default("auto"),
-    /** The edge to register with and send heartbeats to; none: the node runs on its own. */
-    edgeUrl: z.url().optional(),
-    /** This node's id at the edge; default one generated once and kept in `<dataDir>/node-id`. */
-    nodeId: nodeIdSchema.optional(),
-    /** The URL the edge reaches this node on; default the listening address. */
-    publicUrl: z.url().optional(),
-    heartbeatMs: z.number().int().min(50).max(600_000).default(2_000),
-    /** Lines below this level are not logged (`KVGRAFT_LOG_LEVEL`). */
-    logLevel: z.enum(LOG_LEVELS).default("info"),
-    /** The durable block bucket (`KVGRAFT_BUCKET_*`); none: blocks live on local disk only. */
-    bucket: z
-      .object({
-        url: z.url({ protocol: /^https?$/ }),
-        accessKeyId: z.string().min(1),
-        secretAccessKey: z.string().min(1),
-        region: z.string().min(1).default("auto"),
-      })
-      .optional(),
-    /** With a bucket: bytes of block files kept locally (`KVGRAFT_DISK_BUDGET_BYTES`); default no limit. */
-    diskBudgetBytes: z.number().int().positive().optional(),
-    /** Bytes of the warm tier (RAM; `KVGRAFT_WARM_BUDGET_BYTES`); 0 turns it off; default 2 GiB. */
-    warmBudgetBytes: z.number().int().nonnegative().optional(),
-    /** Fill the warm tier from disk after the start (`KVGRAFT_WARM_START`, warm-start.ts). */
-    warmStart: z.boolean().default(true),
-  })
-  .strict();
-export type GpuNodeConfig = z.input<typeof gpuNodeConfigSchema>;
-export type ResolvedGpuNodeConfig = z.output<typeof gpuNodeConfigSchema>;
+export type { GpuNodeConfig, GpuNodeInput } from "../config.js";
 
 /** A running node. */
 export interface RunningGpuNode {
   url: string;
+  /** What it runs with, resolved from its environment and options. */
+  config: GpuNodeConfig;
   engine: Engine;
   blocks: BlockService;
   service: GpuApp;
@@ -94,11 +37,12 @@ export interface RunningGpuNode {
 }
 
 /**
- * Opens everything and listens; on failure, whatever was opened is closed again. Logs go to
- * `logger`, by default JSON lines on stderr at the configured level.
+ * The node's one entry: resolves its configuration from `input` (its environment and options;
+ * a ConfigError when it does not fit), opens everything and listens; on failure, whatever was
+ * opened is closed again. Logs go to `logger`, by default JSON lines on stderr at the configured level.
  */
-export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promise<RunningGpuNode> {
-  const config = gpuNodeConfigSchema.parse(input);
+export async function startGpuNode(input: GpuNodeInput, logger?: Logger): Promise<RunningGpuNode> {
+  const config = resolveGpuNodeConfig(input);
   const log = logger ?? createLogger({ level: config.logLevel });
   const engine = await Engine.open({
     modelPath: config.modelPath,
@@ -194,6 +138,7 @@ export async function startGpuNode(input: GpuNodeConfig, logger?: Logger): Promi
     let stopping: Promise<void> | undefined;
     return {
       url,
+      config,
       engine,
       blocks: openBlocks,
       service,

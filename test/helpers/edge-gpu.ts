@@ -36,7 +36,11 @@ export interface EdgeWithGpu {
 export async function startEdgeWithGpu(): Promise<EdgeWithGpu> {
   const dir = mkdtempSync(join(tmpdir(), "kvgraft-edge-gpu-"));
   const node = await startGpuNode(
-    { modelPath: syntheticModel("tiny-llama"), port: 0, dataDir: join(dir, "gpu"), secret: SECRET },
+    {
+      env: { MODEL_PATH: syntheticModel("tiny-llama"), KVGRAFT_GPU_SECRET: SECRET },
+      port: 0,
+      dataDir: join(dir, "gpu"),
+    },
     silentLogger,
   );
   const edge = await startEdgeServer({

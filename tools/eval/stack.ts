@@ -52,7 +52,11 @@ export async function startEvalGpu(modelPath: string): Promise<EvalGpu> {
   const secret = randomBytes(24).toString("hex");
   try {
     const node = await startGpuNode(
-      { modelPath, port: 0, dataDir: join(dir, "gpu"), secret, logLevel: "silent" },
+      {
+        env: { MODEL_PATH: modelPath, KVGRAFT_GPU_SECRET: secret, KVGRAFT_LOG_LEVEL: "silent" },
+        port: 0,
+        dataDir: join(dir, "gpu"),
+      },
       silentLogger,
     );
     return {
