@@ -21,7 +21,7 @@ import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { EMBEDDED_MODEL } from "../../tools/model/spec.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
-import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
+import { parseFlags, printJson, requireGgufFile } from "../args.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { startLogSink } from "../log-sink.js";
 import { packageRoot } from "../package-root.js";
@@ -66,8 +66,8 @@ export default async function start(argv: string[]): Promise<number> {
   const env = readToolEnv();
   const json = flags.json;
   const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
-  const dataDir = resolve(flags["data-dir"] ?? env.dataDir ?? ".data");
-  const gpuPort = intFlag(env.gpuPort, "GPU_PORT", 8788, 0);
+  const dataDir = resolve(flags["data-dir"] ?? env.dataDir);
+  const { gpuPort } = env;
   const secret = env.gpuSecret ?? randomBytes(32).toString("hex");
   // The edge's environment, validated before anything starts; the GPU node's URL joins it once
   // the node listens (one the environment names is not the one started here).
