@@ -1,9 +1,9 @@
 /** `kvgraft bench serve` (kvgraft's GPU node against llama-server) and `kvgraft bench batches` (decode batch sizes). */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { intFlag, parseFlags, printJson, requireGgufFile, UsageError } from "../args.js";
+import { intFlag, requireGgufFile, UsageError } from "../args.js";
+import { command, engineSettings } from "../command.js";
 import { inheritedEnv } from "../config.js";
-import { readCliGpuEnv } from "../gpu-env.js";
 
 export const SERVE_HELP = `usage: kvgraft bench serve --model FILE (--llama-server BIN | --only kvgraft)
          [--workloads hot-1,warm-12] [--rate 32] [--duration 20] [--max-tokens 16] [--slots 8|vram]
@@ -33,121 +33,127 @@ Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS.`;
 const slotsFlag = (value: string | undefined, fallback: number): number | "vram" =>
   value === "vram" ? "vram" : intFlag(value, "slots", fallback, 1);
 
-export async function benchServeCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    "llama-server": { type: "string" },
-    only: { type: "string" },
-    workloads: { type: "string", default: "hot-1,warm-12" },
-    rate: { type: "string" },
-    duration: { type: "string" },
-    "max-tokens": { type: "string" },
-    slots: { type: "string" },
-    context: { type: "string" },
-    "block-chars": { type: "string" },
-    "timeout-ms": { type: "string" },
-    out: { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  if (!flags.model) throw new UsageError("--model FILE is required");
-  const modelPath = requireGgufFile(flags.model, "--model");
-  if (flags.only !== undefined && flags.only !== "kvgraft") throw new UsageError("--only takes kvgraft");
-  const llamaServer = flags["llama-server"] ?? null;
-  if (llamaServer === null && flags.only !== "kvgraft")
-    throw new UsageError(
-      "--llama-server BIN is required: the peer is llama.cpp's llama-server, built from node-llama-cpp's bundled " +
-        "llama.cpp (docs/benchmarks.md, 'Serving'); --only kvgraft runs kvgraft's side alone",
-    );
-  if (llamaServer !== null && !existsSync(llamaServer))
-    throw new UsageError(`--llama-server ${llamaServer}: no such file`);
-  const { benchServe, workloadBlocks } = await import("../../bench/serve-bench.js");
-  const workloads = String(flags.workloads).split(",");
-  for (const w of workloads) {
-    try {
-      workloadBlocks(w);
-    } catch (err) {
-      throw new UsageError(`--workloads: ${(err as Error).message}`);
+export const benchServeCommand = command(
+  {
+    help: SERVE_HELP,
+    flags: {
+      model: { type: "string" },
+      "llama-server": { type: "string" },
+      only: { type: "string" },
+      workloads: { type: "string", default: "hot-1,warm-12" },
+      rate: { type: "string" },
+      duration: { type: "string" },
+      "max-tokens": { type: "string" },
+      slots: { type: "string" },
+      context: { type: "string" },
+      "block-chars": { type: "string" },
+      "timeout-ms": { type: "string" },
+      out: { type: "string" },
+    },
+  },
+  async (flags, output) => {
+    if (!flags.model) throw new UsageError("--model FILE is required");
+    const modelPath = requireGgufFile(flags.model, "--model");
+    if (flags.only !== undefined && flags.only !== "kvgraft") throw new UsageError("--only takes kvgraft");
+    const llamaServer = flags["llama-server"] ?? null;
+    if (llamaServer === null && flags.only !== "kvgraft")
+      throw new UsageError(
+        "--llama-server BIN is required: the peer is llama.cpp's llama-server, built from node-llama-cpp's bundled " +
+          "llama.cpp (docs/benchmarks.md, 'Serving'); --only kvgraft runs kvgraft's side alone",
+      );
+    if (llamaServer !== null && !existsSync(llamaServer))
+      throw new UsageError(`--llama-server ${llamaServer}: no such file`);
+    const { benchServe, workloadBlocks } = await import("../../bench/serve-bench.js");
+    const workloads = String(flags.workloads).split(",");
+    for (const w of workloads) {
+      try {
+        workloadBlocks(w);
+      } catch (err) {
+        throw new UsageError(`--workloads: ${(err as Error).message}`);
+      }
     }
-  }
-  const env = readCliGpuEnv();
-  const result = await benchServe({
-    modelPath,
-    llamaServer,
-    workloads,
-    rate: intFlag(flags.rate, "rate", 32, 1),
-    durationS: intFlag(flags.duration, "duration", 20, 1),
-    maxTokens: intFlag(flags["max-tokens"], "max-tokens", 16, 1),
-    slots: slotsFlag(flags.slots, 8),
-    contextSize: intFlag(flags.context, "context", 4096, 64),
-    blockChars: intFlag(flags["block-chars"], "block-chars", 4000, 1),
-    timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000, 1),
-    env: { ...inheritedEnv(), ...(env.KV_THREADS ? { KV_THREADS: String(env.KV_THREADS) } : {}) },
-    onProgress: (line) => process.stderr.write(`${line}\n`),
-  });
-  const cell = (s: { throughputRps: number; p99Ms: number; tokensPerS: number } | null) =>
-    s ? `${s.throughputRps} | ${s.p99Ms} | ${s.tokensPerS}` : "- | - | -";
-  process.stdout.write(
-    "| workload | kvgraft req/s | p99 ms | tokens/s | mean decode batch | llama-server req/s | p99 ms | tokens/s |\n" +
-      "|---|---:|---:|---:|---:|---:|---:|---:|\n" +
-      result.workloads
-        .map(
-          (w) =>
-            `| ${w.name} | ${cell(w.kvgraft)} | ${w.kvgraft.meanDecodeBatch ?? "-"} | ${cell(w.llamaServer)} |`,
-        )
-        .join("\n") +
-      "\n",
-  );
-  if (flags.out) {
-    mkdirSync(dirname(flags.out), { recursive: true });
-    writeFileSync(flags.out, `${JSON.stringify(result, null, 2)}\n`);
-  }
-  if (flags.json) printJson(result);
-  return result.workloads.every((w) => w.kvgraft.ok > 0 && (w.llamaServer === null || w.llamaServer.ok > 0))
-    ? 0
-    : 1;
-}
-
-export async function benchBatchesCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    slots: { type: "string" },
-    clients: { type: "string" },
-    rounds: { type: "string" },
-    "max-tokens": { type: "string" },
-    workload: { type: "string", default: "hot-1" },
-    context: { type: "string" },
-    "block-tokens": { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  if (!flags.model) throw new UsageError("--model FILE is required");
-  if (flags.workload !== "hot-1" && flags.workload !== "distinct")
-    throw new UsageError("--workload must be hot-1 or distinct");
-  const env = readCliGpuEnv();
-  const { benchDecodeBatches } = await import("../../bench/decode-batches.js");
-  const result = await benchDecodeBatches({
-    modelPath: requireGgufFile(flags.model, "--model"),
-    slots: slotsFlag(flags.slots, 8),
-    clients: intFlag(flags.clients, "clients", 8, 1),
-    rounds: intFlag(flags.rounds, "rounds", 4, 1),
-    maxTokens: intFlag(flags["max-tokens"], "max-tokens", 32, 1),
-    workload: flags.workload,
-    contextSize: intFlag(flags.context, "context", 2048, 64),
-    blockTokens: intFlag(flags["block-tokens"], "block-tokens", 200, 1),
-    binary: env.KV_LLAMA,
-    ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
-  });
-  if (flags.json) printJson(result);
-  else {
-    const sizes = (path: keyof typeof result.decodes) =>
-      Object.entries(result.decodes[path].bySequences)
-        .map(([k, v]) => `${k}x${v}`)
-        .join(" ") || "-";
+    const { threads } = engineSettings();
+    const result = await benchServe({
+      modelPath,
+      llamaServer,
+      workloads,
+      rate: intFlag(flags.rate, "rate", 32, 1),
+      durationS: intFlag(flags.duration, "duration", 20, 1),
+      maxTokens: intFlag(flags["max-tokens"], "max-tokens", 16, 1),
+      slots: slotsFlag(flags.slots, 8),
+      contextSize: intFlag(flags.context, "context", 4096, 64),
+      blockChars: intFlag(flags["block-chars"], "block-chars", 4000, 1),
+      timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000, 1),
+      env: { ...inheritedEnv(), ...(threads ? { KV_THREADS: String(threads) } : {}) },
+      onProgress: output.progress,
+    });
+    const cell = (s: { throughputRps: number; p99Ms: number; tokensPerS: number } | null) =>
+      s ? `${s.throughputRps} | ${s.p99Ms} | ${s.tokensPerS}` : "- | - | -";
     process.stdout.write(
-      `${result.workload}: ${result.grafts} grafts on ${result.slots} slots by ${result.clients} clients, ` +
-        `${result.graftsPerS} grafts/s, ${result.tokensPerS} tokens/s, ${result.cpuMsPerToken} CPU ms/token, ` +
-        `mean decode batch ${result.meanBatch} (batched ${sizes("batched")}; native ${sizes("native")}; ` +
-        `library ${sizes("library")}); outputs agree: ${result.outputsAgree}\n`,
+      "| workload | kvgraft req/s | p99 ms | tokens/s | mean decode batch | llama-server req/s | p99 ms | tokens/s |\n" +
+        "|---|---:|---:|---:|---:|---:|---:|---:|\n" +
+        result.workloads
+          .map(
+            (w) =>
+              `| ${w.name} | ${cell(w.kvgraft)} | ${w.kvgraft.meanDecodeBatch ?? "-"} | ${cell(w.llamaServer)} |`,
+          )
+          .join("\n") +
+        "\n",
     );
-  }
-  return 0;
-}
+    if (flags.out) {
+      mkdirSync(dirname(flags.out), { recursive: true });
+      writeFileSync(flags.out, `${JSON.stringify(result, null, 2)}\n`);
+    }
+    output.result(result);
+    return result.workloads.every((w) => w.kvgraft.ok > 0 && (w.llamaServer === null || w.llamaServer.ok > 0))
+      ? 0
+      : 1;
+  },
+);
+
+export const benchBatchesCommand = command(
+  {
+    help: BATCHES_HELP,
+    flags: {
+      model: { type: "string" },
+      slots: { type: "string" },
+      clients: { type: "string" },
+      rounds: { type: "string" },
+      "max-tokens": { type: "string" },
+      workload: { type: "string", default: "hot-1" },
+      context: { type: "string" },
+      "block-tokens": { type: "string" },
+    },
+  },
+  async (flags, output) => {
+    if (!flags.model) throw new UsageError("--model FILE is required");
+    if (flags.workload !== "hot-1" && flags.workload !== "distinct")
+      throw new UsageError("--workload must be hot-1 or distinct");
+    const { benchDecodeBatches } = await import("../../bench/decode-batches.js");
+    const result = await benchDecodeBatches({
+      modelPath: requireGgufFile(flags.model, "--model"),
+      slots: slotsFlag(flags.slots, 8),
+      clients: intFlag(flags.clients, "clients", 8, 1),
+      rounds: intFlag(flags.rounds, "rounds", 4, 1),
+      maxTokens: intFlag(flags["max-tokens"], "max-tokens", 32, 1),
+      workload: flags.workload,
+      contextSize: intFlag(flags.context, "context", 2048, 64),
+      blockTokens: intFlag(flags["block-tokens"], "block-tokens", 200, 1),
+      ...engineSettings(),
+    });
+    if (output.json) output.result(result);
+    else {
+      const sizes = (path: keyof typeof result.decodes) =>
+        Object.entries(result.decodes[path].bySequences)
+          .map(([k, v]) => `${k}x${v}`)
+          .join(" ") || "-";
+      process.stdout.write(
+        `${result.workload}: ${result.grafts} grafts on ${result.slots} slots by ${result.clients} clients, ` +
+          `${result.graftsPerS} grafts/s, ${result.tokensPerS} tokens/s, ${result.cpuMsPerToken} CPU ms/token, ` +
+          `mean decode batch ${result.meanBatch} (batched ${sizes("batched")}; native ${sizes("native")}; ` +
+          `library ${sizes("library")}); outputs agree: ${result.outputsAgree}\n`,
+      );
+    }
+    return 0;
+  },
+);

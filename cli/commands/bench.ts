@@ -7,18 +7,9 @@ import { benchLibrary } from "../../bench/library-bench.js";
 import { benchRouter, type SetOutcome } from "../../bench/router-bench.js";
 import { benchSandbox, sandboxBenchTable } from "../../bench/sandbox-bench.js";
 import type { KvType } from "../../gpu-node/engine/engine.js";
-import {
-  intFlag,
-  intListFlag,
-  parseFlags,
-  printJson,
-  requireFlag,
-  requireGgufFile,
-  UsageError,
-  UserError,
-} from "../args.js";
+import { intFlag, intListFlag, requireFlag, requireGgufFile, UsageError, UserError } from "../args.js";
+import { command, engineSettings } from "../command.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
-import { readCliGpuEnv } from "../gpu-env.js";
 import { benchScaleOutCommand, SCALE_OUT_HELP } from "./bench-scale-out.js";
 import { BATCHES_HELP, benchBatchesCommand, benchServeCommand, SERVE_HELP } from "./bench-serve.js";
 
@@ -90,21 +81,12 @@ flight for --sustain seconds; one row per backend (a backend that cannot start h
 
 const HELP = Object.values(BENCH_HELP).join("\n\n");
 
-/** True when the flags ask for help: the benchmark's usage is printed instead of running it. */
-function wantsHelp(argv: string[]): boolean {
-  return argv.includes("--help") || argv.includes("-h");
-}
-
 /** `kvgraft bench <graft|library|http|router|edge|scale-out|fast-path|bucket|sandbox|serve|batches>`. */
 export default async function bench(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
     (which ? process.stdout : process.stderr).write(`${HELP}\n`);
     return which ? 0 : 2;
-  }
-  if (which in BENCH_HELP && wantsHelp(rest)) {
-    process.stdout.write(`${BENCH_HELP[which as keyof typeof BENCH_HELP]}\n`);
-    return 0;
   }
   if (which === "http") return benchHttp(rest);
   if (which === "edge") return benchEdgeCommand(rest);
@@ -120,258 +102,287 @@ export default async function bench(argv: string[]): Promise<number> {
     throw new UsageError(
       `unknown benchmark '${which}' (available: graft, library, http, router, edge, scale-out, fast-path, bucket, sandbox, serve, batches)`,
     );
-  const flags = parseFlags(rest, {
-    model: { type: "string" },
-    lengths: { type: "string" },
-    kv: { type: "string", default: "f16" },
-    runs: { type: "string" },
-    "swa-full-cache": { type: "string", default: "true" },
-    "data-dir": { type: "string" },
-    "energy-seconds": { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  const kvTypes = String(flags.kv).split(",") as KvType[];
-  if (kvTypes.some((k) => k !== "f16" && k !== "q8_0")) throw new UsageError("--kv takes f16 and/or q8_0");
-  const lengths = intListFlag(flags.lengths, "lengths", [748, 5977, 11994]);
-  if (lengths.some((l) => l < 1)) throw new UsageError("--lengths must be positive integers");
-  if (flags["swa-full-cache"] !== "true" && flags["swa-full-cache"] !== "false")
-    throw new UsageError("--swa-full-cache must be true or false");
-  const env = readCliGpuEnv();
-  const result = await benchGraft({
-    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
-    lengths,
-    kvTypes,
-    runs: intFlag(flags.runs, "runs", 5),
-    energySeconds: intFlag(flags["energy-seconds"], "energy-seconds", 0, 0),
-    engine: {
-      binary: env.KV_LLAMA,
-      swaFullCache: flags["swa-full-cache"] === "true",
-      ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
+  return benchGraftCommand(rest);
+}
+
+const benchGraftCommand = command(
+  {
+    help: BENCH_HELP.graft,
+    flags: {
+      model: { type: "string" },
+      lengths: { type: "string" },
+      kv: { type: "string", default: "f16" },
+      runs: { type: "string" },
+      "swa-full-cache": { type: "string", default: "true" },
+      "data-dir": { type: "string" },
+      "energy-seconds": { type: "string" },
     },
-    ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  process.stdout.write(`${graftBenchTable(result.rows)}\n`);
-  if (flags.json) printJson({ model: result.model, engine: result.engine, results: result.rows });
-  return result.rows.every((r) => r.hashesEqual) ? 0 : 1;
-}
+  },
+  async (flags, out) => {
+    const kvTypes = String(flags.kv).split(",") as KvType[];
+    if (kvTypes.some((k) => k !== "f16" && k !== "q8_0")) throw new UsageError("--kv takes f16 and/or q8_0");
+    const lengths = intListFlag(flags.lengths, "lengths", [748, 5977, 11994]);
+    if (lengths.some((l) => l < 1)) throw new UsageError("--lengths must be positive integers");
+    if (flags["swa-full-cache"] !== "true" && flags["swa-full-cache"] !== "false")
+      throw new UsageError("--swa-full-cache must be true or false");
+    const result = await benchGraft({
+      modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
+      lengths,
+      kvTypes,
+      runs: intFlag(flags.runs, "runs", 5),
+      energySeconds: intFlag(flags["energy-seconds"], "energy-seconds", 0, 0),
+      engine: { ...engineSettings(), swaFullCache: flags["swa-full-cache"] === "true" },
+      ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
+      log: out.progress,
+    });
+    process.stdout.write(`${graftBenchTable(result.rows)}\n`);
+    out.result({ model: result.model, engine: result.engine, results: result.rows });
+    return result.rows.every((r) => r.hashesEqual) ? 0 : 1;
+  },
+);
 
-async function benchBucketCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    tokens: { type: "string" },
-    kv: { type: "string", default: "f16" },
-    runs: { type: "string" },
-    parallel: { type: "string" },
-    "warm-budget-bytes": { type: "string" },
-    "data-dir": { type: "string" },
-    "s3rver-dir": { type: "string" },
-    untagged: { type: "boolean", default: false },
-    json: { type: "boolean", default: false },
-  });
-  if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
-  const env = readCliGpuEnv();
-  const s3rverDir = String(flags["s3rver-dir"] ?? process.cwd());
-  try {
-    createRequire(join(s3rverDir, "package.json")).resolve("s3rver");
-  } catch {
-    throw new UserError(
-      `s3rver cannot be loaded from ${s3rverDir}: stage it there (scripts/stage-s3rver.sh DIR)`,
+const benchBucketCommand = command(
+  {
+    help: BENCH_HELP.bucket,
+    flags: {
+      model: { type: "string" },
+      tokens: { type: "string" },
+      kv: { type: "string", default: "f16" },
+      runs: { type: "string" },
+      parallel: { type: "string" },
+      "warm-budget-bytes": { type: "string" },
+      "data-dir": { type: "string" },
+      "s3rver-dir": { type: "string" },
+      untagged: { type: "boolean", default: false },
+    },
+  },
+  async (flags, out) => {
+    if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
+    const s3rverDir = String(flags["s3rver-dir"] ?? process.cwd());
+    try {
+      createRequire(join(s3rverDir, "package.json")).resolve("s3rver");
+    } catch {
+      throw new UserError(
+        `s3rver cannot be loaded from ${s3rverDir}: stage it there (scripts/stage-s3rver.sh DIR)`,
+      );
+    }
+    const result = await benchBucketServe({
+      modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
+      tokens: intFlag(flags.tokens, "tokens", 1000),
+      kv: flags.kv,
+      runs: intFlag(flags.runs, "runs", 3),
+      parallel: intFlag(flags.parallel, "parallel", 4),
+      warmBudgetBytes: intFlag(flags["warm-budget-bytes"], "warm-budget-bytes", 2 * 2 ** 30),
+      ...(flags["data-dir"] ? { dataDir: String(flags["data-dir"]) } : {}),
+      s3rverDir,
+      taggedManifests: !flags.untagged,
+      engine: engineSettings(),
+      log: out.progress,
+    });
+    const m = result.medians;
+    process.stdout.write(
+      `${(result.stateBytes / 2 ** 20).toFixed(1)} MiB block, ${result.statePath} path, ${result.runs} runs: ` +
+        `local cold ${m.local.restoreMs.toFixed(1)} ms, bucket (server cache warm) ${m.bucketServerWarm.restoreMs.toFixed(1)} ms ` +
+        `(${result.vsLocal.bucketServerWarm}x local), bucket (server cache cold) ${m.bucketServerCold.restoreMs.toFixed(1)} ms ` +
+        `(${result.vsLocal.bucketServerCold}x local)${result.meetsMinimumSize ? "" : "; below the target's 256 MiB"}\n`,
     );
-  }
-  const result = await benchBucketServe({
-    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
-    tokens: intFlag(flags.tokens, "tokens", 1000),
-    kv: flags.kv,
-    runs: intFlag(flags.runs, "runs", 3),
-    parallel: intFlag(flags.parallel, "parallel", 4),
-    warmBudgetBytes: intFlag(flags["warm-budget-bytes"], "warm-budget-bytes", 2 * 2 ** 30),
-    ...(flags["data-dir"] ? { dataDir: String(flags["data-dir"]) } : {}),
-    s3rverDir,
-    taggedManifests: !flags.untagged,
-    engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  const m = result.medians;
-  process.stdout.write(
-    `${(result.stateBytes / 2 ** 20).toFixed(1)} MiB block, ${result.statePath} path, ${result.runs} runs: ` +
-      `local cold ${m.local.restoreMs.toFixed(1)} ms, bucket (server cache warm) ${m.bucketServerWarm.restoreMs.toFixed(1)} ms ` +
-      `(${result.vsLocal.bucketServerWarm}x local), bucket (server cache cold) ${m.bucketServerCold.restoreMs.toFixed(1)} ms ` +
-      `(${result.vsLocal.bucketServerCold}x local)${result.meetsMinimumSize ? "" : "; below the target's 256 MiB"}\n`,
-  );
-  if (flags.json) printJson(result);
-  return 0;
-}
+    out.result(result);
+    return 0;
+  },
+);
 
-async function benchHttp(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    runs: { type: "string" },
-    context: { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  const env = readCliGpuEnv();
-  const result = await benchHttpOverhead({
-    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
-    binary: env.KV_LLAMA,
-    runs: intFlag(flags.runs, "runs", 10),
-    contextSize: intFlag(flags.context, "context", 4096),
-  });
-  process.stdout.write(
-    `hot graft in-process ${result.inProcess.medianMs.toFixed(2)} ms, over HTTP ${result.http.medianMs.toFixed(2)} ms ` +
-      `(+${result.overheadMs.toFixed(2)} ms); output hashes ${result.hashesEqual ? "equal" : "DIFFERENT"}\n`,
-  );
-  if (flags.json) printJson(result);
-  return result.hashesEqual ? 0 : 1;
-}
+const benchHttp = command(
+  {
+    help: BENCH_HELP.http,
+    flags: {
+      model: { type: "string" },
+      runs: { type: "string" },
+      context: { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    const result = await benchHttpOverhead({
+      modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
+      binary: engineSettings().binary,
+      runs: intFlag(flags.runs, "runs", 10),
+      contextSize: intFlag(flags.context, "context", 4096),
+    });
+    process.stdout.write(
+      `hot graft in-process ${result.inProcess.medianMs.toFixed(2)} ms, over HTTP ${result.http.medianMs.toFixed(2)} ms ` +
+        `(+${result.overheadMs.toFixed(2)} ms); output hashes ${result.hashesEqual ? "equal" : "DIFFERENT"}\n`,
+    );
+    out.result(result);
+    return result.hashesEqual ? 0 : 1;
+  },
+);
 
-async function benchLibraryCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    blocks: { type: "string" },
-    "block-tokens": { type: "string" },
-    depths: { type: "string" },
-    accesses: { type: "string" },
-    kv: { type: "string", default: "q8_0" },
-    "data-dir": { type: "string", default: ".data/bench-library" },
-    json: { type: "boolean", default: false },
-  });
-  if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
-  const blocks = intFlag(flags.blocks, "blocks", 8);
-  const blockTokens = intFlag(flags["block-tokens"], "block-tokens", 1024);
-  const depths = intListFlag(flags.depths, "depths", [
-    0,
-    Math.floor((blocks * blockTokens) / 2),
-    blocks * blockTokens - 1,
-  ]);
-  if (depths.some((d) => d >= blocks * blockTokens))
-    throw new UsageError(`every depth must be below the library's ${blocks * blockTokens} tokens`);
-  const env = readCliGpuEnv();
-  const result = await benchLibrary({
-    modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
-    blocks,
-    blockTokens,
-    depths,
-    accesses: intFlag(flags.accesses, "accesses", 3),
-    kv: flags.kv,
-    dataDir: String(flags["data-dir"]),
-    engine: { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) },
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  process.stdout.write(
-    `library: ${result.blocks} blocks, ${result.libraryTokens.toLocaleString("en-US")} tokens, ${(result.bytesOnDisk / 1e9).toFixed(2)} GB on disk\n` +
-      "| depth | block | cold median ms | cold p95 ms | warm median ms | warm p95 ms |\n|---:|---:|---:|---:|---:|---:|\n" +
-      result.depths
-        .map(
-          (d) =>
-            `| ${d.depth} | ${d.block} | ${d.coldMedianMs.toFixed(1)} | ${d.coldP95Ms.toFixed(1)} | ${d.warmMedianMs.toFixed(1)} | ${d.warmP95Ms.toFixed(1)} |`,
-        )
-        .join("\n") +
-      "\n",
-  );
-  if (flags.json) printJson(result);
-  return result.allProbesEqual ? 0 : 1;
-}
+const benchLibraryCommand = command(
+  {
+    help: BENCH_HELP.library,
+    flags: {
+      model: { type: "string" },
+      blocks: { type: "string" },
+      "block-tokens": { type: "string" },
+      depths: { type: "string" },
+      accesses: { type: "string" },
+      kv: { type: "string", default: "q8_0" },
+      "data-dir": { type: "string", default: ".data/bench-library" },
+    },
+  },
+  async (flags, out) => {
+    if (flags.kv !== "f16" && flags.kv !== "q8_0") throw new UsageError("--kv must be f16 or q8_0");
+    const blocks = intFlag(flags.blocks, "blocks", 8);
+    const blockTokens = intFlag(flags["block-tokens"], "block-tokens", 1024);
+    const depths = intListFlag(flags.depths, "depths", [
+      0,
+      Math.floor((blocks * blockTokens) / 2),
+      blocks * blockTokens - 1,
+    ]);
+    if (depths.some((d) => d >= blocks * blockTokens))
+      throw new UsageError(`every depth must be below the library's ${blocks * blockTokens} tokens`);
+    const result = await benchLibrary({
+      modelPath: requireGgufFile(requireFlag(flags.model, "model"), "--model"),
+      blocks,
+      blockTokens,
+      depths,
+      accesses: intFlag(flags.accesses, "accesses", 3),
+      kv: flags.kv,
+      dataDir: String(flags["data-dir"]),
+      engine: engineSettings(),
+      log: out.progress,
+    });
+    process.stdout.write(
+      `library: ${result.blocks} blocks, ${result.libraryTokens.toLocaleString("en-US")} tokens, ${(result.bytesOnDisk / 1e9).toFixed(2)} GB on disk\n` +
+        "| depth | block | cold median ms | cold p95 ms | warm median ms | warm p95 ms |\n|---:|---:|---:|---:|---:|---:|\n" +
+        result.depths
+          .map(
+            (d) =>
+              `| ${d.depth} | ${d.block} | ${d.coldMedianMs.toFixed(1)} | ${d.coldP95Ms.toFixed(1)} | ${d.warmMedianMs.toFixed(1)} | ${d.warmP95Ms.toFixed(1)} |`,
+          )
+          .join("\n") +
+        "\n",
+    );
+    out.result(result);
+    return result.allProbesEqual ? 0 : 1;
+  },
+);
 
-async function benchRouterCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    problems: { type: "string" },
-    rounds: { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  const result = await benchRouter({
-    problems: intFlag(flags.problems, "problems", 10_000, 40),
-    rounds: intFlag(flags.rounds, "rounds", 5),
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  const set = (name: string, s: SetOutcome) =>
-    `${name}: ${s.inLibraryCorrect}/${s.inLibrary} in library, ${s.abstained}/${s.outOfLibrary} abstained, ` +
-    `${s.wrongRoutes} wrong routes`;
-  process.stdout.write(
-    `router over ${result.problems} problems: p50 ${result.p50Ms} ms, p95 ${result.p95Ms} ms, p99 ${result.p99Ms} ms ` +
-      `(${result.samples} routes; lexical step p50 ${result.lexical.p50Ms} ms, p99 ${result.lexical.p99Ms} ms); ` +
-      `${set("tuning set", result.sets.tuning)}; ${set("re-wordings", result.sets.rewordings)}\n`,
-  );
-  if (flags.json) printJson(result);
-  return 0;
-}
+const benchRouterCommand = command(
+  {
+    help: BENCH_HELP.router,
+    flags: {
+      problems: { type: "string" },
+      rounds: { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    const result = await benchRouter({
+      problems: intFlag(flags.problems, "problems", 10_000, 40),
+      rounds: intFlag(flags.rounds, "rounds", 5),
+      log: out.progress,
+    });
+    const set = (name: string, s: SetOutcome) =>
+      `${name}: ${s.inLibraryCorrect}/${s.inLibrary} in library, ${s.abstained}/${s.outOfLibrary} abstained, ` +
+      `${s.wrongRoutes} wrong routes`;
+    process.stdout.write(
+      `router over ${result.problems} problems: p50 ${result.p50Ms} ms, p95 ${result.p95Ms} ms, p99 ${result.p99Ms} ms ` +
+        `(${result.samples} routes; lexical step p50 ${result.lexical.p50Ms} ms, p99 ${result.lexical.p99Ms} ms); ` +
+        `${set("tuning set", result.sets.tuning)}; ${set("re-wordings", result.sets.rewordings)}\n`,
+    );
+    out.result(result);
+    return 0;
+  },
+);
 
-async function benchFastPathCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    requests: { type: "string" },
-    warmup: { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  const { benchFastPath, fastPathText } = await import("../../bench/fast-path-bench.js");
-  const result = await benchFastPath({
-    requests: intFlag(flags.requests, "requests", 1000),
-    warmup: intFlag(flags.warmup, "warmup", 100, 0),
-  });
-  if (flags.json) printJson(result);
-  else process.stdout.write(fastPathText(result));
-  return 0;
-}
+const benchFastPathCommand = command(
+  {
+    help: BENCH_HELP["fast-path"],
+    flags: {
+      requests: { type: "string" },
+      warmup: { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    const { benchFastPath, fastPathText } = await import("../../bench/fast-path-bench.js");
+    const result = await benchFastPath({
+      requests: intFlag(flags.requests, "requests", 1000),
+      warmup: intFlag(flags.warmup, "warmup", 100, 0),
+    });
+    if (out.json) out.result(result);
+    else process.stdout.write(fastPathText(result));
+    return 0;
+  },
+);
 
-async function benchEdgeCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    rate: { type: "string" },
-    duration: { type: "string" },
-    path: { type: "string", default: "fast" },
-    url: { type: "string" },
-    key: { type: "string" },
-    "data-dir": { type: "string" },
-    stack: { type: "string", default: "start" },
-    "max-tokens": { type: "string" },
-    "timeout-ms": { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  if (flags.path !== "fast" && flags.path !== "graft") throw new UsageError("--path must be fast or graft");
-  if (flags.stack !== "start" && flags.stack !== "serve")
-    throw new UsageError("--stack must be start or serve");
-  const rates = intListFlag(requireFlag(flags.rate, "rate"), "rate", []);
-  if (rates.length === 0 || rates.some((r) => r < 1)) throw new UsageError("--rate takes positive integers");
-  const env = readToolEnv();
-  const key = flags.key ?? env.apiKey ?? env.adminKey;
-  const { benchEdge, loadLine } = await import("../../bench/load-bench.js");
-  const result = await benchEdge({
-    path: flags.path,
-    stack: flags.stack,
-    rates,
-    durationS: intFlag(flags.duration, "duration", 10),
-    timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000),
-    maxTokens: intFlag(flags["max-tokens"], "max-tokens", 4),
-    ...(flags.url ? { url: flags.url } : {}),
-    ...(key ? { key } : {}),
-    ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
-    env: inheritedEnv(),
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  for (const r of result.runs) process.stdout.write(`${loadLine(r)}\n`);
-  if (flags.json) printJson(result);
-  // Nothing may crash: the edge answers /health after every run (and exits 0 when started here).
-  const healthy = result.runs.every((r) => r.healthAfter.status === 200);
-  return healthy && (result.edge.exitCode ?? 0) === 0 ? 0 : 1;
-}
+const benchEdgeCommand = command(
+  {
+    help: BENCH_HELP.edge,
+    flags: {
+      rate: { type: "string" },
+      duration: { type: "string" },
+      path: { type: "string", default: "fast" },
+      url: { type: "string" },
+      key: { type: "string" },
+      "data-dir": { type: "string" },
+      stack: { type: "string", default: "start" },
+      "max-tokens": { type: "string" },
+      "timeout-ms": { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    if (flags.path !== "fast" && flags.path !== "graft") throw new UsageError("--path must be fast or graft");
+    if (flags.stack !== "start" && flags.stack !== "serve")
+      throw new UsageError("--stack must be start or serve");
+    const rates = intListFlag(requireFlag(flags.rate, "rate"), "rate", []);
+    if (rates.length === 0 || rates.some((r) => r < 1))
+      throw new UsageError("--rate takes positive integers");
+    const env = readToolEnv();
+    const key = flags.key ?? env.apiKey ?? env.adminKey;
+    const { benchEdge, loadLine } = await import("../../bench/load-bench.js");
+    const result = await benchEdge({
+      path: flags.path,
+      stack: flags.stack,
+      rates,
+      durationS: intFlag(flags.duration, "duration", 10),
+      timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000),
+      maxTokens: intFlag(flags["max-tokens"], "max-tokens", 4),
+      ...(flags.url ? { url: flags.url } : {}),
+      ...(key ? { key } : {}),
+      ...(flags["data-dir"] ? { dataDir: flags["data-dir"] } : {}),
+      env: inheritedEnv(),
+      log: out.progress,
+    });
+    for (const r of result.runs) process.stdout.write(`${loadLine(r)}\n`);
+    out.result(result);
+    // Nothing may crash: the edge answers /health after every run (and exits 0 when started here).
+    const healthy = result.runs.every((r) => r.healthAfter.status === 200);
+    return healthy && (result.edge.exitCode ?? 0) === 0 ? 0 : 1;
+  },
+);
 
-async function benchSandboxCommand(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    backends: { type: "string", default: "wasm,bwrap" },
-    rounds: { type: "string" },
-    concurrency: { type: "string" },
-    sustain: { type: "string" },
-    json: { type: "boolean", default: false },
-  });
-  const backends = String(flags.backends).split(",");
-  if (!backends.every((b): b is "wasm" | "bwrap" => b === "wasm" || b === "bwrap"))
-    throw new UsageError("--backends takes wasm and/or bwrap");
-  const rows = await benchSandbox({
-    backends,
-    rounds: intFlag(flags.rounds, "rounds", 5),
-    concurrency: intFlag(flags.concurrency, "concurrency", 2),
-    sustainS: intFlag(flags.sustain, "sustain", 10),
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  process.stdout.write(`${sandboxBenchTable(rows)}\n`);
-  if (flags.json) printJson(rows);
-  return rows.every((r) => r.failures === 0) ? 0 : 1;
-}
+const benchSandboxCommand = command(
+  {
+    help: BENCH_HELP.sandbox,
+    flags: {
+      backends: { type: "string", default: "wasm,bwrap" },
+      rounds: { type: "string" },
+      concurrency: { type: "string" },
+      sustain: { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    const backends = String(flags.backends).split(",");
+    if (!backends.every((b): b is "wasm" | "bwrap" => b === "wasm" || b === "bwrap"))
+      throw new UsageError("--backends takes wasm and/or bwrap");
+    const rows = await benchSandbox({
+      backends,
+      rounds: intFlag(flags.rounds, "rounds", 5),
+      concurrency: intFlag(flags.concurrency, "concurrency", 2),
+      sustainS: intFlag(flags.sustain, "sustain", 10),
+      log: out.progress,
+    });
+    process.stdout.write(`${sandboxBenchTable(rows)}\n`);
+    out.result(rows);
+    return rows.every((r) => r.failures === 0) ? 0 : 1;
+  },
+);

@@ -1,8 +1,7 @@
 /** `kvgraft eval flywheel`: the reference experiment end to end (tools/eval/flywheel-eval.ts). */
-import { resolve } from "node:path";
 import { runFlywheelEval } from "../../tools/eval/flywheel-eval.js";
-import { EMBEDDED_MODEL_PATH } from "../../tools/eval/stack.js";
-import { intFlag, parseFlags, printJson, requireGgufFile } from "../args.js";
+import { intFlag } from "../args.js";
+import { command, modelOrEmbedded } from "../command.js";
 
 const HELP = `usage: kvgraft eval flywheel [--model F.gguf] [--families N] [--samples K] [--seed S]
                              [--graft-tokens T] [--json]
@@ -18,41 +17,37 @@ JSON (last line): {baseline, bestOfK, deposit, replay, transfer, graft, reworded
 wrongVerified, tokensPerRightAnswer, model, families, ...}.`;
 
 /** `kvgraft eval flywheel`. */
-export default async function evalFlywheel(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    families: { type: "string" },
-    samples: { type: "string" },
-    seed: { type: "string" },
-    "graft-tokens": { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  const modelPath = flags.model
-    ? requireGgufFile(resolve(flags.model), "--model")
-    : requireGgufFile(EMBEDDED_MODEL_PATH, "the embedded model");
-  const r = await runFlywheelEval({
-    modelPath,
-    ...(flags.families === undefined ? {} : { families: intFlag(flags.families, "families", 16) }),
-    samples: intFlag(flags.samples, "samples", 4),
-    seed: flags.seed ?? "0",
-    graftTokens: intFlag(flags["graft-tokens"], "graft-tokens", 256),
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  const out = flags.json ? process.stderr : process.stdout;
-  out.write(
-    `baseline k=1 ${r.baseline.correct}/${r.baseline.n} (${r.baseline.tokensOut} tokens); ` +
-      `best-of-${r.settings.samples} ${r.bestOfK.correct}/${r.bestOfK.n} (${r.bestOfK.tokensOut} tokens); ` +
-      `deposited ${r.deposit.n} (flywheel ${r.deposit.fromFlywheel}, operator ${r.deposit.fromOperator}); ` +
-      `replay ${r.replay.correct}/${r.replay.n} (${r.replay.gpuTokens} GPU tokens); ` +
-      `transfer ${r.transfer.correct}/${r.transfer.n}; graft ${r.graft.correct}/${r.graft.n} (${r.graft.tokensPerAnswer} tokens per answer); ` +
-      `reworded ${r.reworded.correct}/${r.reworded.n}; merged prefix ${r.controls.mergedPrefix.correct}/${r.controls.mergedPrefix.n}; ` +
-      `wrong verified ${r.wrongVerified}\n`,
-  );
-  if (flags.json) printJson(r);
-  return r.wrongVerified === 0 ? 0 : 1;
-}
+export default command(
+  {
+    help: HELP,
+    flags: {
+      model: { type: "string" },
+      families: { type: "string" },
+      samples: { type: "string" },
+      seed: { type: "string" },
+      "graft-tokens": { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    const modelPath = modelOrEmbedded(flags.model);
+    const r = await runFlywheelEval({
+      modelPath,
+      ...(flags.families === undefined ? {} : { families: intFlag(flags.families, "families", 16) }),
+      samples: intFlag(flags.samples, "samples", 4),
+      seed: flags.seed ?? "0",
+      graftTokens: intFlag(flags["graft-tokens"], "graft-tokens", 256),
+      log: out.progress,
+    });
+    out.say(
+      `baseline k=1 ${r.baseline.correct}/${r.baseline.n} (${r.baseline.tokensOut} tokens); ` +
+        `best-of-${r.settings.samples} ${r.bestOfK.correct}/${r.bestOfK.n} (${r.bestOfK.tokensOut} tokens); ` +
+        `deposited ${r.deposit.n} (flywheel ${r.deposit.fromFlywheel}, operator ${r.deposit.fromOperator}); ` +
+        `replay ${r.replay.correct}/${r.replay.n} (${r.replay.gpuTokens} GPU tokens); ` +
+        `transfer ${r.transfer.correct}/${r.transfer.n}; graft ${r.graft.correct}/${r.graft.n} (${r.graft.tokensPerAnswer} tokens per answer); ` +
+        `reworded ${r.reworded.correct}/${r.reworded.n}; merged prefix ${r.controls.mergedPrefix.correct}/${r.controls.mergedPrefix.n}; ` +
+        `wrong verified ${r.wrongVerified}`,
+    );
+    out.result(r);
+    return r.wrongVerified === 0 ? 0 : 1;
+  },
+);

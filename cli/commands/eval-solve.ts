@@ -1,8 +1,7 @@
 /** `kvgraft eval solve`: the plain model's accuracy through the GPU node's solve path (tools/eval/solve-eval.ts). */
-import { resolve } from "node:path";
 import { runSolveEval } from "../../tools/eval/solve-eval.js";
-import { EMBEDDED_MODEL_PATH } from "../../tools/eval/stack.js";
-import { intFlag, parseFlags, printJson, requireGgufFile, UsageError } from "../args.js";
+import { intFlag, UsageError } from "../args.js";
+import { command, modelOrEmbedded } from "../command.js";
 
 export const SOLVE_HELP = `usage: kvgraft eval solve [--model F.gguf] [--per-family N] [--samples K] [--seed S]
                           [--temperature T] [--json]
@@ -16,44 +15,40 @@ JSON (last line): {heldIn: {n, correct}, heldOut: {n, correct}, model: {sha256, 
 (heldIn and heldOut: k = 1).`;
 
 /** `kvgraft eval solve`. */
-export default async function evalSolve(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    "per-family": { type: "string" },
-    samples: { type: "string" },
-    seed: { type: "string" },
-    temperature: { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${SOLVE_HELP}\n`);
+export default command(
+  {
+    help: SOLVE_HELP,
+    flags: {
+      model: { type: "string" },
+      "per-family": { type: "string" },
+      samples: { type: "string" },
+      seed: { type: "string" },
+      temperature: { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    const modelPath = modelOrEmbedded(flags.model);
+    const temperature = flags.temperature === undefined ? 0.7 : Number(flags.temperature);
+    if (!(temperature > 0 && temperature <= 2))
+      throw new UsageError(
+        `--temperature must be in (0, 2] (the solve path samples), got ${flags.temperature}`,
+      );
+    const result = await runSolveEval({
+      modelPath,
+      perFamily: intFlag(flags["per-family"], "per-family", 1),
+      samples: intFlag(flags.samples, "samples", 4),
+      seed: flags.seed ?? "0",
+      temperature,
+      log: out.progress,
+    });
+    const c = result.conditions;
+    const line = (name: string, s: (typeof c)["heldOutFamily"]) =>
+      `${name}: k=1 ${s.k1.correct}/${s.k1.n}, best-of-${result.settings.samples} ${s.bestOfK.correct}/${s.bestOfK.n}; ` +
+      `${s.k1.tokensOutPerAnswer} / ${s.bestOfK.tokensOutPerAnswer} tokens, ${s.k1.msPerAnswer} / ${s.bestOfK.msPerAnswer} ms per answer`;
+    out.say(line("trained families, training phrasings", c.trainedPhrasing));
+    out.say(line("trained families, held-out phrasing", c.heldOutPhrasing));
+    out.say(line("held-out families", c.heldOutFamily));
+    out.result(result);
     return 0;
-  }
-  const modelPath = flags.model
-    ? requireGgufFile(resolve(flags.model), "--model")
-    : requireGgufFile(EMBEDDED_MODEL_PATH, "the embedded model");
-  const temperature = flags.temperature === undefined ? 0.7 : Number(flags.temperature);
-  if (!(temperature > 0 && temperature <= 2))
-    throw new UsageError(
-      `--temperature must be in (0, 2] (the solve path samples), got ${flags.temperature}`,
-    );
-  const result = await runSolveEval({
-    modelPath,
-    perFamily: intFlag(flags["per-family"], "per-family", 1),
-    samples: intFlag(flags.samples, "samples", 4),
-    seed: flags.seed ?? "0",
-    temperature,
-    log: (line) => process.stderr.write(`${line}\n`),
-  });
-  const c = result.conditions;
-  const line = (name: string, s: (typeof c)["heldOutFamily"]) =>
-    `${name}: k=1 ${s.k1.correct}/${s.k1.n}, best-of-${result.settings.samples} ${s.bestOfK.correct}/${s.bestOfK.n}; ` +
-    `${s.k1.tokensOutPerAnswer} / ${s.bestOfK.tokensOutPerAnswer} tokens, ${s.k1.msPerAnswer} / ${s.bestOfK.msPerAnswer} ms per answer\n`;
-  const out = flags.json ? process.stderr : process.stdout;
-  out.write(line("trained families, training phrasings", c.trainedPhrasing));
-  out.write(line("trained families, held-out phrasing", c.heldOutPhrasing));
-  out.write(line("held-out families", c.heldOutFamily));
-  if (flags.json) printJson(result);
-  return 0;
-}
+  },
+);

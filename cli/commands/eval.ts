@@ -9,13 +9,12 @@ import { answerDomain } from "../../edge/routing/answer-domain.js";
 import { isParametricProfile, profileProgram } from "../../edge/routing/param-probe.js";
 import { libraryReader, type RouteKind, routeProblem } from "../../edge/routing/router.js";
 import { tryTransfer } from "../../edge/routing/transfer.js";
-import { Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../../shared/answers.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import { adminPost } from "../../tools/eval/stack.js";
-import { parseFlags, printJson, requireFlag, UsageError } from "../args.js";
-import { readCliGpuEnv } from "../gpu-env.js";
+import { requireFlag, UsageError } from "../args.js";
+import { command, localSandbox } from "../command.js";
 import evalFlywheel from "./eval-flywheel.js";
 import evalSolve from "./eval-solve.js";
 
@@ -78,42 +77,46 @@ export default async function evalCommand(argv: string[]): Promise<number> {
   if (which === "flywheel") return evalFlywheel(rest);
   if (which !== "router")
     throw new UsageError(`unknown evaluation '${which}' (available: router, solve, flywheel)`);
-  const flags = parseFlags(rest, {
-    library: { type: "string" },
-    queries: { type: "string" },
-    edge: { type: "string" },
-    "admin-key": { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  const library = await readJsonl(requireFlag(flags.library, "library"), libraryEntrySchema);
-  const queries = await readJsonl(requireFlag(flags.queries, "queries"), querySchema);
-  const ids = new Set(library.map((e) => e.id));
-  for (const q of queries)
-    if (q.expect !== null && !ids.has(q.expect))
-      throw new UsageError(`query ${JSON.stringify(q.query)} expects unknown library id ${q.expect}`);
-  const log = (line: string) => process.stderr.write(`${line}\n`);
-  const routed = flags.edge
-    ? await routeOverEdge(flags.edge, requireFlag(flags["admin-key"], "admin-key"), library, queries, log)
-    : await routeInProcess(library, queries, log);
-  const result = scoreRouting(queries, routed);
-  for (const [i, q] of queries.entries()) {
-    const r = routed[i] as Routed;
-    if (r.id !== q.expect)
-      log(`${q.expect === null ? "routed" : "missed"}: ${q.query} -> ${r.decision} ${r.id}`);
-  }
-  process.stdout.write(
-    `in library: ${result.inLibrary.correct}/${result.inLibrary.n} routed right (Wilson 95% ${pct(result.inLibrary.wilson95)}); ` +
-      `out of library: ${result.outOfLibrary.abstained}/${result.outOfLibrary.n} abstained (${pct(result.outOfLibrary.wilson95)}); ` +
-      `wrong routes ${result.wrongRoutes}; transfer ${result.transfer.correct}/${result.transfer.n}; p50 route ${result.p50RouteMs} ms\n`,
-  );
-  if (flags.json) printJson(result);
-  return result.wrongRoutes === 0 ? 0 : 1;
+  return evalRouter(rest);
 }
+
+/** `kvgraft eval router`. */
+const evalRouter = command(
+  {
+    help: HELP,
+    flags: {
+      library: { type: "string" },
+      queries: { type: "string" },
+      edge: { type: "string" },
+      "admin-key": { type: "string" },
+    },
+  },
+  async (flags, out) => {
+    const library = await readJsonl(requireFlag(flags.library, "library"), libraryEntrySchema);
+    const queries = await readJsonl(requireFlag(flags.queries, "queries"), querySchema);
+    const ids = new Set(library.map((e) => e.id));
+    for (const q of queries)
+      if (q.expect !== null && !ids.has(q.expect))
+        throw new UsageError(`query ${JSON.stringify(q.query)} expects unknown library id ${q.expect}`);
+    const log = out.progress;
+    const routed = flags.edge
+      ? await routeOverEdge(flags.edge, requireFlag(flags["admin-key"], "admin-key"), library, queries, log)
+      : await routeInProcess(library, queries, log);
+    const result = scoreRouting(queries, routed);
+    for (const [i, q] of queries.entries()) {
+      const r = routed[i] as Routed;
+      if (r.id !== q.expect)
+        log(`${q.expect === null ? "routed" : "missed"}: ${q.query} -> ${r.decision} ${r.id}`);
+    }
+    process.stdout.write(
+      `in library: ${result.inLibrary.correct}/${result.inLibrary.n} routed right (Wilson 95% ${pct(result.inLibrary.wilson95)}); ` +
+        `out of library: ${result.outOfLibrary.abstained}/${result.outOfLibrary.n} abstained (${pct(result.outOfLibrary.wilson95)}); ` +
+        `wrong routes ${result.wrongRoutes}; transfer ${result.transfer.correct}/${result.transfer.n}; p50 route ${result.p50RouteMs} ms\n`,
+    );
+    out.result(result);
+    return result.wrongRoutes === 0 ? 0 : 1;
+  },
+);
 
 /** Scores routed queries against their expectations (see `RouterEval`). */
 export function scoreRouting(queries: EvalQuery[], routed: Routed[]): RouterEval {
@@ -163,7 +166,7 @@ export function wilson95(k: number, n: number): [number, number] {
 
 /** A local sandbox (the backend KVGRAFT_SANDBOX names) behind the one GpuClient method the deposit checks use. */
 export async function localProgramRunner(): Promise<Pick<GpuClient, "runProgram">> {
-  const sandbox = await Sandbox.create({ backend: readCliGpuEnv().KVGRAFT_SANDBOX });
+  const sandbox = await localSandbox();
   return {
     runProgram: (req) => sandbox.run({ source: req.program, params: req.params, expect: req.expect }),
   };

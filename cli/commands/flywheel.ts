@@ -15,7 +15,8 @@ import {
 } from "../../edge/services/flywheel.service.js";
 import { flywheelProgress } from "../../edge/services/flywheel-admin.service.js";
 import { createLogger } from "../../shared/http/logger.js";
-import { intFlag, parseFlags, printJson, UsageError } from "../args.js";
+import { intFlag, UsageError } from "../args.js";
+import { command } from "../command.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 
 const HELP = `usage: kvgraft flywheel [--edge-db file:PATH|libsql://...] [--gpu-url URL] [--once]
@@ -30,66 +31,65 @@ agreement (or an admin's reference answer) and deposits the accepted ones as blo
   --max-tokens N    output tokens of the heavier solve, over all samples (default ${DEFAULT_FLYWHEEL_BUDGET.heavy.maxTokens})
   --json            print one JSON object {item, progress} last (--once) or {processed, progress}`;
 
-export default async function flywheel(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    "edge-db": { type: "string" },
-    "gpu-url": { type: "string" },
-    once: { type: "boolean", default: false },
-    samples: { type: "string" },
-    "max-tokens": { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  const env = readToolEnv();
-  const gpuUrl = flags["gpu-url"] ?? env.gpuUrl;
-  const secret = env.gpuSecret;
-  if (!gpuUrl) throw new UsageError("no GPU node given: pass --gpu-url URL (or set KVGRAFT_GPU_URL)");
-  if (!secret)
-    throw new UsageError(
-      "KVGRAFT_GPU_SECRET is not set: set it to the secret the GPU node runs with (it signs every request)",
-    );
-  const config = readEdgeConfig({
-    LIBSQL_URL: DEFAULT_DB_URL,
-    ...inheritedEnv(),
-    ...(flags["edge-db"] ? { LIBSQL_URL: flags["edge-db"] } : {}),
-    KVGRAFT_GPU_URL: gpuUrl,
-  });
-  const budget = {
-    ...DEFAULT_FLYWHEEL_BUDGET,
-    heavy: {
-      samples: intFlag(flags.samples, "samples", DEFAULT_FLYWHEEL_BUDGET.heavy.samples),
-      maxTokens: intFlag(flags["max-tokens"], "max-tokens", DEFAULT_FLYWHEEL_BUDGET.heavy.maxTokens),
+export default command(
+  {
+    help: HELP,
+    flags: {
+      "edge-db": { type: "string" },
+      "gpu-url": { type: "string" },
+      once: { type: "boolean", default: false },
+      samples: { type: "string" },
+      "max-tokens": { type: "string" },
     },
-  };
-  const database = await openDatabase(config.db);
-  try {
-    await migrateDatabase(database.db);
-    const gpu = createEdgeGpuClient({
-      baseUrl: config.gpu.url ?? gpuUrl,
-      secret: config.gpu.secret ?? secret,
-      timeoutMs: config.gpu.timeoutMs,
-      healthTimeoutMs: config.gpu.healthTimeoutMs,
+  },
+  async (flags, out) => {
+    const env = readToolEnv();
+    const gpuUrl = flags["gpu-url"] ?? env.gpuUrl;
+    const secret = env.gpuSecret;
+    if (!gpuUrl) throw new UsageError("no GPU node given: pass --gpu-url URL (or set KVGRAFT_GPU_URL)");
+    if (!secret)
+      throw new UsageError(
+        "KVGRAFT_GPU_SECRET is not set: set it to the secret the GPU node runs with (it signs every request)",
+      );
+    const config = readEdgeConfig({
+      LIBSQL_URL: DEFAULT_DB_URL,
+      ...inheritedEnv(),
+      ...(flags["edge-db"] ? { LIBSQL_URL: flags["edge-db"] } : {}),
+      KVGRAFT_GPU_URL: gpuUrl,
     });
-    const deps = { db: database.db, gpu, config, clock: systemClock };
-    const say = (line: string) => (flags.json ? process.stderr : process.stdout).write(`${line}\n`);
-    if (flags.once) {
-      const item = await runFlywheelOnce(deps, budget, { logger: createLogger({ level: config.logLevel }) });
-      const progress = await flywheelProgress(deps);
-      say(item ? `item ${item.id}: ${item.status}` : "the queue is empty");
-      if (flags.json) printJson({ item, progress });
+    const budget = {
+      ...DEFAULT_FLYWHEEL_BUDGET,
+      heavy: {
+        samples: intFlag(flags.samples, "samples", DEFAULT_FLYWHEEL_BUDGET.heavy.samples),
+        maxTokens: intFlag(flags["max-tokens"], "max-tokens", DEFAULT_FLYWHEEL_BUDGET.heavy.maxTokens),
+      },
+    };
+    const database = await openDatabase(config.db);
+    try {
+      await migrateDatabase(database.db);
+      const gpu = createEdgeGpuClient({
+        baseUrl: config.gpu.url ?? gpuUrl,
+        secret: config.gpu.secret ?? secret,
+        timeoutMs: config.gpu.timeoutMs,
+        healthTimeoutMs: config.gpu.healthTimeoutMs,
+      });
+      const deps = { db: database.db, gpu, config, clock: systemClock };
+      const logger = createLogger({ level: config.logLevel });
+      if (flags.once) {
+        const item = await runFlywheelOnce(deps, budget, { logger });
+        const progress = await flywheelProgress(deps);
+        out.say(item ? `item ${item.id}: ${item.status}` : "the queue is empty");
+        out.result({ item, progress });
+        return 0;
+      }
+      const worker = startFlywheelWorker(deps, { budget, logger });
+      out.say(`flywheel worker running on ${config.db.url}; Ctrl-C stops it`);
+      await waitForStopSignal();
+      await worker.stop();
+      if (out.json) out.result({ processed: worker.processed, progress: await flywheelProgress(deps) });
       return 0;
+    } finally {
+      database.close();
     }
-    const worker = startFlywheelWorker(deps, { budget, logger: createLogger({ level: config.logLevel }) });
-    say(`flywheel worker running on ${config.db.url}; Ctrl-C stops it`);
-    await waitForStopSignal();
-    await worker.stop();
-    if (flags.json) printJson({ processed: worker.processed, progress: await flywheelProgress(deps) });
-    return 0;
-  } finally {
-    database.close();
-  }
-}
+  },
+);

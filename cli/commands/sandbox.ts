@@ -1,7 +1,7 @@
-import { ISOLATION_TEXT, type ProgramResult, Sandbox } from "../../gpu-node/sandbox/sandbox.js";
+import { ISOLATION_TEXT, type ProgramResult, type Sandbox } from "../../gpu-node/sandbox/sandbox.js";
 import { DomainError } from "../../shared/errors.js";
-import { parseFlags, printJson, readFlagFile, requireFlag, UsageError } from "../args.js";
-import { readCliGpuEnv } from "../gpu-env.js";
+import { readFlagFile, requireFlag, UsageError } from "../args.js";
+import { command, localSandbox } from "../command.js";
 
 const HELP = `usage: kvgraft sandbox --file PROGRAM.py [--params JSON] [--expect ANSWER] [--json]
 
@@ -14,40 +14,29 @@ bwrap, ${ISOLATION_TEXT.bwrap} (needs bubblewrap and python3, and refuses withou
 Exit 0 when the verdict is ok, 1 when not, 3 when the chosen sandbox cannot run here.`;
 
 /** `kvgraft sandbox`: runs one program file and reports the verdict. */
-export default async function sandbox(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    file: { type: "string" },
-    params: { type: "string" },
-    expect: { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  const file = requireFlag(flags.file, "file");
-  const source = await readFlagFile(file, "--file");
-  const params = flags.params === undefined ? [] : parseParams(flags.params);
-  const { KVGRAFT_SANDBOX: backend } = readCliGpuEnv();
-  let sandbox: Sandbox;
-  try {
-    // One program: no interpreter needs to wait booted for a next one.
-    sandbox = await Sandbox.create({ backend, warm: 0 });
-  } catch (err) {
-    if (!(err instanceof DomainError)) throw err;
-    process.stderr.write(`kvgraft sandbox: ${err.message}\n`);
-    if (flags.json) printJson({ error: { code: err.code, message: err.message } });
-    return 3;
-  }
-  const result = await sandbox.run({ source, params, expect: flags.expect }).finally(() => sandbox.close());
-  process.stdout.write(summary(result));
-  if (flags.json) {
+export default command(
+  { help: HELP, flags: { file: { type: "string" }, params: { type: "string" }, expect: { type: "string" } } },
+  async (flags, out) => {
+    const file = requireFlag(flags.file, "file");
+    const source = await readFlagFile(file, "--file");
+    const params = flags.params === undefined ? [] : parseParams(flags.params);
+    let sandbox: Sandbox;
+    try {
+      // One program: no interpreter needs to wait booted for a next one.
+      sandbox = await localSandbox({ warm: 0 });
+    } catch (err) {
+      if (!(err instanceof DomainError)) throw err;
+      out.progress(`kvgraft sandbox: ${err.message}`);
+      out.result({ error: { code: err.code, message: err.message } });
+      return 3;
+    }
+    const result = await sandbox.run({ source, params, expect: flags.expect }).finally(() => sandbox.close());
+    process.stdout.write(summary(result));
     const { verdict, stdout, stderr, cpuMs, wallMs, isolation } = result;
-    printJson({ verdict, stdout, stderr, cpuMs, wallMs, isolation });
-  }
-  return result.verdict === "ok" ? 0 : 1;
-}
+    out.result({ verdict, stdout, stderr, cpuMs, wallMs, isolation });
+    return result.verdict === "ok" ? 0 : 1;
+  },
+);
 
 function parseParams(text: string): number[] {
   let value: unknown;

@@ -1,7 +1,8 @@
 import { resolve } from "node:path";
 import { type GpuNodeInput, resolveGpuNodeConfig } from "../../gpu-node/config.js";
 import { type RunningGpuNode, startGpuNode } from "../../gpu-node/server/node.js";
-import { intFlag, parseFlags, printJson, requireGgufFile, UsageError, UserError } from "../args.js";
+import { intFlag, requireGgufFile, UsageError, UserError } from "../args.js";
+import { command } from "../command.js";
 import { inheritedEnv } from "../config.js";
 import { portInUseMessage } from "../ports.js";
 
@@ -75,67 +76,65 @@ function gpuInput(flags: Record<string, string | boolean | undefined>): GpuNodeI
   };
 }
 
-async function serveGpu(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    model: { type: "string" },
-    port: { type: "string" },
-    host: { type: "string" },
-    "data-dir": { type: "string" },
-    slots: { type: "string" },
-    context: { type: "string" },
-    kv: { type: "string" },
-    "max-waiting": { type: "string" },
-    "drain-timeout-ms": { type: "string" },
-    "edge-url": { type: "string" },
-    "node-id": { type: "string" },
-    "public-url": { type: "string" },
-    "heartbeat-ms": { type: "string" },
-    "no-sandbox": { type: "boolean", default: false },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
-  const input = gpuInput(flags);
-  // Validated before the engine opens: a mistake is one line and exit 2.
-  const config = resolveGpuNodeConfig(input);
-  let node: RunningGpuNode;
-  try {
-    node = await startGpuNode(input);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
-    throw new UserError(
-      `${portInUseMessage(config.host, config.port)}; stop that process or choose another --port`,
+const serveGpu = command(
+  {
+    help: HELP,
+    flags: {
+      model: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+      "data-dir": { type: "string" },
+      slots: { type: "string" },
+      context: { type: "string" },
+      kv: { type: "string" },
+      "max-waiting": { type: "string" },
+      "drain-timeout-ms": { type: "string" },
+      "edge-url": { type: "string" },
+      "node-id": { type: "string" },
+      "public-url": { type: "string" },
+      "heartbeat-ms": { type: "string" },
+      "no-sandbox": { type: "boolean", default: false },
+    },
+  },
+  async (flags, out) => {
+    const input = gpuInput(flags);
+    // Validated before the engine opens: a mistake is one line and exit 2.
+    const config = resolveGpuNodeConfig(input);
+    let node: RunningGpuNode;
+    try {
+      node = await startGpuNode(input);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE") throw err;
+      throw new UserError(
+        `${portInUseMessage(config.host, config.port)}; stop that process or choose another --port`,
+      );
+    }
+    process.stdout.write(
+      `kvgraft gpu node listening on ${node.url} (model ${node.engine.modelFingerprint.name || config.modelPath})\n`,
     );
-  }
-  process.stdout.write(
-    `kvgraft gpu node listening on ${node.url} (model ${node.engine.modelFingerprint.name || config.modelPath})\n`,
-  );
-  if (flags.json)
-    printJson({
+    out.result({
       url: node.url,
       model: node.engine.modelFingerprint,
       engine: node.engine.engineFingerprint,
       nodeId: node.nodeId,
     });
 
-  await new Promise<void>((done) => {
-    const onSignal = (signal: NodeJS.Signals) => {
-      process.stderr.write(`${signal}: draining\n`);
-      for (const stopSignal of STOP_SIGNALS) {
-        process.off(stopSignal, onSignal);
-        // A second signal during the drain stops at once.
-        process.once(stopSignal, () => process.exit(1));
-      }
-      node.stop().then(done, (err: Error) => {
-        process.stderr.write(`shutdown failed: ${err.stack ?? err.message}\n`);
-        process.exit(1);
-      });
-    };
-    for (const stopSignal of STOP_SIGNALS) process.on(stopSignal, onSignal);
-  });
-  process.stderr.write("stopped\n");
-  return 0;
-}
+    await new Promise<void>((done) => {
+      const onSignal = (signal: NodeJS.Signals) => {
+        process.stderr.write(`${signal}: draining\n`);
+        for (const stopSignal of STOP_SIGNALS) {
+          process.off(stopSignal, onSignal);
+          // A second signal during the drain stops at once.
+          process.once(stopSignal, () => process.exit(1));
+        }
+        node.stop().then(done, (err: Error) => {
+          process.stderr.write(`shutdown failed: ${err.stack ?? err.message}\n`);
+          process.exit(1);
+        });
+      };
+      for (const stopSignal of STOP_SIGNALS) process.on(stopSignal, onSignal);
+    });
+    process.stderr.write("stopped\n");
+    return 0;
+  },
+);

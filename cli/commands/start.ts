@@ -21,7 +21,8 @@ import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
 import { EMBEDDED_MODEL } from "../../tools/model/spec.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../../tools/process/supervise.js";
-import { parseFlags, printJson, requireGgufFile } from "../args.js";
+import { requireGgufFile } from "../args.js";
+import { command } from "../command.js";
 import { inheritedEnv, readToolEnv } from "../config.js";
 import { startLogSink } from "../log-sink.js";
 import { packageRoot } from "../package-root.js";
@@ -53,19 +54,9 @@ function shellQuote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-export default async function start(argv: string[]): Promise<number> {
-  const flags = parseFlags(argv, {
-    "data-dir": { type: "string" },
-    json: { type: "boolean", default: false },
-    help: { type: "boolean", default: false },
-  });
-  if (flags.help) {
-    process.stdout.write(`${HELP}\n`);
-    return 0;
-  }
+export default command({ help: HELP, flags: { "data-dir": { type: "string" } } }, async (flags, out) => {
   const env = readToolEnv();
-  const json = flags.json;
-  const say = (line: string) => (json ? process.stderr : process.stdout).write(`${line}\n`);
+  const { say } = out;
   const dataDir = resolve(flags["data-dir"] ?? env.dataDir);
   const { gpuPort } = env;
   const secret = env.gpuSecret ?? randomBytes(32).toString("hex");
@@ -191,7 +182,7 @@ export default async function start(argv: string[]): Promise<number> {
       starter,
     };
     if (stop.signal === null) {
-      if (json) printJson(summary);
+      if (out.json) out.result(summary);
       else
         printBanner(edge, gpuUrl, keyShell, keyFile, embeddedModel, modelPath, starter, sandbox, logs.path);
     }
@@ -218,7 +209,7 @@ export default async function start(argv: string[]): Promise<number> {
   } finally {
     logs.close();
   }
-}
+});
 
 interface StarterOutcome {
   total: number;
