@@ -343,3 +343,5 @@ export type StreamEvent =
   | { event: "summary"; data: GenerationResult }
   | { event: "solved"; data: SolveResult }
   | { event: "error"; data: z.infer<typeof streamErrorEventSchema> };
+
+export { GPU_ERROR, type GpuErrorCode, gpuErrorCodeSchema } from "./gpu-errors.js";
