@@ -3,7 +3,7 @@
  * works on the edge's database and calls the GPU node like the edge does (signed).
  */
 
-import { createEdgeGpuClient } from "../../edge/cluster/gpu.js";
+import { createConfiguredPool, type GpuPool } from "../../edge/cluster/gpu-pool.js";
 import { readEdgeConfig } from "../../edge/config.js";
 import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
 import { systemClock } from "../../edge/http.js";
@@ -52,12 +52,13 @@ export default async function flywheel(argv: string[]): Promise<number> {
     throw new UsageError(
       "KVGRAFT_GPU_SECRET is not set: set it to the secret the GPU node runs with (it signs every request)",
     );
-  const config = readEdgeConfig({
+  const edgeEnv = {
     LIBSQL_URL: DEFAULT_DB_URL,
     ...inheritedEnv(),
     ...(flags["edge-db"] ? { LIBSQL_URL: flags["edge-db"] } : {}),
     KVGRAFT_GPU_URL: gpuUrl,
-  });
+  };
+  const config = readEdgeConfig(edgeEnv);
   const budget = {
     ...DEFAULT_FLYWHEEL_BUDGET,
     heavy: {
@@ -66,14 +67,16 @@ export default async function flywheel(argv: string[]): Promise<number> {
     },
   };
   const database = await openDatabase(config.db);
+  let gpu: GpuPool | undefined;
   try {
     await migrateDatabase(database.db);
-    const gpu = createEdgeGpuClient({
-      baseUrl: config.gpu.url ?? gpuUrl,
-      secret: config.gpu.secret ?? secret,
-      timeoutMs: config.gpu.timeoutMs,
-      healthTimeoutMs: config.gpu.healthTimeoutMs,
-    });
+    // The edge's own client: a pool of the node given (and any the registry knows).
+    gpu = createConfiguredPool(
+      database.db,
+      { ...config, gpu: { ...config.gpu, secret: config.gpu.secret ?? secret } },
+      edgeEnv,
+      {},
+    );
     const deps = { db: database.db, gpu, config, clock: systemClock };
     const say = (line: string) => (flags.json ? process.stderr : process.stdout).write(`${line}\n`);
     if (flags.once) {
@@ -90,6 +93,7 @@ export default async function flywheel(argv: string[]): Promise<number> {
     if (flags.json) printJson({ processed: worker.processed, progress: await flywheelProgress(deps) });
     return 0;
   } finally {
+    await gpu?.close();
     database.close();
   }
 }
