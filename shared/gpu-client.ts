@@ -177,8 +177,11 @@ export function createGpuClient(options: GpuClientOptions) {
     generateStream: (req: Omit<GenerateRequest, "stream">, opts?: StreamOptions): Promise<GenerationResult> =>
       stream(gpuPaths.generate, req, summary, opts),
     /** Raw validated events of a streamed graft or generation. */
-    events: (kind: "graft" | "generate", req: object, opts?: CallOptions) =>
-      events(kind === "graft" ? gpuPaths.graft : gpuPaths.generate, req, opts),
+    events: (
+      kind: "graft" | "generate",
+      req: Omit<GraftRequest, "stream"> | Omit<GenerateRequest, "stream">,
+      opts?: CallOptions,
+    ) => events(kind === "graft" ? gpuPaths.graft : gpuPaths.generate, req, opts),
     /** The sampled solve pipeline (k samples, programs in the sandbox, a vote). */
     solve: (req: Omit<SolveRequest, "stream">, opts?: CallOptions): Promise<SolveResult> =>
       call("POST", gpuPaths.solve, solveResultSchema, { ...req, stream: false }, opts),

@@ -1,3 +1,17 @@
+/**
+ * The edge's GPU client: a pool of the GPU nodes it knows (a pool of one when only
+ * KVGRAFT_GPU_URL is set), `Deps.gpu` in both entries. The pieces, one job each: the node
+ * directory (registry cache, the configured node, clients, suspects: node-directory.ts), the
+ * request path (where a call goes, failover: pool-calls.ts), what a failure means and the edge
+ * error it becomes (gpu-failure.ts), per-node counters (node-metrics.ts), the block-wide
+ * operations (find, delete, placement, replication: pool-blocks.ts), replication and rebalancing
+ * (rebalance.ts), the heartbeat sweep and timers (heartbeat-sweep.ts); this class wires them.
+ *
+ * A node that fails mid-request (unreachable, timed out, draining, queue full, lost the block) is
+ * skipped and the call retried once on another node within the request's deadline; an unreachable
+ * node is marked down until its next heartbeat. No live replica: 503 `no_replica`. Every failure
+ * the caller sees is a DomainError of the edge's (gpu-failure.ts).
+ */
 import type { GpuNodeClient } from "../../shared/gpu-client.js";
 import type {
   BlockManifest,
