@@ -6,7 +6,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import type { Logger } from "../shared/http/logger.js";
-import type { GpuClient } from "./cluster/gpu.js";
+import type { GpuPool } from "./cluster/gpu-pool.js";
 import type { EdgeConfig } from "./config.js";
 import type { Database } from "./db/database.js";
 import type { DatabaseWrites } from "./db/write-state.js";
@@ -24,7 +24,7 @@ export const systemClock: Clock = { now: () => Date.now(), monotonicMs: () => pe
 /** Everything the app needs from outside; the entries build it. */
 export interface AppDeps {
   db: Database;
-  gpu: GpuClient;
+  gpu: GpuPool;
   rateLimiter: RateLimiter;
   config: EdgeConfig;
   clock?: Clock;

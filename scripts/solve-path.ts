@@ -7,7 +7,7 @@
  *   joined to its caller (the stop before it, unless named) in the import graph: by an import in
  *   either direction, through the interface the caller is handed (the caller reaches the
  *   interface's file by imports and the callee's file imports it: the pool reaches the solve
- *   service as `deps.gpu`, a `GpuClient`), or by the one signed HTTP hop to the GPU node (the
+ *   service as `deps.gpu`, declared in edge/http.ts), or by the one signed HTTP hop to the GPU node (the
  *   route's path is in both files). Counted: the distinct files of the stops.
  * - **not counted**: what the chain files import besides each other (the signing transport, the
  *   node directory, the admission queue, schemas, errors, types): the call can be followed without
@@ -43,13 +43,7 @@ const STOPS: Stop[] = [
   { name: "solveRoutes", under: "edge/routes", what: "the edge route" },
   { name: "solve", under: "edge/services", what: "the solve service" },
   { name: "routeProblem", under: "edge/routing", what: "the routing decision" },
-  {
-    name: "createGpuPool",
-    under: "edge/cluster",
-    what: "the pool (deps.gpu.graft)",
-    from: "solve",
-    via: "edge/cluster/gpu.ts",
-  },
+  { name: "GpuPool", under: "edge/cluster", what: "the pool (deps.gpu.graft)", from: "solve" },
   { name: "graftRouted", under: "edge/cluster", what: "the pool's graft" },
   { name: "graftCandidates", under: "edge/cluster", what: "where the graft may go" },
   { name: "routeCandidates", under: "edge/cluster", what: "affinity: hot, then warm, then cold replicas" },

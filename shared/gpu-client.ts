@@ -12,7 +12,6 @@ import {
   GpuError,
   gpuTransport,
 } from "./gpu-transport.js";
-import type { ProgramParam } from "./params.js";
 import {
   type BlockManifest,
   blockListSchema,
@@ -28,6 +27,8 @@ import {
   type Health,
   healthSchema,
   prefetchResultSchema,
+  type SandboxRunRequest,
+  type SandboxRunResult,
   type StreamEvent,
   sandboxRunResultSchema,
   streamErrorEventSchema,
@@ -40,7 +41,6 @@ import { type SolveRequest, type SolveResult, solveResultSchema } from "./solve-
 /** The node's refusals, as thrown by the client. */
 export { GpuError } from "./gpu-transport.js";
 
-type SandboxRun = z.infer<typeof sandboxRunResultSchema>;
 type VerifyResult = z.infer<typeof verifyBlockResultSchema>;
 
 /** Options of a streamed call: `onToken` sees each token as it comes; aborting `signal` ends the work. */
@@ -177,19 +177,19 @@ export function createGpuClient(options: GpuClientOptions) {
     generateStream: (req: Omit<GenerateRequest, "stream">, opts?: StreamOptions): Promise<GenerationResult> =>
       stream(gpuPaths.generate, req, summary, opts),
     /** Raw validated events of a streamed graft or generation. */
-    events: (kind: "graft" | "generate", req: object, opts?: CallOptions) =>
-      events(kind === "graft" ? gpuPaths.graft : gpuPaths.generate, req, opts),
+    events: (
+      kind: "graft" | "generate",
+      req: Omit<GraftRequest, "stream"> | Omit<GenerateRequest, "stream">,
+      opts?: CallOptions,
+    ) => events(kind === "graft" ? gpuPaths.graft : gpuPaths.generate, req, opts),
     /** The sampled solve pipeline (k samples, programs in the sandbox, a vote). */
     solve: (req: Omit<SolveRequest, "stream">, opts?: CallOptions): Promise<SolveResult> =>
       call("POST", gpuPaths.solve, solveResultSchema, { ...req, stream: false }, opts),
     /** Streamed solve: every sample's tokens as they come, then the same result as `solve`. */
     solveStream: (req: Omit<SolveRequest, "stream">, opts?: StreamOptions): Promise<SolveResult> =>
       stream(gpuPaths.solve, req, solved, opts),
-    sandboxRun: (req: {
-      program: string;
-      params?: readonly ProgramParam[];
-      expect?: string;
-    }): Promise<SandboxRun> => call("POST", gpuPaths.sandboxRun, sandboxRunResultSchema, req),
+    sandboxRun: (req: SandboxRunRequest): Promise<SandboxRunResult> =>
+      call("POST", gpuPaths.sandboxRun, sandboxRunResultSchema, req),
     ...blockFileCalls(transport),
   };
 }

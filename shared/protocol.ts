@@ -3,7 +3,7 @@
  * bodies as zod schemas, with the paths they travel on.
  */
 import { z } from "zod";
-import { programParamSchema } from "./params.js";
+import { type ProgramParam, programParamSchema } from "./params.js";
 import type { SolveResult } from "./solve-protocol.js";
 
 export const sha256Schema = z.string().regex(/^[0-9a-f]{64}$/, "expected a lower-case hex SHA-256");
@@ -192,6 +192,10 @@ export const sandboxRunRequestSchema = z
     expect: z.string().max(1000).optional(),
   })
   .strict();
+/** A sandbox run as callers send it (`params` may be a read-only list). */
+export type SandboxRunRequest = Omit<z.input<typeof sandboxRunRequestSchema>, "params"> & {
+  params?: readonly ProgramParam[];
+};
 
 /**
  * Bytes of block state in each tier: hot, the state of every slot holding a block (a block in two
@@ -330,6 +334,7 @@ export const sandboxRunResultSchema = z.object({
   isolation: z.string(),
   answer: z.string().nullable(),
 });
+export type SandboxRunResult = z.infer<typeof sandboxRunResultSchema>;
 
 /**
  * Server-sent events of a streamed graft or generation (`token`s, then one `summary` or `error`)
@@ -343,3 +348,5 @@ export type StreamEvent =
   | { event: "summary"; data: GenerationResult }
   | { event: "solved"; data: SolveResult }
   | { event: "error"; data: z.infer<typeof streamErrorEventSchema> };
+
+export { GPU_ERROR, type GpuErrorCode, gpuErrorCodeSchema } from "./gpu-errors.js";

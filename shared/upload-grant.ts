@@ -73,7 +73,10 @@ export async function verifyUploadGrant(
   secret: string,
   token: string,
   nowMs: number = Date.now(),
-): Promise<{ ok: true; claims: UploadGrantClaims } | { ok: false; code: string }> {
+): Promise<
+  | { ok: true; claims: UploadGrantClaims }
+  | { ok: false; code: "grant_malformed" | "grant_invalid" | "grant_expired" }
+> {
   const parts = token.split(".");
   const [prefix, payload, given] = parts;
   if (

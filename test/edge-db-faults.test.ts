@@ -16,7 +16,6 @@ import { join } from "node:path";
 import type { Client } from "@libsql/client";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isGpuPool } from "../edge/cluster/gpu-pool.js";
 import { insertApiKey } from "../edge/db/api-keys.js";
 import { logQuery, registerProblem } from "../edge/db/library.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
@@ -97,7 +96,7 @@ async function depositedEdge() {
   expect(health.body.db).toMatchObject({ status: "ok", writable: true, droppedLogLines: 0 });
   // The pool's background work (heartbeat sweeps, rebalancing) writes too: stopped and awaited,
   // so that no write of its own frees or takes a page while a condition is set up and checked.
-  if (isGpuPool(e.gpu)) await e.gpu.close();
+  await e.gpu.close();
   return { e, dir };
 }
 

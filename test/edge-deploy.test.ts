@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { createClient } from "@libsql/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../edge/app.js";
-import { createEdgeGpuClient } from "../edge/cluster/gpu.js";
+import { createGpuPool } from "../edge/cluster/gpu-pool.js";
 import { readEdgeConfig } from "../edge/config.js";
 import { databaseFromClient } from "../edge/db/database.js";
 import { createLocalRateLimiter } from "../edge/rate-limit.js";
@@ -153,9 +153,18 @@ describe("the database unreachable", () => {
       });
     });
     const config = readEdgeConfig({ LIBSQL_URL: `http://127.0.0.1:${closed}` });
+    const db = databaseFromClient(createClient({ url: config.db.url }));
     const app = createApp({
-      db: databaseFromClient(createClient({ url: config.db.url })),
-      gpu: createEdgeGpuClient({ baseUrl: null, secret: null, timeoutMs: 1000 }),
+      db,
+      // No GPU node configured: the request never gets that far.
+      gpu: createGpuPool({
+        ...config.pool,
+        db,
+        secret: null,
+        staticNode: null,
+        timeoutMs: 1000,
+        healthTimeoutMs: 1000,
+      }),
       rateLimiter: createLocalRateLimiter({ limit: 10, windowS: 60 }),
       config,
       logger: silentLogger,

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createEdgeGpuClient } from "../edge/cluster/gpu.js";
+import { createGpuPool } from "../edge/cluster/gpu-pool.js";
 import { systemClock } from "../edge/http.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
 import {
@@ -76,14 +76,9 @@ beforeAll(async () => {
     LIBSQL_URL: `file:${join(dir, "edge.db")}`,
     KVGRAFT_GPU_URL: node.url,
     KVGRAFT_GPU_SECRET: SECRET,
+    KVGRAFT_GPU_TIMEOUT_MS: "60000",
   };
-  edge = await startEdgeServer({
-    env,
-    port: 0,
-    host: "127.0.0.1",
-    logger: silentLogger,
-    gpu: createEdgeGpuClient({ baseUrl: node.url, secret: SECRET, timeoutMs: 60_000 }),
-  });
+  edge = await startEdgeServer({ env, port: 0, host: "127.0.0.1", logger: silentLogger });
   key = edge.generatedAdminKey as string;
   deps = { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock };
 });
@@ -335,7 +330,15 @@ describe("flywheel", () => {
     });
     const down = {
       ...deps,
-      gpu: createEdgeGpuClient({ baseUrl: "http://127.0.0.1:9", secret: SECRET, timeoutMs: 5_000 }),
+      // A pool of one node that nothing listens for.
+      gpu: createGpuPool({
+        ...edge.config.pool,
+        db: edge.db,
+        secret: SECRET,
+        staticNode: { id: "gpu-down", url: "http://127.0.0.1:9" },
+        timeoutMs: 5_000,
+        healthTimeoutMs: 1_000,
+      }),
     };
     for (const attempt of [1, 2]) {
       await expect(runFlywheelOnce(down, BUDGET)).rejects.toMatchObject({ code: "gpu_unavailable" });

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { localProgramRunner, wilson95 } from "../cli/commands/eval.js";
-import type { GpuClient } from "../edge/cluster/gpu.js";
+import type { GpuPool } from "../edge/cluster/gpu-pool.js";
 import { addSolution, registerBlock, registerProblem } from "../edge/db/library.js";
 import { queries as queryLog } from "../edge/db/schema.js";
 import { isParametricProfile, profileParameters } from "../edge/routing/param-probe.js";
@@ -41,7 +41,7 @@ const HARD_CODED = "count, price, paid = PARAMS\nprint(20 - 12 * 0.75)\n";
 
 const WORK = new Set<string>([gpuPaths.graft, gpuPaths.sandboxRun, gpuPaths.generate, gpuPaths.solve]);
 
-let runner: Pick<GpuClient, "runProgram">;
+let runner: Pick<GpuPool, "runProgram">;
 let gpu: Server;
 const requests: string[] = [];
 let dir: string;

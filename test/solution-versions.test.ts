@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createEdgeGpuClient } from "../edge/cluster/gpu.js";
 import { solutions } from "../edge/db/schema.js";
 import { systemClock } from "../edge/http.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
@@ -76,11 +75,11 @@ beforeAll(async () => {
       LIBSQL_URL: `file:${join(dir, "edge.db")}`,
       KVGRAFT_GPU_URL: node.url,
       KVGRAFT_GPU_SECRET: SECRET,
+      KVGRAFT_GPU_TIMEOUT_MS: "60000",
     },
     port: 0,
     host: "127.0.0.1",
     logger: silentLogger,
-    gpu: createEdgeGpuClient({ baseUrl: node.url, secret: SECRET, timeoutMs: 60_000 }),
   });
 }, 120_000);
 

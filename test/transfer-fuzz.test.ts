@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { GpuClient, SandboxRunResult } from "../edge/cluster/gpu.js";
+import type { GpuPool } from "../edge/cluster/gpu-pool.js";
 import type { TemplateMatch } from "../edge/db/library.js";
 import { answerDomain } from "../edge/routing/answer-domain.js";
 import { profileProgram } from "../edge/routing/param-probe.js";
@@ -28,6 +28,7 @@ import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../shared/answers.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import type { ProgramParam } from "../shared/params.js";
+import type { SandboxRunResult } from "../shared/protocol.js";
 
 const PAIRS = 10_000;
 const SANDBOX_SAMPLE = 40;
@@ -422,7 +423,7 @@ function harnessRun(req: { program: string; params: readonly ProgramParam[] }): 
     python.stdin.write(`${JSON.stringify(`${paramsLine(req.params)}\n${req.program}`)}\n`);
   });
 }
-const runner: Pick<GpuClient, "runProgram"> = { runProgram: harnessRun };
+const runner: Pick<GpuPool, "runProgram"> = { runProgram: harnessRun };
 
 // ---- the library ------------------------------------------------------------------------------
 

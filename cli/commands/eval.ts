@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import type { GpuClient } from "../../edge/cluster/gpu.js";
+import type { GpuPool } from "../../edge/cluster/gpu-pool.js";
 import { type Database, migrateDatabase, openDatabase } from "../../edge/db/client.js";
 import { addSolution, registerProblem } from "../../edge/db/library.js";
 import { answerDomain } from "../../edge/routing/answer-domain.js";
@@ -164,8 +164,8 @@ export function wilson95(k: number, n: number): [number, number] {
   return [r((center - spread) / (1 + z2n)), r((center + spread) / (1 + z2n))];
 }
 
-/** A local sandbox (the backend KVGRAFT_SANDBOX names) behind the one GpuClient method the deposit checks use. */
-export async function localProgramRunner(): Promise<Pick<GpuClient, "runProgram">> {
+/** A local sandbox (the backend KVGRAFT_SANDBOX names) behind the one GpuPool method the deposit checks use. */
+export async function localProgramRunner(): Promise<Pick<GpuPool, "runProgram">> {
   const sandbox = await localSandbox();
   return {
     runProgram: (req) => sandbox.run({ source: req.program, params: req.params, expect: req.expect }),
@@ -180,7 +180,7 @@ export async function localProgramRunner(): Promise<Pick<GpuClient, "runProgram"
 export async function registerLibrary(
   db: Database,
   library: LibraryEntry[],
-  runner: Pick<GpuClient, "runProgram">,
+  runner: Pick<GpuPool, "runProgram">,
 ): Promise<Map<string, string>> {
   const byProblem = new Map<string, string>();
   for (const entry of library) {

@@ -3,7 +3,7 @@
  * works on the edge's database and calls the GPU node like the edge does (signed).
  */
 
-import { createEdgeGpuClient } from "../../edge/cluster/gpu.js";
+import { createConfiguredPool, type GpuPool } from "../../edge/cluster/gpu-pool.js";
 import { readEdgeConfig } from "../../edge/config.js";
 import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
 import { systemClock } from "../../edge/http.js";
@@ -65,14 +65,18 @@ export default command(
       },
     };
     const database = await openDatabase(config.db);
+    let gpu: GpuPool | undefined;
     try {
       await migrateDatabase(database.db);
-      const gpu = createEdgeGpuClient({
-        baseUrl: config.gpu.url ?? gpuUrl,
-        secret: config.gpu.secret ?? secret,
-        timeoutMs: config.gpu.timeoutMs,
-        healthTimeoutMs: config.gpu.healthTimeoutMs,
-      });
+      // The edge's own client: a pool of the node given (and any the registry knows).
+      gpu = createConfiguredPool(
+        database.db,
+        {
+          ...config,
+          gpu: { ...config.gpu, secret: config.gpu.secret ?? secret },
+        },
+        {},
+      );
       const deps = { db: database.db, gpu, config, clock: systemClock };
       const logger = createLogger({ level: config.logLevel });
       if (flags.once) {
@@ -89,6 +93,7 @@ export default command(
       if (out.json) out.result({ processed: worker.processed, progress: await flywheelProgress(deps) });
       return 0;
     } finally {
+      await gpu?.close();
       database.close();
     }
   },

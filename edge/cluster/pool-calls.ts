@@ -8,17 +8,41 @@
  * classified by what it says about the node and the request, and counted per node.
  */
 import { DomainError } from "../../shared/errors.js";
-import { GpuError, type GpuNodeClient, type StreamOptions } from "../../shared/gpu-client.js";
+import type { GpuNodeClient, StreamOptions } from "../../shared/gpu-client.js";
 import { sha256Hex } from "../../shared/hash.js";
-import type { BlockManifest, GenerationResult } from "../../shared/protocol.js";
+import type { BlockManifest, GenerationResult, GraftRequest } from "../../shared/protocol.js";
 import { rendezvousRank } from "../../shared/rendezvous.js";
 import type { PoolSettings } from "../config.js";
 import type { Database } from "../db/database.js";
 import { blockFingerprints, recordedHolders, removeReplica } from "../db/replicas.js";
-import { type ModelCallOptions, modelCall, toDomainError } from "./gpu.js";
+import { gpuFailure } from "./gpu-failure.js";
 import type { NodeDirectory, PoolNode } from "./node-directory.js";
 import type { MetricsBook, NodeMetrics } from "./node-metrics.js";
 import { majorityGroup, preferIdle, type RouteTier, routeCandidates } from "./placement.js";
+
+/**
+ * How a caller holds model work: aborting `signal` aborts the call to the node (whose stream then
+ * ends and frees the slot); with `onToken` the node streams and each token's text arrives as it
+ * is generated.
+ */
+export interface ModelCallOptions {
+  signal?: AbortSignal;
+  onToken?: (text: string) => void;
+}
+
+/** The signed client's options for one model call: the deadline, the caller's signal, the token sink. */
+export function modelCall(
+  base: { deadlineMs: number; signal?: AbortSignal },
+  opts: ModelCallOptions = {},
+): StreamOptions {
+  const signals = [base.signal, opts.signal].filter((s): s is AbortSignal => s !== undefined);
+  const { onToken } = opts;
+  return {
+    deadlineMs: base.deadlineMs,
+    ...(signals.length ? { signal: signals.length === 1 ? signals[0] : AbortSignal.any(signals) } : {}),
+    ...(onToken ? { onToken: (_token: number, text: string) => onToken(text) } : {}),
+  };
+}
 
 /** What the pool's calls share. */
 export interface CallContext {
@@ -30,40 +54,6 @@ export interface CallContext {
   /** Rotates the least-busy order among equals. */
   nextOffset(): number;
   requestRebalance(reason: string, delayMs?: number): void;
-}
-
-/**
- * `verdict` (about the request: no retry), `lost_block` (the node lacks the block, or its copy
- * failed a check), `retry`
- * (another node may do it: queue full, no sandbox), `suspect` (the node is slow, draining or
- * broken: skip it until its next heartbeat), `gone` (unreachable: mark it down).
- */
-export type FailureKind = "gone" | "suspect" | "retry" | "lost_block" | "verdict";
-
-/** Classifies a failed call to a GPU node. */
-export function classifyFailure(err: unknown): FailureKind {
-  if (err instanceof GpuError) {
-    if (err.status === 404 && err.code === "block_not_found") return "lost_block";
-    // That node's copy failed its hash or probe check and the node quarantined it: another
-    // holder's copy may be sound, so it is that replica that is lost, not (yet) the block.
-    if (err.code === "block_corrupt" || err.code === "block_probe_mismatch") return "lost_block";
-    if (err.status === 429 || err.code === "queue_full" || err.code === "sandbox_unavailable") return "retry";
-    if (err.status >= 500) return "suspect";
-    return "verdict";
-  }
-  if (err instanceof DomainError) return err.status >= 500 ? "suspect" : "verdict";
-  const name = err instanceof Error ? err.name : "";
-  if (name === "TimeoutError" || name === "AbortError") return "suspect";
-  // fetch rejects when the node cannot be reached (refused, reset, DNS): with a TypeError in Node,
-  // with a plain Error saying so in workerd (the Worker entry).
-  if (err instanceof TypeError) return "gone";
-  if (err instanceof Error && err.message.startsWith("Network connection lost")) return "gone";
-  return "suspect";
-}
-
-/** Whether the node refused the call for load (its queue was full): a shed request. */
-export function isShed(err: unknown): boolean {
-  return err instanceof GpuError && (err.status === 429 || err.code === "queue_full");
 }
 
 /** 503 `no_replica`: no live node can take the call; retry after the time a node needs to be marked down. */
@@ -117,7 +107,6 @@ export type FailoverCall = <T>(
 
 const MIN_RETRY_BUDGET_MS = 50;
 
-/** The failover runner of a pool. */
 /**
  * An attempt that failed after its stream had sent tokens to the caller: what the node did is
  * recorded as usual, but the call is not retried elsewhere (the caller would get the text twice).
@@ -128,6 +117,7 @@ export class StreamStartedError extends Error {
   }
 }
 
+/** The failover runner of a pool. */
 export function createFailover(deps: FailoverDeps): FailoverCall {
   const { timeoutMs } = deps;
   return async (candidates, fn, onLostBlock, external) => {
@@ -157,27 +147,28 @@ export function createFailover(deps: FailoverDeps): FailoverCall {
       } catch (err) {
         const ms = performance.now() - t0;
         m.latencyMsSum += ms;
-        if (isShed(err)) m.shed++;
+        const thrown = gpuFailure(err, timeoutMs);
+        if (thrown.shed) m.shed++;
         // The caller gave up: not the node's fault, and nobody waits for a retry.
-        if (external?.aborted) throw toDomainError(err, timeoutMs);
+        if (external?.aborted) throw thrown.error;
         m.failures++;
         const started = err instanceof StreamStartedError;
         const failure = started ? err.failure : err;
-        const kind = classifyFailure(failure);
+        const { kind, error } = started ? gpuFailure(failure, timeoutMs) : thrown;
         attempts.push({ nodeId, ms, error: failureText(failure) });
         lastError = failure;
-        if (kind === "verdict") throw toDomainError(failure, timeoutMs);
+        if (kind === "verdict") throw error;
         if (kind === "lost_block") await onLostBlock?.(nodeId);
         else if (kind === "gone") await deps.nodeGone(nodeId, failure);
         else if (kind === "suspect") deps.markSuspect(nodeId);
-        if (started) throw toDomainError(failure, timeoutMs);
+        if (started) throw error;
         failedHere = m;
       } finally {
         m.inFlight--;
       }
     }
     if (lastError === undefined) throw noReplica(deps.timing);
-    const mapped = toDomainError(lastError, timeoutMs);
+    const mapped = gpuFailure(lastError, timeoutMs).error;
     throw new DomainError(
       mapped.status,
       mapped.code,
@@ -274,7 +265,7 @@ export function streamedOnce<T>(
 
 export async function graftRouted(
   ctx: CallContext,
-  req: { blockId: string; query: string; maxTokens: number },
+  req: Omit<GraftRequest, "stream">,
   opts?: ModelCallOptions,
 ): Promise<Routed<GenerationResult>> {
   const candidates = preferIdle(

@@ -1,13 +1,11 @@
-/** Where each of some blocks lives, when the edge runs a GPU node pool (else null: nothing to show). */
-import { type BlockPlacement, isGpuPool } from "../cluster/gpu-pool.js";
+/** Where each of some blocks lives in the edge's GPU node pool. */
+import type { BlockPlacement } from "../cluster/gpu-pool.js";
 import type { Deps } from "../http.js";
 
 export async function blockPlacements(
   deps: Pick<Deps, "gpu">,
   blockIds: string[],
-): Promise<Map<string, BlockPlacement> | null> {
-  const pool = deps.gpu;
-  if (!isGpuPool(pool)) return null;
-  const entries = await Promise.all(blockIds.map(async (id) => [id, await pool.placement(id)] as const));
+): Promise<Map<string, BlockPlacement>> {
+  const entries = await Promise.all(blockIds.map(async (id) => [id, await deps.gpu.placement(id)] as const));
   return new Map(entries);
 }

@@ -5,9 +5,8 @@
  */
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { z } from "zod";
-import { notFound, unavailable } from "../../shared/errors.js";
+import { notFound } from "../../shared/errors.js";
 import { sha256Schema } from "../../shared/protocol.js";
-import { type GpuPool, isGpuPool } from "../cluster/gpu-pool.js";
 import { renderNodeMetrics } from "../cluster/metrics-text.js";
 import { renderWriteMetrics } from "../db/write-state.js";
 import type { AppEnv, Deps } from "../http.js";
@@ -71,19 +70,12 @@ const rebalanceRunRoute = adminRoute({
   responses: { 200: ok(z.object({ report: rebalanceReportSchema })), ...clusterErrors },
 });
 
-/** The pool behind the edge, or 503 `cluster_unavailable`. */
-function requirePool(deps: Deps): GpuPool {
-  if (!isGpuPool(deps.gpu))
-    throw unavailable("cluster_unavailable", "This edge does not run a GPU node pool.");
-  return deps.gpu;
-}
-
 /** Cluster views under `/admin`. */
 export function nodeAdminRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   const app = routeGroup();
   serve(app, listRoute, async (c) => c.json({ nodes: await describeNodes(deps) }, 200));
   serve(app, metricsRoute, async (c) => {
-    const pool = requirePool(deps);
+    const pool = deps.gpu;
     const text =
       renderNodeMetrics(await pool.nodes(), (id) => pool.metrics(id)) + renderWriteMetrics(deps.writes);
     return c.body(text, 200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" });
@@ -91,13 +83,11 @@ export function nodeAdminRoutes(deps: Deps): OpenAPIHono<AppEnv> {
   serve(app, placementRoute, async (c) => {
     const id = sha256Schema.safeParse(pathId(c));
     if (!id.success) throw notFound("block_not_found", "No block with this SHA-256.");
-    const placement = await requirePool(deps).placement(id.data);
+    const placement = await deps.gpu.placement(id.data);
     if (!placement.known) throw notFound("block_not_found", "No block with this SHA-256.");
     return c.json({ placement }, 200);
   });
-  serve(app, rebalanceStatusRoute, (c) => c.json({ rebalance: requirePool(deps).rebalancer.status() }, 200));
-  serve(app, rebalanceRunRoute, async (c) =>
-    c.json({ report: await requirePool(deps).rebalancer.run("admin") }, 200),
-  );
+  serve(app, rebalanceStatusRoute, (c) => c.json({ rebalance: deps.gpu.rebalancer.status() }, 200));
+  serve(app, rebalanceRunRoute, async (c) => c.json({ report: await deps.gpu.rebalancer.run("admin") }, 200));
   return app;
 }

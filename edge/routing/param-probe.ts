@@ -19,7 +19,7 @@ import {
   scaleLiteral,
   shrinkLiteral,
 } from "../../shared/params.js";
-import type { GpuClient } from "../cluster/gpu.js";
+import type { GpuPool } from "../cluster/gpu-pool.js";
 
 const STEPS = [1, 2];
 /**
@@ -37,7 +37,7 @@ export interface ProbeRun {
 
 /** The profile of `program` on the literals it was verified with, whose answer is `answer`. */
 export async function profileParameters(
-  gpu: Pick<GpuClient, "runProgram">,
+  gpu: Pick<GpuPool, "runProgram">,
   program: string,
   literals: readonly string[],
   answer: string,
@@ -50,7 +50,7 @@ export async function profileParameters(
  * learns the answer's domain from).
  */
 export async function profileProgram(
-  gpu: Pick<GpuClient, "runProgram">,
+  gpu: Pick<GpuPool, "runProgram">,
   program: string,
   literals: readonly string[],
   answer: string,
@@ -74,7 +74,7 @@ export async function profileProgram(
 }
 
 async function roleOf(
-  gpu: Pick<GpuClient, "runProgram">,
+  gpu: Pick<GpuPool, "runProgram">,
   program: string,
   literals: readonly string[],
   index: number,

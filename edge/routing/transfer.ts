@@ -15,7 +15,7 @@ import {
   type TransferRefusalCode,
   transferParams,
 } from "../../shared/params.js";
-import type { GpuClient } from "../cluster/gpu.js";
+import type { GpuPool } from "../cluster/gpu-pool.js";
 import type { TemplateMatch } from "../db/library.js";
 import { type AnswerCheck, checkAnswer } from "./answer-checks.js";
 import { domainOf, outsideDomain } from "./answer-domain.js";
@@ -56,7 +56,7 @@ function profileOf(match: TemplateMatch): ParamProfile | null {
  * when the template has none. A refusal is the newest program's.
  */
 export async function tryTransfer(
-  gpu: Pick<GpuClient, "runProgram">,
+  gpu: Pick<GpuPool, "runProgram">,
   clock: { monotonicMs(): number },
   query: { normalized: string; template: string; literals: readonly string[] },
   matches: TemplateMatch[],
@@ -75,7 +75,7 @@ export async function tryTransfer(
 }
 
 async function run(
-  gpu: Pick<GpuClient, "runProgram">,
+  gpu: Pick<GpuPool, "runProgram">,
   clock: { monotonicMs(): number },
   query: { normalized: string; template: string; literals: readonly string[] },
   match: TemplateMatch,

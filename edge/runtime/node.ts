@@ -1,6 +1,6 @@
 /**
  * The edge as a Node process: a libSQL database (a `file:` database by default), migrations
- * applied at start, an admin key ensured, the local rate limiter, the signed GPU client, and the
+ * applied at start, an admin key ensured, the local rate limiter, the GPU node pool, and the
  * Hono app on @hono/node-server (`kvgraft serve edge`, cli/commands/serve-edge.ts, runs it).
  */
 import { mkdirSync } from "node:fs";
@@ -12,8 +12,7 @@ import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
 import { createApp } from "../app.js";
-import type { GpuClient } from "../cluster/gpu.js";
-import { createConfiguredPool, isGpuPool } from "../cluster/gpu-pool.js";
+import { createConfiguredPool, type GpuPool } from "../cluster/gpu-pool.js";
 import {
   type EdgeConfig,
   type EdgeContext,
@@ -59,8 +58,8 @@ export interface EdgeServerOptions {
   port?: number;
   host?: string;
   logger?: Logger;
-  /** Replaces the signed fetch client (the embedded default passes the same client it uses). */
-  gpu?: GpuClient;
+  /** Replaces the pool the edge builds from its configuration. */
+  gpu?: GpuPool;
   /** What the entry knows beyond the environment (the generated model turns the flywheel off). */
   context?: EdgeContext;
 }
@@ -72,7 +71,7 @@ export interface EdgeServer {
   app: Hono<AppEnv>;
   db: Database;
   config: EdgeConfig;
-  gpu: GpuClient;
+  gpu: GpuPool;
   /** The plaintext of an admin key generated at this start (shown once), else null. */
   generatedAdminKey: string | null;
   adminKeyId: string;
@@ -131,7 +130,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
     started.headersTimeout = 66_000;
     server = started;
     // Only now: a start that fails to listen (a busy port) leaves no background work running.
-    if (isGpuPool(gpu)) gpu.startBackground();
+    gpu.startBackground();
     const port = (started.address() as AddressInfo).port;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
     let closing: Promise<void> | null = null;
@@ -150,7 +149,7 @@ export async function startEdgeServer(options: EdgeServerOptions = {}): Promise<
           started.closeIdleConnections();
           setTimeout(() => started.closeAllConnections(), 2_000).unref();
         })
-          .then(() => (isGpuPool(gpu) ? gpu.close() : undefined))
+          .then(() => gpu.close())
           .finally(() => database.close());
         return closing;
       },

@@ -7,9 +7,8 @@ import { badRequest, DomainError, notFound, unprocessable } from "../../shared/e
 import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import { MAX_LITERAL_CHARS, type ProgramParam } from "../../shared/params.js";
-import type { BlockManifest } from "../../shared/protocol.js";
-import type { GpuClient, SandboxRunResult } from "../cluster/gpu.js";
-import { isGpuPool } from "../cluster/gpu-pool.js";
+import type { BlockManifest, SandboxRunResult } from "../../shared/protocol.js";
+import type { GpuPool } from "../cluster/gpu-pool.js";
 import {
   addSolution,
   type Block,
@@ -72,7 +71,7 @@ function sameSolution(stored: Solution, input: AdminSolutionRequest): boolean {
  * reached now, 503 `gpu_unavailable` with Retry-After: a solution is never accepted unchecked.
  */
 export async function checkProgram(
-  gpu: GpuClient,
+  gpu: Pick<GpuPool, "runProgram">,
   input: { program: string; params: readonly ProgramParam[]; answer: string },
 ): Promise<SandboxRunResult> {
   let run: SandboxRunResult;
@@ -175,7 +174,7 @@ export async function depositSolution(
       params: literals,
     });
     const block = await registerBlock(deps.db, blockInput(manifest, problem.id, placed.nodeId));
-    if (isGpuPool(deps.gpu)) await deps.gpu.replicate(manifest.sha256, placed.nodeId);
+    await deps.gpu.replicate(manifest.sha256, placed.nodeId);
     const solution = await addSolution(deps.db, {
       problemId: problem.id,
       worked: input.solution,
@@ -234,9 +233,7 @@ async function placeBlockText(
   text: string,
 ): Promise<{ manifest: BlockManifest; nodeId: string }> {
   // A pool deposits on one node, then copies the block to its R nodes (edge/cluster/gpu-pool.ts).
-  const placed = isGpuPool(deps.gpu)
-    ? await deps.gpu.depositPlaced(text)
-    : { manifest: await deps.gpu.deposit(text), nodeId: deps.config.gpu.nodeId };
+  const placed = await deps.gpu.depositPlaced(text);
   const textSha256 = await sha256Hex(text);
   if (placed.manifest.textSha256 !== textSha256)
     throw new DomainError(502, "gpu_bad_response", "The GPU node's block manifest is for another text.", {
@@ -251,7 +248,7 @@ async function depositBlock(deps: AdminDeps, input: AdminSolutionRequest, proble
   const placed = await placeBlockText(deps, renderBlockText(input));
   return registerOrRemove(deps, placed.manifest.sha256, async () => {
     const block = await registerBlock(deps.db, blockInput(placed.manifest, problemId, placed.nodeId));
-    if (isGpuPool(deps.gpu)) await deps.gpu.replicate(placed.manifest.sha256, placed.nodeId);
+    await deps.gpu.replicate(placed.manifest.sha256, placed.nodeId);
     return block;
   });
 }

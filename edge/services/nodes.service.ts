@@ -7,17 +7,16 @@
  * rebalances. Also the node list the admin views show.
  */
 import type { Heartbeat } from "../../shared/heartbeat.js";
-import { isGpuPool } from "../cluster/gpu-pool.js";
 import { reportedHealth } from "../cluster/node-directory.js";
 import { type GpuNode, getNode, listNodes, markNodeDown, upsertNode } from "../db/nodes.js";
 import { removeNodeReplicas } from "../db/replicas.js";
 import type { Deps } from "../http.js";
 
-/** Records a heartbeat; returns the node's row and the interval the edge expects, if it runs a pool. */
+/** Records a heartbeat; returns the node's row and the heartbeat interval the edge expects. */
 export async function recordHeartbeat(
   deps: Pick<Deps, "db" | "gpu" | "clock">,
   beat: Heartbeat,
-): Promise<{ row: GpuNode; intervalMs: number | undefined }> {
+): Promise<{ row: GpuNode; intervalMs: number }> {
   const previous = await getNode(deps.db, beat.id);
   const now = new Date(deps.clock.now());
   let row = await upsertNode(
@@ -36,7 +35,7 @@ export async function recordHeartbeat(
   const corrupt = beat.tiers.corrupt ?? [];
   const dropped = corrupt.length ? await removeNodeReplicas(deps.db, beat.id, corrupt) : 0;
   // A copy the node lost: the rebalancer puts one back from a sound replica.
-  if (dropped > 0 && isGpuPool(deps.gpu)) deps.gpu.rebalancer.kick("damaged replica reported");
+  if (dropped > 0) deps.gpu.rebalancer.kick("damaged replica reported");
   const change: "joined" | "up" | "down" | "same" = !previous
     ? "joined"
     : previous.status === "down" && row.status === "up"
@@ -46,15 +45,12 @@ export async function recordHeartbeat(
         : previous.url !== row.url
           ? "up"
           : "same";
-  if (isGpuPool(deps.gpu)) deps.gpu.heartbeatReceived(row, change);
-  const intervalMs = isGpuPool(deps.gpu) ? deps.gpu.settings.heartbeatMs : undefined;
-  return { row, intervalMs };
+  deps.gpu.heartbeatReceived(row, change);
+  return { row, intervalMs: deps.gpu.settings.heartbeatMs };
 }
 
 /** Registered nodes with liveness, tiers and this edge's per-node metrics. */
 export async function describeNodes(deps: Pick<Deps, "db" | "gpu">) {
-  if (!isGpuPool(deps.gpu))
-    return (await listNodes(deps.db)).map((row) => ({ ...row, live: row.status === "up" }));
   const pool = deps.gpu;
   const rows = new Map<string, GpuNode>((await listNodes(deps.db)).map((r) => [r.id, r]));
   // Fresh: the static node's /health asked now, registry rows re-read.

@@ -19,7 +19,8 @@ import { sha256Hex } from "../../shared/hash.js";
 import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import type { GenerationResult } from "../../shared/protocol.js";
 import type { Energy, SolveResult } from "../../shared/solve-protocol.js";
-import type { ModelCallOptions } from "../cluster/gpu.js";
+import { quarantinedByNode } from "../cluster/gpu-failure.js";
+import type { ModelCallOptions } from "../cluster/gpu-pool.js";
 import { enqueueForKey } from "../db/flywheel-queue.js";
 import { logQuery, setBlockState } from "../db/library.js";
 import type { Deps } from "../http.js";
@@ -223,10 +224,7 @@ async function route(
       .catch(async (err: unknown) => {
         // The node found the block damaged (bytes, or a probe that no longer reproduces) and
         // quarantined it: stop routing to it.
-        if (
-          err instanceof DomainError &&
-          (err.code === "block_corrupt" || err.code === "block_probe_mismatch")
-        )
+        if (quarantinedByNode(err))
           await setBlockState(deps.db, blockId, "quarantined").catch(() => undefined);
         throw err;
       });

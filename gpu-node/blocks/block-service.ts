@@ -9,7 +9,6 @@
 import { rm } from "node:fs/promises";
 import type { Token } from "node-llama-cpp";
 import { manifestFields } from "../../shared/block-manifest.js";
-import { badRequest, conflict, unprocessable } from "../../shared/errors.js";
 import { sha256Hex, sha256OfTokens } from "../../shared/hash.js";
 import type { Logger } from "../../shared/http/logger.js";
 import type { BlockManifest, GenerationResult, Tier } from "../../shared/protocol.js";
@@ -17,6 +16,7 @@ import type { Engine } from "../engine/engine.js";
 import { exactEvaluation } from "../engine/exact-batching.js";
 import { evaluateProbe, probeTokenFor } from "../engine/probe.js";
 import { assertSameOrigin } from "../engine/state.js";
+import { badRequest, conflict, unprocessable } from "../errors.js";
 import type { BlockBucket } from "./bucket/bucket.js";
 import { type BucketUpload, importFromBucket } from "./bucket/bucket-import.js";
 import { DiskCache } from "./bucket/disk-cache.js";

@@ -11,7 +11,7 @@
  */
 import { acquireLock } from "lifecycle-utils";
 import type { Llama, LlamaContext, LlamaContextSequence, Token } from "node-llama-cpp";
-import { unprocessable } from "../../shared/errors.js";
+import { unprocessable } from "../errors.js";
 
 /** An arena of host memory in the addon (pinned on a GPU), addressed by offset. */
 export type ArenaHandle = { readonly __arena: unique symbol };

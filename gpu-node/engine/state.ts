@@ -1,7 +1,7 @@
 /** Saving and restoring sequence state, with the fingerprint check that keeps foreign states out. */
 import { withLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence } from "node-llama-cpp";
-import { conflict } from "../../shared/errors.js";
+import { conflict } from "../errors.js";
 import type { Engine } from "./engine.js";
 
 /** The fingerprints a saved state was made under. */

@@ -1,4 +1,4 @@
-import { badRequest } from "../../shared/errors.js";
+import { badRequest } from "../errors.js";
 
 /** Resource limits for one program run. */
 export interface SandboxLimits {

@@ -4,8 +4,9 @@
  * size, a decimal the float Python reads from that text. A plain number is written as JSON (a
  * valid Python literal). Nothing else gets into the line, so it cannot carry code.
  */
-import { badRequest } from "../../shared/errors.js";
+
 import { MAX_PARAM_CHARS, PARAM_LITERAL, type ProgramParam } from "../../shared/params.js";
+import { badRequest } from "../errors.js";
 
 const MAX_PARAMS = 10_000;
 

@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { unavailable } from "../../shared/errors.js";
+import { unavailable } from "../errors.js";
 import { AdmissionQueue } from "../server/queue.js";
 import { type ProgramJob, type ProgramResult, Sandbox, type SandboxOptions } from "./sandbox.js";
 

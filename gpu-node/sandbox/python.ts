@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { realpath } from "node:fs/promises";
 import { promisify } from "node:util";
-import { notImplemented } from "../../shared/errors.js";
+import { notImplemented } from "../errors.js";
 
 const run = promisify(execFile);
 

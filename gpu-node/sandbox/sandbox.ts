@@ -1,6 +1,6 @@
 import { tmpdir } from "node:os";
-import { badRequest, notImplemented, tooLarge } from "../../shared/errors.js";
 import type { ProgramParam } from "../../shared/params.js";
+import { badRequest, notImplemented, tooLarge } from "../errors.js";
 import type { SandboxChoice } from "./choices.js";
 import { BwrapIsolation, type IsolationMode } from "./isolation.js";
 import { DEFAULT_LIMITS, mergeLimits, type SandboxLimits } from "./limits.js";

@@ -3,7 +3,7 @@ import { realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Readable } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { notImplemented } from "../../shared/errors.js";
+import { notImplemented } from "../errors.js";
 import { REPORT_FD } from "./launcher.js";
 import type { SandboxLimits } from "./limits.js";
 import { type ProcessOutcome, superviseProcess } from "./process.js";

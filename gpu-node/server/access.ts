@@ -7,7 +7,8 @@ import type { MiddlewareHandler } from "hono";
 import { Jwt } from "hono/utils/jwt";
 import type { HonoJsonWebKey } from "hono/utils/jwt/jws";
 import { z } from "zod";
-import { DomainError, unauthorized, unavailable } from "../../shared/errors.js";
+import { DomainError } from "../../shared/errors.js";
+import { unauthorized, unavailable } from "../errors.js";
 
 /** Cloudflare Access settings: the application's audience tag and the team domain. */
 export interface AccessConfig {

@@ -5,13 +5,13 @@
  */
 import type { Context } from "hono";
 import type { z } from "zod";
-import { badRequest } from "../../shared/errors.js";
 import { readJson } from "../../shared/http/json-body.js";
 import type { Logger } from "../../shared/http/logger.js";
 import type { Health } from "../../shared/protocol.js";
 import { sha256Schema } from "../../shared/protocol.js";
 import type { UploadGrantClaims } from "../../shared/upload-grant.js";
 import type { Blocks } from "../blocks/types.js";
+import { badRequest } from "../errors.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import type { SolveInput, Solver } from "../solve/solver.js";
 import type { AccessConfig } from "./access.js";

@@ -4,7 +4,7 @@
  * requests finish or are aborted at the drain timeout.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import { unavailable } from "../../shared/errors.js";
+import { unavailable } from "../errors.js";
 import type { AdmissionQueue } from "./queue.js";
 
 export class RequestTracker {

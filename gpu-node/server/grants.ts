@@ -6,10 +6,10 @@
  * with it.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import { DomainError, forbidden, unauthorized } from "../../shared/errors.js";
 import type { BodyBound } from "../../shared/http/signature.js";
 import { readBodyOnce } from "../../shared/http/signature.js";
 import { UPLOAD_GRANT_HEADER, type UploadGrantClaims, verifyUploadGrant } from "../../shared/upload-grant.js";
+import { forbidden, nodeError, unauthorized } from "../errors.js";
 import type { GpuEnv } from "./context.js";
 import type { ImportStart } from "./imports.js";
 
@@ -54,7 +54,7 @@ export class UploadGrants {
   /** A granted import must be for the granted block, at its size. */
   checkStart(grant: UploadGrantClaims | undefined, req: ImportStart): void {
     if (grant && (req.manifest.sha256 !== grant.sha256 || req.sizeBytes !== grant.sizeBytes))
-      throw new DomainError(403, "grant_mismatch", "the upload grant is for another block", {
+      throw nodeError(403, "grant_mismatch", "the upload grant is for another block", {
         grantSha256: grant.sha256,
         grantSizeBytes: grant.sizeBytes,
       });
@@ -69,7 +69,7 @@ export class UploadGrants {
       grant &&
       (req.uploadId !== grant.jti || req.sha256 !== grant.sha256 || req.sizeBytes !== grant.sizeBytes)
     )
-      throw new DomainError(403, "grant_mismatch", "the upload grant is for another upload or block", {
+      throw nodeError(403, "grant_mismatch", "the upload grant is for another upload or block", {
         grantSha256: grant.sha256,
         grantSizeBytes: grant.sizeBytes,
       });

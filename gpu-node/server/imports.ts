@@ -11,14 +11,6 @@ import { type FileHandle, open, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import {
-  badRequest,
-  conflict,
-  notFound,
-  tooLarge,
-  tooManyRequests,
-  unprocessable,
-} from "../../shared/errors.js";
-import {
   type BlockManifest,
   type engineFingerprintSchema,
   type importStartResultSchema,
@@ -26,6 +18,7 @@ import {
   LIMITS,
   type modelFingerprintSchema,
 } from "../../shared/protocol.js";
+import { badRequest, conflict, notFound, tooLarge, tooManyRequests, unprocessable } from "../errors.js";
 
 export type ImportStart = z.infer<typeof importStartSchema>;
 export type ImportStartResult = z.infer<typeof importStartResultSchema>;

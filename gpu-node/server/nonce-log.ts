@@ -26,8 +26,8 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { DomainError } from "../../shared/errors.js";
 import { NonceCache } from "../../shared/signing.js";
+import { nodeError } from "../errors.js";
 
 const LINE = /^([0-9a-f]{32}) (\d{1,15})$/;
 /** The header: signatures stamped at or before this second may have been accepted unpersisted. */
@@ -130,7 +130,7 @@ export class NonceLog extends NonceCache {
       return;
     }
     this.refusing = true;
-    throw new DomainError(
+    throw nodeError(
       507,
       "nonce_log_full",
       "the node cannot record this request's nonce (its disk is full or refuses writes), so it refuses signed requests: none may be replayable after a restart",

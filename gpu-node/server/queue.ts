@@ -3,7 +3,8 @@
  * most `maxWaiting` wait in FIFO order; one more is refused at once with 429 `queue_full`, so a
  * burst turns into fast, retryable refusals instead of unbounded latency.
  */
-import { tooManyRequests } from "../../shared/errors.js";
+import type { GpuErrorCode } from "../../shared/protocol.js";
+import { tooManyRequests } from "../errors.js";
 
 /** A bounded queue of model work; `acquire` resolves to a release function. */
 export class AdmissionQueue {
@@ -17,7 +18,10 @@ export class AdmissionQueue {
     /** Retry-After sent with a refusal. */
     readonly retryAfterS = 1,
     /** Code and message of the 429 refusal (the sandbox's queue says `sandbox_busy`). */
-    private readonly refusal = { code: "queue_full", message: "the model work queue is full; retry later" },
+    private readonly refusal: { code: GpuErrorCode; message: string } = {
+      code: "queue_full",
+      message: "the model work queue is full; retry later",
+    },
   ) {
     if (!Number.isInteger(concurrency) || concurrency < 1)
       throw new RangeError(`queue concurrency must be a positive integer, got ${concurrency}`);

@@ -5,7 +5,7 @@
  * maps to the error its cause deserves.
  */
 import type { Context } from "hono";
-import { badRequest, DomainError, unavailable } from "../../shared/errors.js";
+import { DomainError } from "../../shared/errors.js";
 import type { ErrorMappingOptions } from "../../shared/http/errors.js";
 import { DEADLINE_HEADER, type GenerationResult, type StreamEvent } from "../../shared/protocol.js";
 import type { SolveResult } from "../../shared/solve-protocol.js";
@@ -17,6 +17,7 @@ import {
   sseEvent,
 } from "../../shared/sse.js";
 import type { GenerationOptions } from "../blocks/types.js";
+import { badRequest, nodeError, unavailable } from "../errors.js";
 import type { GpuEnv, ServerLimits } from "./context.js";
 import type { RequestTracker } from "./drain.js";
 import type { GpuMetrics } from "./metrics.js";
@@ -80,7 +81,7 @@ export class ModelWork {
   abortError(err: unknown, work: Signals): unknown {
     if (err instanceof DomainError) return err;
     if (work.deadline.aborted)
-      return new DomainError(504, "deadline_exceeded", "the request's deadline passed before any output");
+      return nodeError(504, "deadline_exceeded", "the request's deadline passed before any output");
     if (this.shutdown.signal.aborted)
       return unavailable("shutting_down", "the node is shutting down", this.parts.limits.retryAfterS);
     // Nobody reads this answer; it only keeps a departed client out of the 5xx counts and logs.

@@ -8,7 +8,6 @@
  */
 import { LlamaChatSession, type LlamaJsonSchemaGrammar, type Token } from "node-llama-cpp";
 import type { z } from "zod";
-import { badRequest } from "../../shared/errors.js";
 import { type FinalLimits, finalSchema, parseFinal } from "../../shared/final-part.js";
 import { sha256Hex } from "../../shared/hash.js";
 import { problemTemplate } from "../../shared/normalize.js";
@@ -17,6 +16,7 @@ import type { SolveResult, SolveSample, solveRequestSchema } from "../../shared/
 import { tally } from "../../shared/vote.js";
 import type { SlotPool } from "../blocks/slots/slot-pool.js";
 import type { Engine } from "../engine/engine.js";
+import { badRequest } from "../errors.js";
 import type { ProgramJob, ProgramResult } from "../sandbox/sandbox.js";
 import { type PowerReading, type PowerSampler, startPowerSampler } from "../telemetry/power.js";
 

@@ -12,8 +12,9 @@
  * not fsynced here, the block store does when it commits it), and on the engine build the warm
  * arena, hashed in place by the addon (`MemoryPath.stageFetch`).
  */
-import { conflict } from "../../../shared/errors.js";
+
 import type { BlockManifest } from "../../../shared/protocol.js";
+import { conflict } from "../../errors.js";
 import type { BulkResponse } from "./http/http-connection.js";
 
 /** Chunk size when a manifest has no chunk hashes (blocks from before they existed). */

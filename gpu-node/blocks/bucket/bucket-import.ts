@@ -8,8 +8,9 @@
  */
 import { rm } from "node:fs/promises";
 import { uploadKeys } from "../../../shared/bucket-keys.js";
-import { conflict, DomainError, notFound } from "../../../shared/errors.js";
+import { DomainError } from "../../../shared/errors.js";
 import type { BlockManifest } from "../../../shared/protocol.js";
+import { conflict, notFound } from "../../errors.js";
 import type { BlockStore } from "../store/block-store.js";
 import type { DiskCache } from "./disk-cache.js";
 import { fileDestination } from "./fetch-file-destination.js";

@@ -8,8 +8,8 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { AwsClient } from "aws4fetch";
 import { type BucketAccess, blockKeys } from "../../../shared/bucket-keys.js";
-import { conflict, unavailable } from "../../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema } from "../../../shared/protocol.js";
+import { conflict, unavailable } from "../../errors.js";
 import {
   corruptBlock,
   DEFAULT_FETCH_PARALLEL,

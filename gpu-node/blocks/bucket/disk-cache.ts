@@ -9,10 +9,10 @@
  * manifest) continues in the background.
  */
 import { rm } from "node:fs/promises";
-import { notFound } from "../../../shared/errors.js";
 import { createLogger, type Logger } from "../../../shared/http/logger.js";
 import type { BlockManifest } from "../../../shared/protocol.js";
 import type { ArenaRange } from "../../engine/state-memory.js";
+import { notFound } from "../../errors.js";
 import type { StagedFetch } from "../state-path/memory-path.js";
 import type { MemoryLease } from "../state-path/memory-tier.js";
 import { type BlockStore, sha256File } from "../store/block-store.js";

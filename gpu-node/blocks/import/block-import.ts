@@ -7,11 +7,11 @@
  * only then is it stored, with the size and chunk hashes computed here.
  */
 import type { Token } from "node-llama-cpp";
-import { conflict, unprocessable } from "../../../shared/errors.js";
 import type { BlockManifest } from "../../../shared/protocol.js";
 import type { Engine } from "../../engine/engine.js";
 import { evaluateProbe } from "../../engine/probe.js";
 import { assertSameOrigin, loadSequenceState } from "../../engine/state.js";
+import { conflict, unprocessable } from "../../errors.js";
 import type { SlotPool } from "../slots/slot-pool.js";
 import type { BlockStore } from "../store/block-store.js";
 import { hashFileWithChunks } from "../store/file-hash.js";

@@ -9,9 +9,9 @@ import { spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { unavailable, unprocessable } from "../../../shared/errors.js";
 import { childProcessEnv } from "../../config.js";
 import type { LlamaBinary } from "../../engine/llama-binary.js";
+import { unavailable, unprocessable } from "../../errors.js";
 
 const here = fileURLToPath(import.meta.url);
 /** The child script beside this module: `.ts` under tsx in a checkout, `.js` in dist/. */

@@ -6,12 +6,12 @@
  * probe hash by a decode step in a slot.)
  */
 import type { Token } from "node-llama-cpp";
-import { conflict, unprocessable } from "../../../shared/errors.js";
 import { sha256Hex } from "../../../shared/hash.js";
 import type { BlockManifest } from "../../../shared/protocol.js";
 import type { Engine } from "../../engine/engine.js";
 import { canonicalJson } from "../../engine/fingerprint.js";
 import { probeTokenFor } from "../../engine/probe.js";
+import { conflict, unprocessable } from "../../errors.js";
 
 /** How far ahead of this node's clock a manifest's `createdAt` may be. */
 const MAX_FUTURE_MS = 5 * 60_000;

@@ -16,7 +16,7 @@
  */
 import { createHash } from "node:crypto";
 import { type FileHandle, open } from "node:fs/promises";
-import { unprocessable } from "../../../shared/errors.js";
+import { unprocessable } from "../../errors.js";
 
 const MAGIC = 0x67677371;
 const VERSION = 3;

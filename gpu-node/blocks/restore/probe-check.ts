@@ -9,9 +9,9 @@
  * stored block is not).
  */
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
-import { conflict } from "../../../shared/errors.js";
 import type { BlockManifest, Tier } from "../../../shared/protocol.js";
 import { evaluateProbe } from "../../engine/probe.js";
+import { conflict } from "../../errors.js";
 
 export class ProbeGate {
   private readonly checked = new Set<string>();

@@ -7,11 +7,12 @@
  * misses, restore time and bytes by tier.
  */
 import type { Token } from "node-llama-cpp";
-import { conflict, DomainError } from "../../../shared/errors.js";
+import { DomainError } from "../../../shared/errors.js";
 import type { BlockManifest, Tier } from "../../../shared/protocol.js";
 import type { Engine } from "../../engine/engine.js";
 import { evaluateProbe } from "../../engine/probe.js";
 import { loadSequenceState } from "../../engine/state.js";
+import { conflict } from "../../errors.js";
 import { truncate } from "../slots/generation.js";
 import type { SlotLease, SlotPool } from "../slots/slot-pool.js";
 import type { StatePath } from "../state-path/state-path.js";

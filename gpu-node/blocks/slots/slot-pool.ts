@@ -7,8 +7,8 @@
  * retired: it is never leased again (the node reports itself degraded).
  */
 import type { LlamaContextSequence } from "node-llama-cpp";
-import { tooManyRequests, unavailable } from "../../../shared/errors.js";
 import { wipeSequence } from "../../engine/state.js";
+import { tooManyRequests, unavailable } from "../../errors.js";
 
 /** One sequence slot and what it holds. */
 export interface Slot {

@@ -6,8 +6,9 @@
  * chunk hashes in its manifest) loads from its hash-checked file, as on the file path.
  */
 import type { LlamaContextSequence } from "node-llama-cpp";
-import { conflict, DomainError } from "../../../shared/errors.js";
+import { DomainError } from "../../../shared/errors.js";
 import type { BlockManifest } from "../../../shared/protocol.js";
+import { conflict } from "../../errors.js";
 import { truncate } from "../slots/generation.js";
 import type { BlockStore } from "../store/block-store.js";
 import { loadStateFile } from "./file-path.js";

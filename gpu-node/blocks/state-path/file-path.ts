@@ -5,9 +5,9 @@
  * passed its checks.
  */
 import type { LlamaContextSequence } from "node-llama-cpp";
-import { conflict } from "../../../shared/errors.js";
 import type { BlockManifest } from "../../../shared/protocol.js";
 import { loadSequenceState } from "../../engine/state.js";
+import { conflict } from "../../errors.js";
 import type { BlockStore } from "../store/block-store.js";
 import type { Loaded, LoadFrom, SavedDeposit, StatePath } from "./state-path.js";
 import { type WarmCopy, WarmTier } from "./warm-tier.js";

@@ -6,8 +6,8 @@
  */
 import { mkdir, open, readdir, readFile, rename, rm, stat, utimes } from "node:fs/promises";
 import { join } from "node:path";
-import { conflict, notFound } from "../../../shared/errors.js";
 import { type BlockManifest, blockManifestSchema, type TierBytes } from "../../../shared/protocol.js";
+import { conflict, notFound } from "../../errors.js";
 import { HASH_CHUNK_BYTES, hashFileWithChunks, sha256File, verifyFileChunks } from "./file-hash.js";
 
 export { sha256File };

@@ -3,7 +3,6 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import type { Hono } from "hono";
-import { unavailable } from "../../../shared/errors.js";
 import {
   BLOCK_MANIFEST_HEADER,
   type DepositResult,
@@ -11,6 +10,7 @@ import {
   encodeManifestHeader,
   prefetchRequestSchema,
 } from "../../../shared/protocol.js";
+import { unavailable } from "../../errors.js";
 import { blockIdParam, type GpuEnv, jsonBody, type ServerContext } from "../context.js";
 
 export function blockRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {

@@ -1,8 +1,8 @@
 /** Model work on the request path: `/v1/graft`, `/v1/generate` (JSON or SSE) and `/v1/solve`. */
 import type { Hono } from "hono";
-import { notImplemented } from "../../../shared/errors.js";
 import { generateRequestSchema, graftRequestSchema } from "../../../shared/protocol.js";
 import { solveRequestSchema } from "../../../shared/solve-protocol.js";
+import { notImplemented } from "../../errors.js";
 import { type GpuEnv, jsonBody, type ServerContext } from "../context.js";
 
 export function generationRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {

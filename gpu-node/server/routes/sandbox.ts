@@ -1,7 +1,7 @@
 /** `POST /v1/sandbox/run`: one program in the sandbox, behind the sandbox's own admission queue. */
 import type { Hono } from "hono";
-import { notImplemented } from "../../../shared/errors.js";
 import { sandboxRunRequestSchema } from "../../../shared/protocol.js";
+import { notImplemented } from "../../errors.js";
 import { type GpuEnv, jsonBody, type ServerContext } from "../context.js";
 
 export function sandboxRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
