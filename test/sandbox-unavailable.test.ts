@@ -34,25 +34,23 @@ beforeAll(() => {
   empty = join(dir, "empty");
   mkdirSync(pythonOnly);
   mkdirSync(empty);
-  // .ci/run also runs this file with python3 hidden from PATH; the interpreter is still on disk.
   symlinkSync(findPython(), join(pythonOnly, "python3"));
   program = join(dir, "p.py");
   writeFileSync(program, "print(sum(PARAMS))\n");
 });
 
-/** python3's real path: from PATH, else where Debian and python.org put it. */
+/**
+ * python3's real interpreter: asked of the python3 on PATH (a pyenv shim is a script that needs the
+ * PATH this file takes away), else where Debian and python.org put it (.ci/run also runs this file
+ * with python3 hidden from PATH; the interpreter is still on disk).
+ */
 function findPython(): string {
-  const candidates = [
-    ...(hostPath ?? "")
-      .split(":")
-      .filter(Boolean)
-      .map((dir) => join(dir, "python3")),
-    "/usr/bin/python3",
-    "/usr/local/bin/python3",
-  ];
-  const found = candidates.find((path) => existsSync(path));
-  if (!found) throw new Error(`python3 is not on this machine (looked in ${candidates.join(", ")})`);
-  return realpathSync(found);
+  const asked = spawnSync("python3", ["-c", "import sys; print(sys.executable)"], { encoding: "utf8" });
+  const executable = asked.status === 0 ? asked.stdout.trim() : "";
+  if (executable && existsSync(executable)) return realpathSync(executable);
+  const onDisk = ["/usr/bin/python3", "/usr/local/bin/python3"].find((path) => existsSync(path));
+  if (!onDisk) throw new Error("python3 is not on this machine (PATH, /usr/bin, /usr/local/bin)");
+  return realpathSync(onDisk);
 }
 
 afterEach(() => {
