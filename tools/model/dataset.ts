@@ -26,7 +26,7 @@ import {
 import { type Instance, instanceProblem, renderInstance } from "../families/render.js";
 import { decorate, variedPhrasing } from "./augment.js";
 import { CHAT_TEMPLATE, MODEL_SPEC, TRAINING } from "./spec.js";
-import { runPrograms, syntheticFamily } from "./synthetic.js";
+import { mutatedProgram, runPrograms, syntheticFamily } from "./synthetic.js";
 import { blockTextOf, solveTexts, type Tokenized, TranscriptTokenizer } from "./transcripts.js";
 import { trainVocabulary } from "./vocab.js";
 
@@ -135,6 +135,56 @@ function drawItems(seed: string): Item[] {
     });
   }
   items.push(...syntheticGrafts(rng));
+  items.push(...mutatedGrafts(rng, trained, instance));
+  return items;
+}
+
+/**
+ * Grafts on trained families whose block holds a changed program (synthetic.ts mutatedProgram):
+ * the query's right final part re-uses the block's program, not the family's own, so the model
+ * learns that the block wins over what it remembers. Half with the parameters renamed.
+ */
+function mutatedGrafts(
+  rng: Rng,
+  trained: readonly Family[],
+  instance: (family: Family, phrasing: number) => Instance,
+): Item[] {
+  const pairs: { family: Family; sibling: Instance; query: Instance }[] = [];
+  while (pairs.length < TRAINING.mutatedGrafts * 1.25) {
+    const family = rng.pick(trained);
+    const body = mutatedProgram(family.program, rng);
+    if (body === null) continue;
+    const phrasing = rng.pick(trainingPhrasings(family));
+    const withBody = (i: Instance): Instance => ({
+      ...i,
+      program: `${i.program.split("\n")[0]}\n${body.trim()}`,
+    });
+    let sibling = withBody(instance(family, phrasing));
+    let query = withBody(
+      instance(family, rng.next() < 0.75 ? phrasing : rng.pick(trainingPhrasings(family))),
+    );
+    if (instanceProblem(sibling) !== null || instanceProblem(query) !== null) continue;
+    if (rng.next() < 0.5) {
+      const names = renaming(family, rng);
+      sibling = renamed(sibling, names);
+      query = renamed(query, names);
+    }
+    pairs.push({ family, sibling, query });
+  }
+  const answers = runPrograms(pairs.flatMap((p) => [p.sibling, p.query]));
+  const items: Item[] = [];
+  pairs.forEach((p, k) => {
+    const [a, b] = [answers[2 * k], answers[2 * k + 1]];
+    if (items.length >= TRAINING.mutatedGrafts || !a || !b || a.length > 24 || b.length > 24) return;
+    items.push({
+      kind: "graft",
+      split: 0,
+      method: p.family.method,
+      sibling: { ...p.sibling, answer: a },
+      instance: { ...p.query, answer: b },
+      synthetic: true,
+    });
+  });
   return items;
 }
 

@@ -220,7 +220,21 @@ const IDENTS: readonly string[] = [
   "amount",
 ];
 /** Names the program templates use for their own variables. */
-const RESERVED = new Set(["i", "j", "q", "d", "ch", "m", "big", "acc", "math", "Fraction"]);
+const RESERVED = new Set([
+  "i",
+  "ch",
+  "big",
+  "acc",
+  "math",
+  "Fraction",
+  "tmp",
+  "part",
+  "sub",
+  "mid",
+  "whole",
+  "inner",
+  "total_",
+]);
 
 export interface SyntheticFamily extends Family {
   /** Parameters that must stay small (factorials, combinations, loops, exponents). */
@@ -333,12 +347,13 @@ function randomProgram(params: readonly string[], rng: Rng, small: Set<string>):
     const m = rest.length ? ` + ${e(rest)}` : "";
     return `print(pow(${x}, ${y}, 10)${m})`;
   }
-  if (roll < 0.8 && one) {
+  const free = (...names: string[]) => names.every((n) => !ps.includes(n));
+  if (roll < 0.8 && one && free("d")) {
     small.add(ps[0] as string);
     return `print(sum(1 for d in range(1, ${ps[0]} + 1) if ${ps[0]} % d == 0))`;
   }
   if (roll < 0.84) return `print(sum(int(ch) for ch in str(${e(ps)})))`;
-  if (roll < 0.87 && one) {
+  if (roll < 0.87 && one && free("m", "q")) {
     small.add(ps[0] as string);
     return `m, q, big = ${ps[0]}, 2, 1\nwhile q * q <= m:\n    while m % q == 0:\n        big, m = q, m // q\n    q += 1\nprint(m if m > 1 else big)`;
   }
@@ -445,12 +460,48 @@ function question(slot: string | undefined, rng: Rng): string {
   ]);
 }
 
+/** A parameter name: mostly like the real families' (IDENTS), else made from a noun (`lamps`, `num_lamps`, `lamp_count`). */
+function paramName(rng: Rng): string {
+  const roll = rng.next();
+  if (roll < 0.6) return rng.pick(IDENTS);
+  if (roll < 0.7)
+    return rng.pick([
+      "d",
+      "m",
+      "q",
+      "j",
+      "o",
+      "l",
+      "i2",
+      "k1",
+      "k2",
+      "a1",
+      "b1",
+      "c1",
+      "d1",
+      "t1",
+      "t2",
+      "r1",
+      "s1",
+    ]);
+  const [one, many] = rng.pick(NOUNS);
+  return rng.pick([
+    one,
+    many,
+    `num_${many}`,
+    `${one}_count`,
+    `total_${many}`,
+    `${one}s_each`,
+    `${one}_price`,
+    `${one}_size`,
+  ]);
+}
+
 function pickNames(count: number, rng: Rng): string[] {
-  const free = IDENTS.filter((n) => !RESERVED.has(n));
   const out: string[] = [];
-  while (out.length < count) {
-    const name = free.splice(rng.int(0, free.length - 1), 1)[0] as string;
-    out.push(name);
+  for (let tries = 0; out.length < count && tries < 100; tries++) {
+    const name = paramName(rng);
+    if (!RESERVED.has(name) && !out.includes(name)) out.push(name);
   }
   return out;
 }
@@ -546,4 +597,45 @@ for line in sys.stdin:
   if (lines.length !== jobs.length)
     throw new Error(`python3 answered ${lines.length} of ${jobs.length} programs`);
   return lines.map((l) => JSON.parse(l) as string | null);
+}
+
+const OPERATORS = [" + ", " - ", " * ", " // ", " / "];
+
+/**
+ * A program like `program` but not the same: one constant replaced, one operator swapped, or the
+ * printed value changed, so that a graft whose block holds it can only be completed by copying
+ * the block (the model's memory of the family's own program would be wrong). Null if no change fits.
+ */
+export function mutatedProgram(program: string, rng: Rng): string | null {
+  const lines = program.trim().split("\n");
+  const last = lines.length - 1;
+  const roll = rng.next();
+  const constants = [...program.matchAll(/(?<![A-Za-z_0-9.])\d+(?:\.\d+)?(?![A-Za-z_0-9.])/g)];
+  if (roll < 0.4 && constants.length) {
+    const m = rng.pick(constants);
+    const to = rng.pick(CONSTANTS.filter((c) => c !== m[0]));
+    const at = m.index ?? 0;
+    return program.slice(0, at) + to + program.slice(at + m[0].length);
+  }
+  const ops = OPERATORS.flatMap((op) =>
+    [...program.matchAll(new RegExp(op.replace(/[*+/]/g, "\\$&"), "g"))].map((m) => ({
+      op,
+      at: m.index ?? 0,
+    })),
+  );
+  if (roll < 0.8 && ops.length) {
+    const { op, at } = rng.pick(ops);
+    const to = rng.pick(OPERATORS.filter((o) => o !== op));
+    return program.slice(0, at) + to + program.slice(at + op.length);
+  }
+  const print = /^print\((.*)\)$/.exec(lines[last] ?? "");
+  if (!print) return null;
+  const value = print[1] as string;
+  lines[last] = rng.pick([
+    `print(${value} + ${rng.pick(["1", "2", "10"])})`,
+    `print(2 * ${value.includes(" ") ? `(${value})` : value})`,
+    `print(abs(${value}))`,
+    `print(${value.includes(" ") ? `(${value})` : value} % ${rng.pick(["7", "10", "100"])})`,
+  ]);
+  return lines.join("\n");
 }
