@@ -2,7 +2,9 @@
  * Writes the embedded model's training data (a developer's tool; docs/model.md):
  *   node --import tsx tools/model/dataset.ts --out DIR [--seed 0]
  * From the trained families' training phrasings it draws solve and graft transcripts
- * (transcripts.ts), learns the vocabulary over them (vocab.ts), writes a GGUF with that tokenizer
+ * (transcripts.ts), adds graft transcripts on synthetic families and on trained families with a
+ * changed program (synthetic.ts: only copying the block completes them; answers from python3),
+ * learns the vocabulary over the real families' texts (vocab.ts), writes a GGUF with that tokenizer
  * and the chat template (random weights of the final layout), loads it in node-llama-cpp and
  * tokenizes every transcript with it. Output in DIR: tokens.u16.gz (all token ids), index.i32.gz (per
  * transcript: offset, length, two loss ranges, split: 0 trained on, 1 held-out phrasing, scored
