@@ -2,7 +2,9 @@
  * Writes the embedded model's training data (a developer's tool; docs/model.md):
  *   node --import tsx tools/model/dataset.ts --out DIR [--seed 0]
  * From the trained families' training phrasings it draws solve and graft transcripts
- * (transcripts.ts), learns the vocabulary over them (vocab.ts), writes a GGUF with that tokenizer
+ * (transcripts.ts), adds graft transcripts on synthetic families and on trained families with a
+ * changed program (synthetic.ts: only copying the block completes them; answers from python3),
+ * learns the vocabulary over the real families' texts (vocab.ts), writes a GGUF with that tokenizer
  * and the chat template (random weights of the final layout), loads it in node-llama-cpp and
  * tokenizes every transcript with it. Output in DIR: tokens.u16.gz (all token ids), index.i32.gz (per
  * transcript: offset, length, two loss ranges, split: 0 trained on, 1 held-out phrasing, scored
@@ -24,8 +26,9 @@ import {
   trainingPhrasings,
 } from "../families/index.js";
 import { type Instance, instanceProblem, renderInstance } from "../families/render.js";
-import { variedPhrasing } from "./augment.js";
+import { decorate, variedPhrasing } from "./augment.js";
 import { CHAT_TEMPLATE, MODEL_SPEC, TRAINING } from "./spec.js";
+import { mutatedProgram, runPrograms, syntheticFamily } from "./synthetic.js";
 import { blockTextOf, solveTexts, type Tokenized, TranscriptTokenizer } from "./transcripts.js";
 import { trainVocabulary } from "./vocab.js";
 
@@ -58,7 +61,7 @@ const RENAMES = [
 
 type Item =
   | { kind: "solve"; split: 0 | 1; method: string; instance: Instance; maxTokens: number; samples: number }
-  | { kind: "graft"; split: 0; method: string; sibling: Instance; instance: Instance };
+  | { kind: "graft"; split: 0; method: string; sibling: Instance; instance: Instance; synthetic: boolean };
 
 function argValue(name: string, fallback: string): string {
   const at = process.argv.indexOf(name);
@@ -124,15 +127,115 @@ function drawItems(seed: string): Item[] {
       sibling = renamed(sibling, names);
       query = renamed(query, names);
     }
-    items.push({ kind: "graft", split: 0, method: family.method, sibling, instance: query });
+    items.push({
+      kind: "graft",
+      split: 0,
+      method: family.method,
+      sibling,
+      instance: query,
+      synthetic: false,
+    });
   }
+  items.push(...syntheticGrafts(rng));
+  items.push(...mutatedGrafts(rng, trained, instance));
+  return items;
+}
+
+/**
+ * Grafts on trained families whose block holds a changed program (synthetic.ts mutatedProgram):
+ * the query's right final part re-uses the block's program, not the family's own, so the model
+ * learns that the block wins over what it remembers. Half with the parameters renamed.
+ */
+function mutatedGrafts(
+  rng: Rng,
+  trained: readonly Family[],
+  instance: (family: Family, phrasing: number) => Instance,
+): Item[] {
+  const pairs: { family: Family; sibling: Instance; query: Instance }[] = [];
+  while (pairs.length < TRAINING.mutatedGrafts * 1.25) {
+    const family = rng.pick(trained);
+    const body = mutatedProgram(family.program, rng);
+    if (body === null) continue;
+    const phrasing = rng.pick(trainingPhrasings(family));
+    const withBody = (i: Instance): Instance => ({
+      ...i,
+      program: `${i.program.split("\n")[0]}\n${body.trim()}`,
+    });
+    let sibling = withBody(instance(family, phrasing));
+    let query = withBody(
+      instance(family, rng.next() < 0.75 ? phrasing : rng.pick(trainingPhrasings(family))),
+    );
+    if (instanceProblem(sibling) !== null || instanceProblem(query) !== null) continue;
+    if (rng.next() < 0.5) {
+      const names = renaming(family, rng);
+      sibling = renamed(sibling, names);
+      query = renamed(query, names);
+    }
+    pairs.push({ family, sibling, query });
+  }
+  const answers = runPrograms(pairs.flatMap((p) => [p.sibling, p.query]));
+  const items: Item[] = [];
+  pairs.forEach((p, k) => {
+    const [a, b] = [answers[2 * k], answers[2 * k + 1]];
+    if (items.length >= TRAINING.mutatedGrafts || !a || !b || a.length > 24 || b.length > 24) return;
+    items.push({
+      kind: "graft",
+      split: 0,
+      method: p.family.method,
+      sibling: { ...p.sibling, answer: a },
+      instance: { ...p.query, answer: b },
+      synthetic: true,
+    });
+  });
+  return items;
+}
+
+/**
+ * Grafts on synthetic families (synthetic.ts): a sibling's block and a query of the same random
+ * family with new numbers, answers from python3. Their programs are random, so only copying the
+ * block's program completes them. Pairs whose program fails or prints a long answer are redrawn.
+ */
+function syntheticGrafts(rng: Rng): Item[] {
+  const pairs: { family: Family; sibling: Instance; query: Instance }[] = [];
+  for (let i = 0; pairs.length < TRAINING.syntheticGrafts * 1.25; i++) {
+    const family = syntheticFamily(`synthetic-${i}`, rng);
+    for (let j = 0; j < 2; j++) {
+      const sibling = renderInstance(family, 0, family.sample(rng), rng);
+      const text = family.phrasings[0] as string;
+      const query = renderInstance(
+        family,
+        -1,
+        family.sample(rng),
+        rng,
+        rng.next() < 0.25 ? decorate(text, rng) : text,
+      );
+      if (instanceProblem(sibling) === null && instanceProblem(query) === null)
+        pairs.push({ family, sibling, query });
+    }
+  }
+  const answers = runPrograms(pairs.flatMap((p) => [p.sibling, p.query]));
+  const items: Item[] = [];
+  pairs.forEach((p, k) => {
+    const [a, b] = [answers[2 * k], answers[2 * k + 1]];
+    if (items.length >= TRAINING.syntheticGrafts || !a || !b || a.length > 24 || b.length > 24) return;
+    items.push({
+      kind: "graft",
+      split: 0,
+      method: p.family.method,
+      sibling: { ...p.sibling, answer: a },
+      instance: { ...p.query, answer: b },
+      synthetic: true,
+    });
+  });
   return items;
 }
 
 /** The texts the vocabulary is learned from (a sample of the transcripts, rendered). */
 function corpusOf(items: Item[]): string[] {
   const texts: string[] = [];
-  for (const item of items.slice(0, 4000).concat(items.slice(-2000))) {
+  const solves = items.filter((i) => i.kind === "solve").slice(0, 4000);
+  const grafts = items.filter((i) => i.kind === "graft" && !i.synthetic).slice(0, 2000);
+  for (const item of [...solves, ...grafts]) {
     if (item.kind === "solve") {
       const t = solveTexts(item.method, item.instance, item.maxTokens, item.samples);
       texts.push(t.problem, t.reasoning, t.finalPrompt, t.final);

@@ -30,15 +30,19 @@ export const TRAINING = {
   ropeBase: 10_000,
   rmsEps: 1e-6,
   batchSize: 128,
-  steps: 4000,
+  steps: 9000,
   warmupSteps: 200,
   lr: 2e-3,
   weightDecay: 0.1,
-  dropout: 0.1,
-  evalEvery: 500,
+  dropout: 0.2,
+  evalEvery: 1000,
   /** Transcripts generated: solves and grafts of the trained families' training phrasings. */
-  solves: 48_000,
-  grafts: 24_000,
+  solves: 60_000,
+  grafts: 14_000,
+  /** Grafts on synthetic families (random text, random programs): learned only by copying the block. */
+  syntheticGrafts: 40_000,
+  /** Grafts on trained families whose block holds a changed program: the block wins over memory. */
+  mutatedGrafts: 12_000,
   /** Held-out phrasings of trained families: scored during training, never trained on. */
   heldOutSolves: 2_000,
 } as const;

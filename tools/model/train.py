@@ -185,10 +185,22 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--max-seconds", type=float, default=480, help="stop early (and say so) past this much training time")
+    ap.add_argument(
+        "--max-seconds",
+        type=float,
+        default=400,
+        help="wall-clock budget for the training loop: the learning rate's schedule runs on whichever of steps or time is further along, and training stops (then saves as usual, and says so) when the budget is spent",
+    )
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a training setting of dataset.json (e.g. dropout=0.2), for side-by-side runs")
     args = ap.parse_args()
     config, tokens, index = load_data(args.data)
-    spec, train = dict(config["spec"], dropout=config["training"]["dropout"]), config["training"]
+    train = dict(config["training"])
+    for item in args.set:
+        key, value = item.split("=", 1)
+        if key not in train:
+            raise SystemExit(f"--set: no training setting {key}")
+        train[key] = type(train[key])(float(value)) if isinstance(train[key], (int, float)) else value
+    spec = dict(config["spec"], dropout=train["dropout"])
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(train["seed"])
     rng = np.random.default_rng(train["seed"])
@@ -205,16 +217,20 @@ def main():
     split = index[:, 6]
     train_rows, held_rows = index[split == 0], index[split == 1]
     steps, warmup = train["steps"], train["warmupSteps"]
-    log = {"params": params, "steps": steps, "loss": [], "heldOutLoss": []}
+    log = {"params": params, "steps": steps, "maxSeconds": args.max_seconds, "settings": train, "loss": [], "heldOutLoss": []}
     print(f"params {params}, train transcripts {len(train_rows)}, held-out {len(held_rows)}, steps {steps}", flush=True)
     started = time.time()
     step = 0
     epoch = 0
     while step < steps:
         for ids, labels in batches(train_rows, tokens, train["batchSize"], spec["trainContext"], rng, device):
-            if step >= steps or time.time() - started > args.max_seconds:
+            elapsed = time.time() - started
+            if step >= steps or elapsed > args.max_seconds:
                 break
-            lr = train["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / steps))))
+            # Cosine to 10% over whichever runs out first, the steps or the time budget, so a run
+            # stopped by the budget still ends on a decayed learning rate.
+            progress = min(1.0, max(step / steps, elapsed / args.max_seconds))
+            lr = train["lr"] * min(1.0, (step + 1) / warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
             for g in opt.param_groups:
                 g["lr"] = lr
             with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -234,11 +250,12 @@ def main():
                 log["heldOutLoss"].append([step, round(h, 5)])
                 print(f"step {step} held-out loss {h:.4f}", flush=True)
         epoch += 1
-        if time.time() - started > args.max_seconds:
+        if step < steps and time.time() - started > args.max_seconds:
             print(f"stopped at step {step} of {steps}: past --max-seconds", flush=True)
             log["stoppedEarlyAtStep"] = step
             break
     log["trainSeconds"] = round(time.time() - started, 1)
+    log["stepsRun"] = step
     log["epochs"] = epoch
     if len(held_rows):
         log["finalHeldOutLoss"] = round(evaluate(model, held_rows[:4096], tokens, spec["trainContext"], device), 5)
