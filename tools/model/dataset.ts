@@ -173,11 +173,19 @@ function mutatedGrafts(
     }
     pairs.push({ family, sibling, query });
   }
+  return graftItems(pairs, TRAINING.mutatedGrafts);
+}
+
+/**
+ * The first `count` pairs whose programs both print a short answer (python3 runs them), as graft
+ * items with those answers.
+ */
+function graftItems(pairs: { family: Family; sibling: Instance; query: Instance }[], count: number): Item[] {
   const answers = runPrograms(pairs.flatMap((p) => [p.sibling, p.query]));
   const items: Item[] = [];
   pairs.forEach((p, k) => {
     const [a, b] = [answers[2 * k], answers[2 * k + 1]];
-    if (items.length >= TRAINING.mutatedGrafts || !a || !b || a.length > 24 || b.length > 24) return;
+    if (items.length >= count || !a || !b || a.length > 24 || b.length > 24) return;
     items.push({
       kind: "graft",
       split: 0,
@@ -213,21 +221,7 @@ function syntheticGrafts(rng: Rng): Item[] {
         pairs.push({ family, sibling, query });
     }
   }
-  const answers = runPrograms(pairs.flatMap((p) => [p.sibling, p.query]));
-  const items: Item[] = [];
-  pairs.forEach((p, k) => {
-    const [a, b] = [answers[2 * k], answers[2 * k + 1]];
-    if (items.length >= TRAINING.syntheticGrafts || !a || !b || a.length > 24 || b.length > 24) return;
-    items.push({
-      kind: "graft",
-      split: 0,
-      method: p.family.method,
-      sibling: { ...p.sibling, answer: a },
-      instance: { ...p.query, answer: b },
-      synthetic: true,
-    });
-  });
-  return items;
+  return graftItems(pairs, TRAINING.syntheticGrafts);
 }
 
 /** The texts the vocabulary is learned from (a sample of the transcripts, rendered). */
