@@ -101,8 +101,14 @@ export class BlockService implements Blocks {
     return this.disk.bucket !== null;
   }
 
+  /**
+   * The blocks this node holds: its store's, and those fetched from the bucket that it serves from
+   * the arena while their files are committed (a graft of one is answered here, so it is listed).
+   */
   list(): BlockManifest[] {
-    return this.store.list();
+    const stored = this.store.list();
+    const listed = new Set(stored.map((m) => m.sha256));
+    return [...stored, ...this.disk.committing().filter((m) => !listed.has(m.sha256))];
   }
 
   get(blockId: string): BlockManifest {

@@ -141,6 +141,11 @@ export class DiskCache {
     return fetching;
   }
 
+  /** Fetched blocks served from the arena whose files are still being committed (held here all the same). */
+  committing(): BlockManifest[] {
+    return [...this.persisting.values()].map((p) => p.manifest);
+  }
+
   /** Resolves once no fetched block's file is being committed (before the node shuts down). */
   async settled(): Promise<void> {
     while (this.persisting.size > 0) await Promise.all([...this.persisting.values()].map((p) => p.done));
