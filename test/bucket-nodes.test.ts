@@ -70,6 +70,8 @@ describe("GPU nodes sharing a bucket", () => {
     const onB = await b.graft(query);
     expect(onB.outputSha256).toBe(onA.outputSha256);
     expect((await b.listBlocks()).map((m) => m.sha256)).toContain(deposited.sha256);
+    // What the node lists it also reads out, while the fetched file may still be being committed.
+    expect((await b.getBlock(deposited.sha256)).sha256).toBe(deposited.sha256);
   });
 
   it("refuses a bucket URL without credentials at start, naming the variable", async () => {

@@ -111,8 +111,10 @@ export class BlockService implements Blocks {
     return [...stored, ...this.disk.committing().filter((m) => !listed.has(m.sha256))];
   }
 
+  /** A block's manifest, of the blocks `list()` gives; 404 `block_not_found` for any other. */
   get(blockId: string): BlockManifest {
-    return this.store.get(blockId);
+    const committing = this.disk.committing().find((m) => m.sha256 === blockId);
+    return committing ?? this.store.get(blockId);
   }
 
   /** Deposits text as a block: prefill, save, verify in another slot, then store. */

@@ -90,7 +90,11 @@ export async function startGpuNode(input: GpuNodeInput, logger?: Logger): Promis
       dataDir: config.dataDir,
       limits: config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {},
       logger: log,
-      blockFile: (id) => openedBlocks.store.checkedStatePath(id),
+      // A block listed while its fetched file is committed is served once the file is there.
+      blockFile: async (id) => {
+        await openedBlocks.disk.committed(id);
+        return openedBlocks.store.checkedStatePath(id);
+      },
       ...(sandbox ? { sandbox } : { sandboxUnavailable }),
       ...(config.access ? { access: config.access } : {}),
       ...(engine.llama.gpu

@@ -146,6 +146,11 @@ export class DiskCache {
     return [...this.persisting.values()].map((p) => p.manifest);
   }
 
+  /** Resolves once the block's fetched file, if it is being committed now, is committed. */
+  async committed(blockId: string): Promise<void> {
+    await this.persisting.get(blockId)?.done;
+  }
+
   /** Resolves once no fetched block's file is being committed (before the node shuts down). */
   async settled(): Promise<void> {
     while (this.persisting.size > 0) await Promise.all([...this.persisting.values()].map((p) => p.done));
