@@ -2,18 +2,23 @@
  * The problem families (tools/families/) that the embedded model is trained on and the experiments
  * draw from: at least 60 over the eight domains, each phrasing naming every parameter once and no
  * other digits, the numbers reaching PARAMS in the phrasing's order, the fixed split (at least 15
- * held-out families, one held-out phrasing in every other), and every program printing, in the
- * product's sandbox, the answer the family computes in TypeScript.
+ * held-out families, one held-out phrasing in every other, extra training phrasings only in trained
+ * families and before the held-out one, a second held-out set kept out of training), and every
+ * program printing, in the product's sandbox, the answer the family computes in TypeScript.
  */
 import { describe, expect, it } from "vitest";
 import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
 import { seededRng } from "../shared/random.js";
+import type { Family } from "../tools/families/family.js";
 import {
   FAMILIES,
+  freshPhrasings,
   HELD_OUT_FAMILY_IDS,
   isTrainedFamily,
+  MORE_PHRASINGS,
   trainingPhrasings,
 } from "../tools/families/index.js";
+import { FRESH_PHRASINGS } from "../tools/families/phrasings/fresh.js";
 import { instanceProblem, phrasingOrder, renderInstance } from "../tools/families/render.js";
 
 const DOMAINS = [
@@ -45,17 +50,52 @@ describe("problem families", () => {
     }
   });
 
-  it("name each parameter once per phrasing, no other digits, and give PARAMS in the phrasing's order", () => {
+  it("add extra training phrasings only to trained families, before the held-out phrasing", () => {
+    for (const [id, more] of Object.entries(MORE_PHRASINGS)) {
+      const f = FAMILIES.find((x) => x.id === id);
+      expect(f, id).toBeDefined();
+      if (!f) continue;
+      expect(isTrainedFamily(f), id).toBe(true);
+      const trained = trainingPhrasings(f).map((i) => f.phrasings[i]);
+      for (const text of more) expect(trained, id).toContain(text);
+      expect(more, id).not.toContain(f.phrasings[f.phrasings.length - 1]);
+    }
+  });
+
+  it("keep the second held-out set out of every family's phrasings, two per trained family, no repeats", () => {
+    // Case, digits and punctuation aside: a repeat that differs only there is still a repeat.
+    const key = (text: string) =>
+      text
+        .toLowerCase()
+        .replace(/[^a-z{}@ ]/g, "")
+        .replace(/\s+/g, " ")
+        .trim();
     for (const f of FAMILIES) {
-      const rng = seededRng(`test/${f.id}`);
-      f.phrasings.forEach((text, i) => {
-        expect([...phrasingOrder(text)].sort(), `${f.id} #${i}`).toEqual([...f.params].sort());
-        expect(/\d/.test(text.replace(/\{[^}]*\}/g, "")), `${f.id} #${i} has digits`).toBe(false);
-        for (let k = 0; k < 5; k++) {
-          const instance = renderInstance(f, i, f.sample(rng), rng);
-          expect(instanceProblem(instance), instance.problem).toBeNull();
-        }
-      });
+      const all = [...f.phrasings, ...freshPhrasings(f)].map(key);
+      expect(new Set(all).size, f.id).toBe(all.length);
+    }
+    for (const [id, fresh] of Object.entries(FRESH_PHRASINGS)) {
+      const f = FAMILIES.find((x) => x.id === id);
+      expect(f && isTrainedFamily(f), id).toBe(true);
+      for (const text of fresh) expect(f?.phrasings, id).not.toContain(text);
+    }
+    for (const f of FAMILIES.filter(isTrainedFamily)) expect(freshPhrasings(f).length, f.id).toBe(2);
+    for (const f of FAMILIES.filter((x) => !isTrainedFamily(x))) expect(freshPhrasings(f), f.id).toEqual([]);
+  });
+
+  it("name each parameter once per phrasing, no other digits, and give PARAMS in the phrasing's order", () => {
+    const check = (f: Family, text: string, label: string) => {
+      const rng = seededRng(`test/${label}`);
+      expect([...phrasingOrder(text)].sort(), label).toEqual([...f.params].sort());
+      expect(/\d/.test(text.replace(/\{[^}]*\}/g, "")), `${label} has digits`).toBe(false);
+      for (let k = 0; k < 5; k++) {
+        const instance = renderInstance(f, -1, f.sample(rng), rng, text);
+        expect(instanceProblem(instance), instance.problem).toBeNull();
+      }
+    };
+    for (const f of FAMILIES) {
+      for (const [i, text] of f.phrasings.entries()) check(f, text, `${f.id} #${i}`);
+      for (const [i, text] of freshPhrasings(f).entries()) check(f, text, `${f.id} fresh #${i}`);
     }
   });
 

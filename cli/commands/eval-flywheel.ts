@@ -11,10 +11,11 @@ libSQL file and an empty library, then on the held-out families (the first N; de
 baseline (k = 1 on the node's solve route, best-of-K through POST /v1/solve), deposit (the
 flywheel worker first, then an operator's POST /admin/solutions with the reference program),
 replay, transfer, forced graft and re-worded instances, and controls (a trained family's block,
-one merged prefix, a program with a hard-coded constant). Progress on stderr. Exit 1 when any
-answer is verified and wrong.
+one merged prefix, a program with a hard-coded constant). Each answer of the first four steps is
+timed and, where nvidia-smi answers, charged the GPU's energy over its span (perAnswer). Progress
+on stderr. Exit 1 when any answer is verified and wrong.
 JSON (last line): {baseline, bestOfK, deposit, replay, transfer, graft, reworded, controls,
-wrongVerified, tokensPerRightAnswer, model, families, ...}.`;
+wrongVerified, tokensPerRightAnswer, perAnswer, gpuPower, model, families, ...}.`;
 
 /** `kvgraft eval flywheel`. */
 export default command(
@@ -47,6 +48,11 @@ export default command(
         `reworded ${r.reworded.correct}/${r.reworded.n}; merged prefix ${r.controls.mergedPrefix.correct}/${r.controls.mergedPrefix.n}; ` +
         `wrong verified ${r.wrongVerified}`,
     );
+    const energy = (p: keyof typeof r.perAnswer) => {
+      const c = r.perAnswer[p];
+      return `${p} ${c.msPerAnswer} ms${c.joulesPerAnswer === null ? "" : ` ${c.joulesPerAnswer} J`}`;
+    };
+    out.say(`per answer: ${(["bestOfK", "replay", "transfer", "graft"] as const).map(energy).join("; ")}`);
     out.result(r);
     return r.wrongVerified === 0 ? 0 : 1;
   },

@@ -8,11 +8,13 @@ export const SOLVE_HELP = `usage: kvgraft eval solve [--model F.gguf] [--per-fam
 
 Starts a GPU node in-process on the model (default the embedded one) and solves new instances
 through its solve path (signed client; programs in its sandbox): (i) trained families on training
-phrasings, (ii) trained families on their held-out phrasing ("held-in"), (iii) held-out families;
+phrasings, (ii) trained families on their held-out phrasing ("held-in"), (iii) trained families on
+the second held-out set (two phrasings each, written from the family's method and program alone),
+(iv) held-out families;
 each with 1 sample and best-of-K (default 4; right when the vote's answer is right), 256 output
 tokens per sample, temperature T (default 0.7, the solve path's). Progress on stderr.
-JSON (last line): {heldIn: {n, correct}, heldOut: {n, correct}, model: {sha256, params}, conditions, detail, ...}
-(heldIn and heldOut: k = 1).`;
+JSON (last line): {heldIn: {n, correct}, heldInFresh: {n, correct}, heldOut: {n, correct},
+model: {sha256, params}, conditions, detail, ...} (heldIn, heldInFresh and heldOut: k = 1).`;
 
 /** `kvgraft eval solve`. */
 export default command(
@@ -47,6 +49,7 @@ export default command(
       `${s.k1.tokensOutPerAnswer} / ${s.bestOfK.tokensOutPerAnswer} tokens, ${s.k1.msPerAnswer} / ${s.bestOfK.msPerAnswer} ms per answer`;
     out.say(line("trained families, training phrasings", c.trainedPhrasing));
     out.say(line("trained families, held-out phrasing", c.heldOutPhrasing));
+    out.say(line("trained families, second held-out set", c.freshPhrasing));
     out.say(line("held-out families", c.heldOutFamily));
     out.result(result);
     return 0;

@@ -13,7 +13,27 @@ export interface PowerReading {
 }
 
 export interface PowerSampler {
+  /** Joules drawn between two `performance.now()` times while the sampler runs (samples clipped to the window). */
+  between(t0: number, t1: number): number;
   stop(): PowerReading;
+}
+
+/** One power reading at a `performance.now()` time. */
+export type Sample = { t: number; watts: number };
+
+/** Joules over [t0, t1]: trapezoids over consecutive samples, each pair clipped to the window (watts linear inside a pair). */
+export function integratePower(samples: readonly Sample[], t0: number, t1: number): number {
+  let joules = 0;
+  for (let i = 1; i < samples.length; i++) {
+    const a = samples[i - 1] as Sample;
+    const b = samples[i] as Sample;
+    const from = Math.max(a.t, t0);
+    const to = Math.min(b.t, t1);
+    if (to <= from || b.t <= a.t) continue;
+    const at = (t: number) => a.watts + ((b.watts - a.watts) * (t - a.t)) / (b.t - a.t);
+    joules += ((at(from) + at(to)) / 2) * ((to - from) / 1000);
+  }
+  return joules;
 }
 
 /** True when `nvidia-smi` answers. */
@@ -24,7 +44,7 @@ export function hasNvidiaSmi(): boolean {
 /** Starts sampling; `stop()` returns the energy between start and stop. */
 export function startPowerSampler(intervalMs = 50): PowerSampler | null {
   if (!hasNvidiaSmi()) return null;
-  const samples: Array<{ t: number; watts: number }> = [];
+  const samples: Sample[] = [];
   const child: ChildProcess = spawn(
     "nvidia-smi",
     ["--query-gpu=power.draw", "--format=csv,noheader,nounits", `-lms`, String(intervalMs)],
@@ -42,15 +62,11 @@ export function startPowerSampler(intervalMs = 50): PowerSampler | null {
   });
   const started = performance.now();
   return {
+    between: (t0, t1) => integratePower(samples, t0, t1),
     stop(): PowerReading {
       child.kill("SIGTERM");
       const ended = performance.now();
-      let joules = 0;
-      for (let i = 1; i < samples.length; i++) {
-        const a = samples[i - 1] as { t: number; watts: number };
-        const b = samples[i] as { t: number; watts: number };
-        joules += ((a.watts + b.watts) / 2) * ((b.t - a.t) / 1000);
-      }
+      const joules = integratePower(samples, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
       const span = samples.length > 1 ? ((samples.at(-1)?.t ?? 0) - (samples[0]?.t ?? 0)) / 1000 : 0;
       return {
         samples: samples.length,

@@ -13,12 +13,15 @@
  *     edge sends it, the final part's program run in the node's sandbox on the query's numbers;
  *     (c) another phrasing through POST /v1/solve (the router decides);
  *  5. controls (flywheel-controls.ts).
- * Every /v1/solve answer with `verified: true` is checked against the generator's answer.
+ * Every /v1/solve answer with `verified: true` is checked against the generator's answer. Each
+ * answer of steps 1-4 is timed, and on a machine with nvidia-smi charged the GPU's joules over its
+ * own time span (one power sampler runs for the whole experiment; idle draw included).
  */
 import { cpus, loadavg } from "node:os";
 import { z } from "zod";
 import { systemClock } from "../../edge/http.js";
 import { runFlywheelOnce } from "../../edge/services/flywheel.service.js";
+import { startPowerSampler } from "../../gpu-node/telemetry/power.js";
 import { answersEqual, extractAnswer } from "../../shared/answers.js";
 import { parseFinal } from "../../shared/final-part.js";
 import type { GpuNodeClient } from "../../shared/gpu-client.js";
@@ -93,6 +96,17 @@ export interface FamilyResult {
   reworded: { problem: string; expected: string; phrasing: number; v1: V1Answer };
 }
 
+/** The steps whose answers are timed and charged energy. */
+export const PHASES = ["baseline", "bestOfK", "replay", "transfer", "graft", "reworded"] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** A step's answers: how many, mean time, and mean GPU energy (null without nvidia-smi). */
+export interface PhaseCost {
+  answers: number;
+  msPerAnswer: number;
+  joulesPerAnswer: number | null;
+}
+
 export interface FlywheelEval {
   baseline: { n: number; correct: number; tokensOut: number };
   bestOfK: { n: number; correct: number; tokensOut: number };
@@ -104,6 +118,9 @@ export interface FlywheelEval {
   controls: ControlsResult;
   wrongVerified: number;
   tokensPerRightAnswer: { bestOfK: number | null; afterDeposit: number | null };
+  /** Time and energy per answer by step; `gpuPower` says whether the GPU's power was sampled. */
+  perAnswer: Record<Phase, PhaseCost>;
+  gpuPower: { sampled: boolean; intervalMs: number; meanWatts: number | null };
   model: { sha256: string; params: number };
   settings: { families: number; samples: number; seed: string; graftTokens: number; tokensPerSample: number };
   machine: { cpus: number; loadAverage1mStart: number; loadAverage1mEnd: number };
@@ -185,6 +202,9 @@ export async function depositReference(
   return out.block?.sha256 ?? null;
 }
 
+/** nvidia-smi's power sampling period here: answers of 20-50 ms (replays, transfers) still span a sample or two. */
+const POWER_INTERVAL_MS = 50;
+
 const blockOfSchema = z.object({ route: z.object({ blockId: z.string().nullable() }) });
 
 /** Runs the experiment (see the module comment). */
@@ -198,6 +218,22 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
   const stack = await startEvalStack(options.modelPath, TOKENS_PER_SAMPLE * options.samples);
   const results: FamilyResult[] = [];
   let wrongVerified = 0;
+  const power = startPowerSampler(POWER_INTERVAL_MS);
+  const spent = Object.fromEntries(PHASES.map((p) => [p, { answers: 0, ms: 0, joules: 0 }])) as Record<
+    Phase,
+    { answers: number; ms: number; joules: number }
+  >;
+  /** Runs one answer of `phase`, adding its time and the GPU's joules over its span. */
+  const metered = async <T>(phase: Phase, answer: () => Promise<T>): Promise<T> => {
+    const t0 = performance.now();
+    const result = await answer();
+    const t1 = performance.now();
+    const s = spent[phase];
+    s.answers++;
+    s.ms += t1 - t0;
+    s.joules += power?.between(t0, t1) ?? 0;
+    return result;
+  };
   const check = (a: V1Answer, what: string) => {
     if (a.verified && !a.right) {
       wrongVerified++;
@@ -209,8 +245,11 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
     const base = families.map((f) => ({ family: f, instance: drawInstance(f, 0, `${seed}/base`) }));
     log(`1. baseline: ${base.length} held-out families`);
     for (const [i, { family, instance }] of base.entries()) {
-      const k1 = await solveOnce(stack.gpu, instance, 1, i, 0.7);
-      const best = check(await askV1(stack, instance.problem, instance.answer), "baseline");
+      const k1 = await metered("baseline", () => solveOnce(stack.gpu, instance, 1, i, 0.7));
+      const best = check(
+        await metered("bestOfK", () => askV1(stack, instance.problem, instance.answer)),
+        "baseline",
+      );
       log(
         `  ${family.id}: expected ${instance.answer}; k=1 ${k1.answer}; best-of-${options.samples} ${best.answer} (${best.source})`,
       );
@@ -278,16 +317,25 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
     }
 
     log("3. replay");
-    for (const r of failed) r.replay = check(await askV1(stack, r.problem, r.expected), "replay");
+    for (const r of failed)
+      r.replay = check(await metered("replay", () => askV1(stack, r.problem, r.expected)), "replay");
 
     log("4. other instances: transfer, graft forced, re-worded");
     for (const r of failed) {
       const family = families.find((f) => f.id === r.family) as Family;
       const variant = drawInstance(family, 0, `${seed}/variant`);
-      r.variant.v1 = check(await askV1(stack, variant.problem, variant.answer), "transfer");
+      r.variant.v1 = check(
+        await metered("transfer", () => askV1(stack, variant.problem, variant.answer)),
+        "transfer",
+      );
       const block = blocks.get(r.family);
-      r.variant.graft = block ? await forcedGraft(stack.gpu, block, variant, options.graftTokens) : null;
-      r.reworded.v1 = check(await askV1(stack, r.reworded.problem, r.reworded.expected), "reworded");
+      r.variant.graft = block
+        ? await metered("graft", () => forcedGraft(stack.gpu, block, variant, options.graftTokens))
+        : null;
+      r.reworded.v1 = check(
+        await metered("reworded", () => askV1(stack, r.reworded.problem, r.reworded.expected)),
+        "reworded",
+      );
       log(
         `  ${r.family}: transfer ${r.variant.v1.source} ${r.variant.v1.answer} (${r.variant.v1.right ? "right" : "wrong"}); ` +
           `graft ${r.variant.graft?.answer} (${r.variant.graft?.right ? "right" : "wrong"}); ` +
@@ -320,6 +368,18 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
     const replays = failed.flatMap((r) => (r.replay ? [r.replay] : []));
     const graftTokens = sum(grafts, (g) => g.tokensOut);
     const graftRight = grafts.filter((g) => g.right).length;
+    const reading = power?.stop() ?? null;
+    const perAnswer = Object.fromEntries(
+      PHASES.map((p) => {
+        const { answers, ms, joules } = spent[p];
+        const cost: PhaseCost = {
+          answers,
+          msPerAnswer: answers ? Math.round(ms / answers) : 0,
+          joulesPerAnswer: reading && answers ? Math.round((joules / answers) * 100) / 100 : null,
+        };
+        return [p, cost];
+      }),
+    ) as Record<Phase, PhaseCost>;
     return {
       baseline: {
         n: results.length,
@@ -363,6 +423,12 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
         bestOfK: bestRight ? Math.round(bestTokens / bestRight) : null,
         afterDeposit: graftRight ? Math.round(graftTokens / graftRight) : null,
       },
+      perAnswer,
+      gpuPower: {
+        sampled: reading !== null,
+        intervalMs: POWER_INTERVAL_MS,
+        meanWatts: reading ? Math.round(reading.meanWatts * 10) / 10 : null,
+      },
       model: { sha256: model.sha256, params: model.params },
       settings: {
         families: families.length,
@@ -376,6 +442,7 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
       families: results,
     };
   } finally {
+    power?.stop();
     await stack.close();
   }
 }

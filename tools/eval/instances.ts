@@ -1,30 +1,53 @@
 /**
  * The evaluations' problems: new instances of the families (numbers drawn from a seed no training
- * set uses), in the three conditions of the embedded model's split (tools/families/index.ts).
+ * set uses), in the conditions of the embedded model's split (tools/families/index.ts): trained
+ * families on a training phrasing, on their held-out phrasing, on the second held-out set
+ * (phrasings/fresh.ts), and held-out families.
  */
 
 import { seededRng } from "../../shared/random.js";
 import {
   FAMILIES,
   type Family,
+  freshPhrasings,
   heldOutPhrasing,
   isTrainedFamily,
   trainingPhrasings,
 } from "../families/index.js";
 import { type Instance, instanceProblem, renderInstance } from "../families/render.js";
 
-/** The model's relation to an instance: trained family and phrasing, trained family on its held-out phrasing, held-out family. */
-export type Condition = "trainedPhrasing" | "heldOutPhrasing" | "heldOutFamily";
+/**
+ * The model's relation to an instance: trained family and phrasing, trained family on its held-out
+ * phrasing or on a phrasing of the second held-out set, held-out family.
+ */
+export type Condition = "trainedPhrasing" | "heldOutPhrasing" | "freshPhrasing" | "heldOutFamily";
+
+/** Every condition, in report order. */
+export const CONDITIONS: readonly Condition[] = [
+  "trainedPhrasing",
+  "heldOutPhrasing",
+  "freshPhrasing",
+  "heldOutFamily",
+];
 
 export interface EvalInstance extends Instance {
   condition: Condition;
 }
 
-/** Draws `family`'s phrasing `phrasing` with numbers from `seed` (redrawn until PARAMS are the phrasing's numbers). */
-export function drawInstance(family: Family, phrasing: number, seed: string): Instance {
+/**
+ * Draws `family`'s phrasing `phrasing` (or `text`, a phrasing outside the family's list, numbered
+ * `phrasing`) with numbers from `seed` (redrawn until PARAMS are the phrasing's numbers).
+ */
+export function drawInstance(family: Family, phrasing: number, seed: string, text?: string): Instance {
   const rng = seededRng(`eval/${seed}/${family.id}/${phrasing}`);
   for (let attempt = 0; attempt < 100; attempt++) {
-    const instance = renderInstance(family, phrasing, family.sample(rng), rng);
+    const instance = renderInstance(
+      family,
+      phrasing,
+      family.sample(rng),
+      rng,
+      text ?? family.phrasings[phrasing],
+    );
     if (instanceProblem(instance) === null) return instance;
   }
   throw new Error(`${family.id}: no valid instance of phrasing ${phrasing} in 100 draws`);
@@ -42,12 +65,14 @@ export function heldOutFamilies(): Family[] {
 
 /**
  * `perFamily` new instances of every family in each condition: trained families on a training
- * phrasing (picked by the seed) and on their held-out phrasing, held-out families on any phrasing.
+ * phrasing (picked by the seed), on their held-out phrasing and on each of their fresh phrasings,
+ * held-out families on any phrasing.
  */
 export function evalInstances(perFamily: number, seed: string): Record<Condition, EvalInstance[]> {
   const sets: Record<Condition, EvalInstance[]> = {
     trainedPhrasing: [],
     heldOutPhrasing: [],
+    freshPhrasing: [],
     heldOutFamily: [],
   };
   for (let i = 0; i < perFamily; i++) {
@@ -59,6 +84,11 @@ export function evalInstances(perFamily: number, seed: string): Record<Condition
       sets.heldOutPhrasing.push({
         ...drawInstance(family, heldOutPhrasing(family), s),
         condition: "heldOutPhrasing",
+      });
+      // Numbered after the family's own phrasings, so each fresh phrasing draws its own numbers.
+      freshPhrasings(family).forEach((text, j) => {
+        const instance = drawInstance(family, family.phrasings.length + j, s, text);
+        sets.freshPhrasing.push({ ...instance, condition: "freshPhrasing" });
       });
     }
     for (const family of heldOutFamilies()) {

@@ -1,7 +1,7 @@
 /**
  * `kvgraft eval solve`: the plain model's accuracy through the GPU node's real solve path (its
  * Solver: chat template, reasoning, the grammar-constrained final part, programs in the node's
- * sandbox, the vote), on new instances in the three conditions of the split, with one sample
+ * sandbox, the vote), on new instances in the four conditions of the split, with one sample
  * (k = 1) and best-of-k (right when the vote's answer is right). Answers are compared with the
  * generator's (shared/answers.ts answersEqual).
  */
@@ -9,7 +9,7 @@ import { cpus, loadavg } from "node:os";
 import { answersEqual } from "../../shared/answers.js";
 import type { GpuNodeClient } from "../../shared/gpu-client.js";
 import type { SolveResult } from "../../shared/solve-protocol.js";
-import { type Condition, type EvalInstance, evalInstances } from "./instances.js";
+import { CONDITIONS, type Condition, type EvalInstance, evalInstances } from "./instances.js";
 import { modelInfo, startEvalGpu } from "./stack.js";
 
 /** Output tokens per sample: the budget `npm start`'s edge gives each of a solve's 4 samples (1,024 / 4). */
@@ -43,7 +43,10 @@ export interface Score {
 }
 
 export interface SolveEval {
+  /** Trained families on their held-out phrasing, k = 1. */
   heldIn: { n: number; correct: number };
+  /** Trained families on the second held-out set (phrasings/fresh.ts), k = 1. */
+  heldInFresh: { n: number; correct: number };
   heldOut: { n: number; correct: number };
   model: { sha256: string; params: number };
   conditions: Record<Condition, { k1: Score; bestOfK: Score }>;
@@ -115,7 +118,7 @@ export async function runSolveEval(options: SolveEvalOptions): Promise<SolveEval
   const stack = await startEvalGpu(options.modelPath);
   const detail: SolveEval["detail"] = [];
   try {
-    const all = [...sets.trainedPhrasing, ...sets.heldOutPhrasing, ...sets.heldOutFamily];
+    const all = CONDITIONS.flatMap((c) => sets[c]);
     for (const [i, instance] of all.entries()) {
       const k1 = await solveOnce(stack.gpu, instance, 1, i, options.temperature);
       const best = await solveOnce(stack.gpu, instance, options.samples, 100_000 + i, options.temperature);
@@ -140,13 +143,14 @@ export async function runSolveEval(options: SolveEvalOptions): Promise<SolveEval
   }
   const of = (c: Condition) => detail.filter((d) => d.condition === c);
   const conditions = Object.fromEntries(
-    (["trainedPhrasing", "heldOutPhrasing", "heldOutFamily"] as const).map((c) => [
+    CONDITIONS.map((c) => [
       c,
       { k1: score(of(c).map((d) => d.k1)), bestOfK: score(of(c).map((d) => d.bestOfK)) },
     ]),
   ) as SolveEval["conditions"];
   return {
     heldIn: { n: conditions.heldOutPhrasing.k1.n, correct: conditions.heldOutPhrasing.k1.correct },
+    heldInFresh: { n: conditions.freshPhrasing.k1.n, correct: conditions.freshPhrasing.k1.correct },
     heldOut: { n: conditions.heldOutFamily.k1.n, correct: conditions.heldOutFamily.k1.correct },
     model: { sha256: model.sha256, params: model.params },
     conditions,

@@ -1,6 +1,9 @@
 /**
  * Every problem family, and the fixed split of the embedded model's training: the held-out
  * families never appear in training data, and in every other family the last phrasing is held out.
+ * A trained family's phrasings are its own (its file) then the extra training phrasings of
+ * phrasings/ (written later, from the training phrasings alone), then its held-out phrasing, last.
+ * phrasings/fresh.ts is a second held-out set, outside `phrasings`: never trained or tuned on.
  */
 import { ALGEBRA } from "./algebra.js";
 import { ARITHMETIC } from "./arithmetic.js";
@@ -8,11 +11,32 @@ import { COMBINATORICS } from "./combinatorics.js";
 import type { Family } from "./family.js";
 import { GEOMETRY } from "./geometry.js";
 import { NUMBER_THEORY } from "./number-theory.js";
+import { MORE_ARITHMETIC_UNITS } from "./phrasings/arithmetic-units.js";
+import { FRESH_PHRASINGS } from "./phrasings/fresh.js";
+import { MORE_GEOMETRY_PROBABILITY } from "./phrasings/geometry-probability.js";
+import { MORE_NUMBER_COMBINATORICS } from "./phrasings/number-combinatorics.js";
+import { MORE_TIME_ALGEBRA } from "./phrasings/time-algebra.js";
 import { PROBABILITY } from "./probability.js";
 import { TIME } from "./time.js";
 import { UNITS } from "./units.js";
 
 export type { Family, Params, Rng } from "./family.js";
+
+/** Extra training phrasings by family id (trained families only; test/families.test.ts checks). */
+export const MORE_PHRASINGS: Readonly<Record<string, readonly string[]>> = {
+  ...MORE_ARITHMETIC_UNITS,
+  ...MORE_TIME_ALGEBRA,
+  ...MORE_NUMBER_COMBINATORICS,
+  ...MORE_GEOMETRY_PROBABILITY,
+};
+
+/** A family with its extra training phrasings inserted before its last (held-out) phrasing. */
+function withMorePhrasings(family: Family): Family {
+  const more = MORE_PHRASINGS[family.id];
+  if (!more) return family;
+  const own = family.phrasings;
+  return { ...family, phrasings: [...own.slice(0, -1), ...more, own[own.length - 1] as string] };
+}
 
 /** All families, in a fixed order. */
 export const FAMILIES: readonly Family[] = [
@@ -24,7 +48,7 @@ export const FAMILIES: readonly Family[] = [
   ...COMBINATORICS,
   ...GEOMETRY,
   ...PROBABILITY,
-];
+].map(withMorePhrasings);
 
 /**
  * The families held out of all training data: in each domain, the second and the fifth family in
@@ -51,4 +75,9 @@ export function trainingPhrasings(family: Family): number[] {
 /** The held-out phrasing of a trained family (its last). */
 export function heldOutPhrasing(family: Family): number {
   return family.phrasings.length - 1;
+}
+
+/** The second held-out set of a trained family: phrasings written from its method and program alone. */
+export function freshPhrasings(family: Family): readonly string[] {
+  return isTrainedFamily(family) ? (FRESH_PHRASINGS[family.id] ?? []) : [];
 }

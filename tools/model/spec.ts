@@ -30,14 +30,14 @@ export const TRAINING = {
   ropeBase: 10_000,
   rmsEps: 1e-6,
   batchSize: 128,
-  steps: 9000,
+  steps: 11_000,
   warmupSteps: 200,
   lr: 2e-3,
   weightDecay: 0.1,
   dropout: 0.2,
   evalEvery: 1000,
   /** Transcripts generated: solves and grafts of the trained families' training phrasings. */
-  solves: 60_000,
+  solves: 80_000,
   grafts: 14_000,
   /** Grafts on synthetic families (random text, random programs): learned only by copying the block. */
   syntheticGrafts: 40_000,

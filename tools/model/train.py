@@ -188,7 +188,7 @@ def main():
     ap.add_argument(
         "--max-seconds",
         type=float,
-        default=400,
+        default=520,
         help="wall-clock budget for the training loop: the learning rate's schedule runs on whichever of steps or time is further along, and training stops (then saves as usual, and says so) when the budget is spent",
     )
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a training setting of dataset.json (e.g. dropout=0.2), for side-by-side runs")
