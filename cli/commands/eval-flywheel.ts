@@ -2,6 +2,7 @@
 import { runFlywheelEval } from "../../tools/eval/flywheel-eval.js";
 import { intFlag } from "../args.js";
 import { command, modelOrEmbedded } from "../command.js";
+import { inheritedEnv } from "../config.js";
 
 const HELP = `usage: kvgraft eval flywheel [--model F.gguf] [--families N] [--samples K] [--seed S]
                              [--graft-tokens T] [--json]
@@ -12,8 +13,9 @@ baseline (k = 1 on the node's solve route, best-of-K through POST /v1/solve), de
 flywheel worker first, then an operator's POST /admin/solutions with the reference program),
 replay, transfer, forced graft and re-worded instances, and controls (a trained family's block,
 one merged prefix, a program with a hard-coded constant). Each answer of the first four steps is
-timed and, where nvidia-smi answers, charged the GPU's energy over its span (perAnswer). Progress
-on stderr. Exit 1 when any answer is verified and wrong.
+timed and, where nvidia-smi answers, charged the GPU's energy over its span (perAnswer). The GPU
+node reads its own variables (KV_LLAMA, KV_THREADS, KVGRAFT_SANDBOX, ...) from the environment.
+Progress on stderr. Exit 1 when any answer is verified and wrong.
 JSON (last line): {baseline, bestOfK, deposit, replay, transfer, graft, reworded, controls,
 wrongVerified, tokensPerRightAnswer, perAnswer, gpuPower, model, families, ...}.`;
 
@@ -38,6 +40,7 @@ export default command(
       seed: flags.seed ?? "0",
       graftTokens: intFlag(flags["graft-tokens"], "graft-tokens", 256),
       log: out.progress,
+      gpuEnv: inheritedEnv(),
     });
     out.say(
       `baseline k=1 ${r.baseline.correct}/${r.baseline.n} (${r.baseline.tokensOut} tokens); ` +

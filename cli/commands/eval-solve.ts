@@ -2,6 +2,7 @@
 import { runSolveEval } from "../../tools/eval/solve-eval.js";
 import { intFlag, UsageError } from "../args.js";
 import { command, modelOrEmbedded } from "../command.js";
+import { inheritedEnv } from "../config.js";
 
 export const SOLVE_HELP = `usage: kvgraft eval solve [--model F.gguf] [--per-family N] [--samples K] [--seed S]
                           [--temperature T] [--json]
@@ -12,7 +13,8 @@ phrasings, (ii) trained families on their held-out phrasing ("held-in"), (iii) t
 the second held-out set (two phrasings each, written from the family's method and program alone),
 (iv) held-out families;
 each with 1 sample and best-of-K (default 4; right when the vote's answer is right), 256 output
-tokens per sample, temperature T (default 0.7, the solve path's). Progress on stderr.
+tokens per sample, temperature T (default 0.7, the solve path's). The GPU node reads its own variables (KV_LLAMA, KV_THREADS, KVGRAFT_SANDBOX, ...)
+from the environment. Progress on stderr.
 JSON (last line): {heldIn: {n, correct}, heldInFresh: {n, correct}, heldOut: {n, correct},
 model: {sha256, params}, conditions, detail, ...} (heldIn, heldInFresh and heldOut: k = 1).`;
 
@@ -42,6 +44,7 @@ export default command(
       seed: flags.seed ?? "0",
       temperature,
       log: out.progress,
+      gpuEnv: inheritedEnv(),
     });
     const c = result.conditions;
     const line = (name: string, s: (typeof c)["heldOutFamily"]) =>

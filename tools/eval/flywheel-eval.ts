@@ -43,6 +43,8 @@ export interface FlywheelEvalOptions {
   /** Output tokens of a graft's answer. */
   graftTokens: number;
   log: (line: string) => void;
+  /** The GPU node's configuration variables (KV_LLAMA, KV_THREADS, KVGRAFT_SANDBOX, ...); default none. */
+  gpuEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 const v1Schema = z.object({
@@ -215,7 +217,7 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
   const model = await modelInfo(options.modelPath);
   const families = heldOutFamilies().slice(0, options.families ?? Number.POSITIVE_INFINITY);
   // Every sample gets npm start's per-sample budget; the edge's /v1/solve spreads its cap over 4 samples.
-  const stack = await startEvalStack(options.modelPath, TOKENS_PER_SAMPLE * options.samples);
+  const stack = await startEvalStack(options.modelPath, TOKENS_PER_SAMPLE * options.samples, options.gpuEnv);
   const results: FamilyResult[] = [];
   let wrongVerified = 0;
   const power = startPowerSampler(POWER_INTERVAL_MS);

@@ -22,6 +22,8 @@ export interface SolveEvalOptions {
   seed: string;
   temperature: number;
   log: (line: string) => void;
+  /** The GPU node's configuration variables (KV_LLAMA, KV_THREADS, KVGRAFT_SANDBOX, ...); default none. */
+  gpuEnv?: Readonly<Record<string, string | undefined>>;
 }
 
 /** One solve of one instance. */
@@ -115,7 +117,7 @@ export async function runSolveEval(options: SolveEvalOptions): Promise<SolveEval
   const loadStart = loadavg()[0] ?? 0;
   const model = await modelInfo(options.modelPath);
   const sets = evalInstances(options.perFamily, options.seed);
-  const stack = await startEvalGpu(options.modelPath);
+  const stack = await startEvalGpu(options.modelPath, options.gpuEnv);
   const detail: SolveEval["detail"] = [];
   try {
     const all = CONDITIONS.flatMap((c) => sets[c]);

@@ -46,14 +46,21 @@ export interface EvalGpu {
   close(): Promise<void>;
 }
 
-/** Starts a GPU node on `modelPath` with its data in a fresh temporary folder. */
-export async function startEvalGpu(modelPath: string): Promise<EvalGpu> {
+/**
+ * Starts a GPU node on `modelPath` with its data in a fresh temporary folder. `env` is the node's
+ * configuration (gpu-node/config.ts: KV_LLAMA, KV_THREADS, KVGRAFT_SANDBOX, ...; the command's
+ * environment), under the model, secret and log level set here.
+ */
+export async function startEvalGpu(
+  modelPath: string,
+  env: Readonly<Record<string, string | undefined>> = {},
+): Promise<EvalGpu> {
   const dir = await mkdtemp(join(tmpdir(), "kvgraft-eval-"));
   const secret = randomBytes(24).toString("hex");
   try {
     const node = await startGpuNode(
       {
-        env: { MODEL_PATH: modelPath, KVGRAFT_GPU_SECRET: secret, KVGRAFT_LOG_LEVEL: "silent" },
+        env: { ...env, MODEL_PATH: modelPath, KVGRAFT_GPU_SECRET: secret, KVGRAFT_LOG_LEVEL: "silent" },
         port: 0,
         dataDir: join(dir, "gpu"),
       },
@@ -86,8 +93,12 @@ export interface EvalStack extends EvalGpu {
  * A GPU node plus an edge on a fresh libSQL file (empty library), the flywheel switched on (its
  * worker is run by the caller, as `kvgraft flywheel --once` runs it), solves capped at `solveMaxTokens`.
  */
-export async function startEvalStack(modelPath: string, solveMaxTokens: number): Promise<EvalStack> {
-  const gpu = await startEvalGpu(modelPath);
+export async function startEvalStack(
+  modelPath: string,
+  solveMaxTokens: number,
+  env: Readonly<Record<string, string | undefined>> = {},
+): Promise<EvalStack> {
+  const gpu = await startEvalGpu(modelPath, env);
   try {
     const edge = await startEdgeServer({
       env: {
