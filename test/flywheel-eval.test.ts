@@ -2,10 +2,12 @@
  * A small version of `kvgraft eval flywheel` (tools/eval/flywheel-eval.ts) on the embedded model:
  * two held-out families through a real edge and GPU node on loopback. It asserts the experiment's
  * invariants, not the model's accuracy: every deposited problem replays right from the library with
- * 0 GPU tokens, a transfer is right wherever it answers, and no answer is verified and wrong.
+ * 0 GPU tokens, a transfer is right wherever it answers, and no answer is verified and wrong; each
+ * step's answers are counted and timed, with energy only where nvidia-smi answers.
  */
 import { describe, expect, it } from "vitest";
-import { runFlywheelEval } from "../tools/eval/flywheel-eval.js";
+import { hasNvidiaSmi } from "../gpu-node/telemetry/power.js";
+import { PHASES, runFlywheelEval } from "../tools/eval/flywheel-eval.js";
 import { EMBEDDED_MODEL_PATH } from "../tools/eval/stack.js";
 
 describe("kvgraft eval flywheel (2 families)", () => {
@@ -29,5 +31,15 @@ describe("kvgraft eval flywheel (2 families)", () => {
     expect(r.graft.n).toBe(r.deposit.n);
     expect(r.wrongVerified).toBe(0);
     expect(r.deposit.flywheelWrong).toBe(0);
+    expect(r.perAnswer.baseline.answers).toBe(r.baseline.n);
+    expect(r.perAnswer.bestOfK.answers).toBe(r.bestOfK.n);
+    expect(r.perAnswer.replay.answers).toBe(r.replay.n);
+    expect(r.perAnswer.graft.answers).toBe(r.graft.n);
+    expect(r.gpuPower.sampled).toBe(hasNvidiaSmi());
+    for (const p of PHASES) {
+      const cost = r.perAnswer[p];
+      if (cost.answers > 0) expect(cost.msPerAnswer, p).toBeGreaterThanOrEqual(0);
+      expect(cost.joulesPerAnswer === null, p).toBe(!r.gpuPower.sampled || cost.answers === 0);
+    }
   }, 600_000);
 });
