@@ -1,8 +1,10 @@
 /**
- * A GPU node whose disk is full (issue 35, item 4), through `kvgraft serve gpu` as a child on a
- * small tmpfs filled to ENOSPC (root only; skipped with the reason otherwise): deposits fail with
- * a clear 507, signed requests that need no disk are still served once the nonce log cannot grow
- * (the nonces kept in memory), both /health endpoints say the storage is failing, and a request
+ * A GPU node whose disk is full (issue 35, item 4), through `kvgraft serve gpu` as a child (with
+ * its sandbox) on a small tmpfs filled to ENOSPC (root only; skipped with the reason otherwise):
+ * deposits fail with a clear 507 at the node and 503 `gpu_storage_full` at the edge; signed
+ * requests that need no disk (listings, sandbox runs, generations, grafts, and through the edge a
+ * program transfer and a model answer) are still served once the nonce log cannot grow (the
+ * nonces kept in memory); both /health endpoints say the storage is failing; and a request
  * accepted that way cannot be replayed to the node restarted on the same data dir.
  */
 import { execFileSync } from "node:child_process";
@@ -46,7 +48,7 @@ afterAll(async () => {
 });
 
 async function node(): Promise<GpuChild> {
-  const n = await startGpuChild({ modelPath: model, dataDir: mnt, secret: SECRET });
+  const n = await startGpuChild({ modelPath: model, dataDir: mnt, secret: SECRET, sandbox: true });
   nodes.push(n);
   return n;
 }
@@ -76,6 +78,32 @@ const send = (
     status: r.status,
     body: await r.json(),
   }));
+/** Status and error code of a GpuNodeClient call (200 when it resolved). */
+const outcome = (p: Promise<unknown>): Promise<{ status: number; code?: string }> =>
+  p.then(
+    () => ({ status: 200 }),
+    (e: unknown) => {
+      if (!(e instanceof GpuError)) throw e;
+      return { status: e.status, code: e.code };
+    },
+  );
+const APPLES = (count: number) =>
+  `Sam buys ${count} apples at $0.75 each and pays with a $20 bill. How much change does he get, in dollars?`;
+const CHANGE =
+  "count, price, paid = PARAMS\nx = round(paid - count * price, 2)\nprint(int(x) if x == int(x) else x)\n";
+/** A request to the edge with its admin key. */
+async function api(
+  path: string,
+  body: object,
+  // biome-ignore lint/suspicious/noExplicitAny: checked by the assertions
+): Promise<{ status: number; retryAfter: string | null; body: any }> {
+  const res = await fetch(`${edge?.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${edge?.generatedAdminKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() };
+}
 // biome-ignore lint/suspicious/noExplicitAny: checked by the assertions
 const health = async (url: string): Promise<any> => (await fetch(`${url}/health`)).json();
 
@@ -88,12 +116,21 @@ describe("a GPU node on a full disk", () => {
         LIBSQL_URL: `file:${join(temp, "edge.db")}`,
         KVGRAFT_GPU_URL: first.url,
         KVGRAFT_GPU_SECRET: SECRET,
+        KVGRAFT_SOLVE_MAX_TOKENS: "2",
       },
       port: 0,
       host: "127.0.0.1",
       logger: silentLogger,
     });
     const small = await first.client.deposit("Problem: 2 + 2. Answer: 4.");
+    // A verified parametric program in the edge's library, so that new numbers are a transfer.
+    const apples = await api("/admin/solutions", {
+      problem: APPLES(12),
+      solution: "12 apples at $0.75 cost $9; $20 - $9 = $11.",
+      program: CHANGE,
+      answer: "11",
+    });
+    expect(apples.status, JSON.stringify(apples.body)).toBe(201);
     expect((await health(first.url)).storage).toMatchObject({ status: "ok", nonceLog: "ok" });
     const filler = fill();
 
@@ -101,11 +138,46 @@ describe("a GPU node on a full disk", () => {
     expect(deposit).toBeInstanceOf(GpuError);
     expect((deposit as GpuError).status).toBe(507);
 
-    // Far more signed requests than the nonce log's last page has room for.
+    // Far more signed requests than the nonce log's last page has room for: from here on every
+    // nonce is kept in memory only. Each kind of request is tried after that and its status kept,
+    // so that one failure shows what every kind answers.
+    const listings = new Map<number, number>();
     for (let i = 0; i < 150; i++) {
-      const listed = await send(first, await signedList());
-      expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+      const { status } = await send(first, await signedList());
+      listings.set(status, (listings.get(status) ?? 0) + 1);
     }
+    const seen = {
+      listings: Object.fromEntries(listings),
+      sandboxRun: await outcome(
+        first.client.sandboxRun({ program: "print(sum(PARAMS))", params: [40, 2], expect: "42" }),
+      ),
+      generate: await outcome(first.client.generate({ prompt: "Problem: 3 + 3. Answer:", maxTokens: 2 })),
+      graft: await outcome(first.client.graft({ blockId: small.sha256, query: "Again:", maxTokens: 2 })),
+      edgeTransfer: await api("/v1/solve", { problem: APPLES(15) }).then((r) => ({
+        status: r.status,
+        source: r.body.source,
+        answer: r.body.answer,
+        verified: r.body.verified,
+      })),
+      edgeModel: await api("/v1/solve", { problem: "Say something about a full disk.", maxTokens: 2 }).then(
+        (r) => ({ status: r.status, source: r.body.source }),
+      ),
+      edgeDeposit: await api("/admin/solutions", {
+        problem: APPLES(13).replace("apples", "pears"),
+        solution: "13 pears at $0.75 cost $9.75; $20 - $9.75 = $10.25.",
+        program: CHANGE,
+        answer: "10.25",
+      }).then((r) => ({ status: r.status, code: r.body.error?.code, retryAfter: r.retryAfter })),
+    };
+    expect(seen).toEqual({
+      listings: { 200: 150 },
+      sandboxRun: { status: 200 },
+      generate: { status: 200 },
+      graft: { status: 200 },
+      edgeTransfer: { status: 200, source: "transfer", answer: "8.75", verified: true },
+      edgeModel: { status: 200, source: "model" },
+      edgeDeposit: { status: 503, code: "gpu_storage_full", retryAfter: "60" },
+    });
     const accepted = await signedList();
     expect((await send(first, accepted)).status).toBe(200);
     expect((await send(first, accepted)).status).toBe(401);
