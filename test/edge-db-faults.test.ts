@@ -1,8 +1,9 @@
 /**
  * The edge on a database that refuses writes (issue 35, item 3), through real HTTP on loopback: a
- * real edge on a libSQL file, a loopback GPU node with the real sandbox. Three conditions, each
+ * real edge on a libSQL file, a loopback GPU node with the real sandbox. The conditions, each
  * made for real: full (every connection's `max_page_count` held at the file's page count and the
- * tables' last pages filled: a true SQLITE_FULL), read-only connections (`PRAGMA query_only`: a
+ * tables' last pages filled: a true SQLITE_FULL; and, as the red team did, the database on a 3 MiB
+ * tmpfs filled to ENOSPC, root only, skipped with the reason otherwise), read-only connections (`PRAGMA query_only`: a
  * true SQLITE_READONLY), and read-only files (`chattr +i` as root, which ignores modes; `chmod`
  * otherwise): the edge running on them sees SQLITE_IOERR_WRITE, one started on them
  * SQLITE_READONLY. In each: a library answer is still answered (its log line dropped and counted),
@@ -10,7 +11,7 @@
  * and a deposit whose registration fails leaves no block on the GPU node.
  */
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Client } from "@libsql/client";
@@ -44,6 +45,7 @@ let gpu: LoopbackGpu;
 const dirs: string[] = [];
 const edges: EdgeServer[] = [];
 const immutable: string[] = [];
+const mounts: string[] = [];
 
 beforeAll(async () => {
   gpu = await startLoopbackGpu();
@@ -52,6 +54,8 @@ afterAll(async () => {
   for (const e of edges) await e.close();
   await gpu.close();
   if (immutable.length) execFileSync("chattr", ["-i", ...immutable]);
+  // Lazily: a database file still open (8406ef2's edge kept one) must not fail the suite.
+  for (const m of mounts) execFileSync("umount", ["-l", m]);
   for (const d of dirs) {
     chmodSync(d, 0o700);
     rmSync(d, { recursive: true, force: true });
@@ -85,9 +89,11 @@ async function call(e: { url: string; adminKey: string }, method: string, path: 
   return { status: res.status, retryAfter: res.headers.get("retry-after"), body: (await res.json()) as Json };
 }
 
-/** A fresh edge with KNOWN deposited (through the sandbox), answering from the library. */
-async function depositedEdge() {
-  const dir = mkdtempSync(join(tmpdir(), "kvgraft-db-faults-"));
+/**
+ * A fresh edge with KNOWN deposited (through the sandbox), answering from the library; its
+ * database in `dir` (a new temporary folder by default).
+ */
+async function depositedEdge(dir = mkdtempSync(join(tmpdir(), "kvgraft-db-faults-"))) {
   dirs.push(dir);
   const e = await edge(join(dir, "edge.db"));
   const deposit = await call(e, "POST", "/admin/solutions", KNOWN);
@@ -151,6 +157,39 @@ async function expectCondition(e: EdgeServer & { adminKey: string }, code: strin
   expect(await metrics.text()).toContain("kvgraft_edge_query_log_dropped_total 1\n");
 }
 
+/**
+ * Fills the pages of the tables the requests write, each with its own write function, until each
+ * refuses a row with SQLITE_FULL: the next row of each needs a page that cannot be had.
+ */
+async function fillTables(e: EdgeServer): Promise<void> {
+  const fills: ((i: number) => Promise<unknown>)[] = [
+    (i) =>
+      logQuery(e.db, {
+        keyId: null,
+        fingerprint: `f${i}`,
+        route: {},
+        source: "fill",
+        cost: {},
+        confidence: null,
+        verified: false,
+      }),
+    (i) => insertApiKey(e.db, { prefix: `p${i}`, hash: "h", role: "public", label: "l" }),
+    (i) =>
+      registerProblem(e.db, { normalizedText: `t${i}`, fingerprint: `f${i}`, template: "t", params: [] }),
+  ];
+  for (const fill of fills)
+    for (let i = 0; ; i++) {
+      const refused = await fill(i).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      if (refused) {
+        expect(String((refused as { cause?: unknown }).cause ?? refused)).toMatch(/SQLITE_FULL/);
+        break;
+      }
+    }
+}
+
 describe("a database that refuses writes", () => {
   it("full (SQLITE_FULL): 503 database_full, library answers still answered", async () => {
     const { e } = await depositedEdge();
@@ -158,39 +197,35 @@ describe("a database that refuses writes", () => {
       { pages: number },
     ];
     await onEveryConnection(e, `PRAGMA max_page_count = ${pages}`);
-    // Fill the pages of the tables the requests write, each with its own write function, until
-    // each refuses a row: the next row of each needs a page the limit refuses.
-    const fills: ((i: number) => Promise<unknown>)[] = [
-      (i) =>
-        logQuery(e.db, {
-          keyId: null,
-          fingerprint: `f${i}`,
-          route: {},
-          source: "fill",
-          cost: {},
-          confidence: null,
-          verified: false,
-        }),
-      (i) => insertApiKey(e.db, { prefix: `p${i}`, hash: "h", role: "public", label: "l" }),
-      (i) =>
-        registerProblem(e.db, { normalizedText: `t${i}`, fingerprint: `f${i}`, template: "t", params: [] }),
-    ];
-    for (const fill of fills)
-      for (let i = 0; ; i++) {
-        const refused = await fill(i).then(
-          () => null,
-          (err: unknown) => err,
-        );
-        if (refused) {
-          expect(String((refused as { cause?: unknown }).cause ?? refused)).toMatch(/SQLITE_FULL/);
-          break;
-        }
-      }
+    await fillTables(e);
     // The page limit alone is seen (no page free), before any request's write was refused.
     expect((await call(e, "GET", "/health")).body.db).toMatchObject({
       writable: false,
       writeError: "database_full",
     });
+    await expectCondition(e, "database_full");
+  });
+
+  it("a full file system (the red team's 3 MiB tmpfs, filled to ENOSPC): 503 database_full", async (ctx) => {
+    const dir = mkdtempSync(join(tmpdir(), "kvgraft-db-tmpfs-"));
+    try {
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=3m", "tmpfs", dir], { stdio: "pipe" });
+      mounts.push(dir);
+    } catch {
+      rmSync(dir, { recursive: true, force: true });
+      return ctx.skip("mount -t tmpfs is not permitted here (needs root / CAP_SYS_ADMIN)");
+    }
+    const { e } = await depositedEdge(dir);
+    const fd = openSync(join(dir, "filler"), "w");
+    try {
+      for (;;) writeSync(fd, Buffer.alloc(4096));
+    } catch (err) {
+      expect((err as NodeJS.ErrnoException).code).toBe("ENOSPC");
+    } finally {
+      closeSync(fd);
+    }
+    // Pages SQLite already holds (free pages, the write-ahead log's file) take rows for a while.
+    await fillTables(e);
     await expectCondition(e, "database_full");
   });
 
