@@ -104,7 +104,7 @@ function userMessage(err: unknown, command: string): string | null {
   if (err instanceof UsageError) return `${err.message} (see kvgraft ${command} --help)`;
   if (err instanceof UserError) return err.message;
   if (err instanceof ConfigError) return `${err.message} (see kvgraft ${command} --help)`;
-  // An expected refusal with its reason (e.g. 503 sandbox_unavailable: install python3).
+  // An expected refusal with its reason (e.g. 501 sandbox_unavailable: install python3).
   if (err instanceof DomainError) return `${err.message} (${err.code})`;
   // fetch wraps connection errors: TypeError("fetch failed", {cause}).
   const cause = err instanceof TypeError ? err.cause : undefined;

@@ -16,7 +16,8 @@ signed HTTP API on loopback by default. It prints the URL once ready (--json: a 
 {url, model, engine}). SIGTERM, SIGINT or SIGHUP drains: new work is refused with 503, running requests
 finish (or are aborted after the drain timeout), then it exits 0. Bad configuration exits 2.
 --no-sandbox starts no sandbox: the node runs no programs, so deposits, transfers and solves that
-need one answer 503 sandbox_unavailable (/health says why); grafts and generation work as usual.
+need one answer 501 sandbox_unavailable (permanent: no Retry-After; /health says why); grafts and
+generation work as usual.
 Environment: KVGRAFT_GPU_SECRET (required, >= 16 characters), MODEL_PATH (when --model is absent),
 KV_LLAMA=cpu|lastBuild|auto, KV_THREADS, KVGRAFT_LOG_LEVEL=debug|info|warn|error|silent,
 KVGRAFT_WARM_BUDGET_BYTES (the warm tier's RAM, default 2 GiB), KVGRAFT_WARM_START=on|off (fill it from

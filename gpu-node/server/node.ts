@@ -75,9 +75,12 @@ export async function startGpuNode(input: GpuNodeInput, logger?: Logger): Promis
     const sandbox = config.sandbox
       ? await SandboxPool.create({ backend: config.sandboxBackend }).catch((err: Error) => {
           sandboxUnavailable = err.message;
-          log.warn("sandbox unavailable: programs are not run (deposits, transfers, solves answer 503)", {
-            reason: err.message,
-          });
+          log.warn(
+            "sandbox unavailable: programs are not run (deposits, transfers, solves answer 501 sandbox_unavailable)",
+            {
+              reason: err.message,
+            },
+          );
           return undefined;
         })
       : undefined;
