@@ -124,7 +124,11 @@ export const nodeViewSchema = nodeSchema.extend({
 
 /** `GET /health` (edge/routes/health.routes.ts). */
 export const healthResponseSchema = z.object({
-  status: z.enum(["ok", "degraded", "down"]),
+  status: z
+    .enum(["ok", "degraded", "down"])
+    .describe(
+      "ok: the database takes writes and the GPU node answers and runs programs; degraded (HTTP 200): the database refuses writes, the GPU node runs no programs (gpu.sandbox says why) or does not answer; down (HTTP 503): the database does not answer.",
+    ),
   edge: z.object({ status: z.enum(["ok", "down"]), runtime: z.string(), uptimeS: z.number() }),
   db: z.object({
     status: z.enum(["ok", "down"]),
@@ -156,6 +160,11 @@ export const healthResponseSchema = z.object({
     /** The node's storage (gpu-node/server/storage-state.ts); absent from older nodes. */
     storage: storageHealthSchema.optional(),
     /** The node's sandbox: `wasm`, `bwrap`, or `none` with the reason (programs are not run there). */
-    sandbox: z.object({ isolation: z.string(), reason: z.string().optional() }).optional(),
+    sandbox: z
+      .object({ isolation: z.string(), reason: z.string().optional() })
+      .optional()
+      .describe(
+        "The node's sandbox: wasm, bwrap, or none with the reason (the node runs no programs, so the status is degraded).",
+      ),
   }),
 });

@@ -2,7 +2,9 @@
  * With bubblewrap and python3 hidden from PATH, the default backend (WebAssembly) still runs
  * programs; KVGRAFT_SANDBOX=bwrap fails closed: it refuses with 501 `sandbox_unavailable` (no
  * Retry-After: waiting will not install anything) and says what to install, through the pool, the
- * CLI and the commands that need it. Runs on every machine, with or without bubblewrap installed.
+ * CLI and the commands that need it; `npm start`'s banner says why nothing was deposited and prints
+ * no example that would answer 501, and the edge's /health says degraded. Runs on every machine,
+ * with or without bubblewrap installed.
  */
 import { spawnSync } from "node:child_process";
 import {
@@ -19,6 +21,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { SandboxPool } from "../gpu-node/sandbox/pool.js";
 import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
+import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
 
 let dir: string;
 /** A PATH holding python3 and nothing else. */
@@ -154,4 +157,70 @@ describe("without bubblewrap or python3", () => {
     expect(run.stderr).toContain("the sandbox needs Python 3");
     expect(run.stderr).not.toMatch(/ENOENT|^\s+at /m);
   });
+});
+
+describe("npm start with KVGRAFT_SANDBOX=bwrap and no bubblewrap", () => {
+  it("the banner says why nothing was deposited and what to do, with no example that answers 501; /health is degraded", async () => {
+    const dataDir = join(dir, "start");
+    // The test's environment without what would change what `start` does; python3 only on PATH.
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([k]) => !["MODEL_PATH", "KVGRAFT_ADMIN_KEY", "KVGRAFT_GPU_SECRET", "LIBSQL_URL", "PORT"].includes(k),
+      ),
+    );
+    const banner: string[] = [];
+    const started = supervise({
+      name: "kvgraft start",
+      args: kvgraftSourceArgs("start", "--data-dir", dataDir),
+      cwd: join(import.meta.dirname, ".."),
+      env: { ...inherited, PATH: pythonOnly, KVGRAFT_SANDBOX: "bwrap", EDGE_PORT: "0", GPU_PORT: "0" },
+      onStdoutLine: (line) => banner.push(line),
+    });
+    try {
+      const t0 = Date.now();
+      while (!banner.includes("Ctrl-C stops both services.")) {
+        if (started.child.exitCode !== null || Date.now() - t0 > 120_000)
+          throw new Error(`no banner (exit ${started.child.exitCode}): ${started.stderr()}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const text = banner.join("\n");
+      expect(text).toMatch(/^ {2}sandbox {3}NONE: programs are not run \(.*bwrap is not on PATH/m);
+      expect(text).toMatch(
+        /^ {2}library {3}0\/12 starter problems deposited and verified; 12 NOT deposited \(sandbox_unavailable/m,
+      );
+      expect(text).toContain("answer 501 sandbox_unavailable, and /health says degraded");
+      expect(text).toContain("unset KVGRAFT_SANDBOX");
+      expect(text).toContain("Nothing was deposited (12 starter problems need the sandbox");
+      expect(text).not.toContain("a verified answer from the library");
+      expect(text).not.toContain("/v1/solve");
+      expect(text).not.toContain("/admin/solutions");
+      const url = /^ {2}edge {6}(\S+)/m.exec(text)?.[1];
+      const key = /^ {2}admin key (\S+)/m.exec(text)?.[1];
+      // What the banner says: the library is empty, a solve answers 501; the library curl works.
+      const auth = { authorization: `Bearer ${key}` };
+      const library = await fetch(`${url}/v1/library?limit=5`, { headers: auth });
+      expect({ status: library.status, body: await library.json() }).toMatchObject({
+        status: 200,
+        body: { items: [] },
+      });
+      const solve = await fetch(`${url}/v1/solve`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ problem: "What is 40 plus 2?" }),
+      });
+      expect(solve.status).toBe(501);
+      const health = await fetch(`${url}/health`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({
+        status: "degraded",
+        db: { status: "ok", writable: true },
+        gpu: {
+          status: "ok",
+          sandbox: { isolation: "none", reason: expect.stringContaining("bwrap is not on PATH") },
+        },
+      });
+    } finally {
+      await started.stop(10_000);
+    }
+  }, 180_000);
 });

@@ -216,6 +216,7 @@ interface StarterOutcome {
   deposited: number;
   present: number;
   failed: { id: string; code: string; message: string }[];
+  /** The first starter problem once it is in the library (deposited now or before), else null. */
   firstProblem: string | null;
 }
 
@@ -236,7 +237,6 @@ async function depositStarterLibrary(
     .filter((l) => l.trim() !== "")
     .map((l) => starterEntrySchema.parse(JSON.parse(l)));
   outcome.total = entries.length;
-  outcome.firstProblem = entries[0]?.problem ?? null;
   const deps = { db: edge.db, gpu: edge.gpu, config: edge.config, clock: systemClock };
   for (const [i, { id, ...entry }] of entries.entries()) {
     if (stopping()) break;
@@ -244,6 +244,7 @@ async function depositStarterLibrary(
       const r = await depositSolution(deps, entry);
       if (r.created) outcome.deposited++;
       else outcome.present++;
+      if (i === 0) outcome.firstProblem = entry.problem;
       say(
         `starter library ${i + 1}/${entries.length}: ${id} ${r.created ? "deposited and verified" : "already present"}`,
       );
@@ -306,6 +307,37 @@ function printBanner(
     program: "rows, per_row = PARAMS\nprint(rows * per_row)\n",
     answer: "391",
   });
+  const solveCurl = `  curl -s ${edge.url}/v1/solve ${auth} ${jsonHeader} -d ${shellQuote(solveBody)}`;
+  const libraryCurl = `  curl -s "${edge.url}/v1/library?limit=5" ${auth}`;
+  // Without a sandbox, deposits, transfers and the model's solves answer 501: no example that
+  // would, but why and what to do; a problem already in the library is still answered.
+  const tryIt =
+    sandbox.isolation === "none"
+      ? [
+          "The GPU node runs no programs (see sandbox above): deposits, transfers and the model's solves",
+          "answer 501 sandbox_unavailable, and /health says degraded. Install what the reason names, or",
+          "unset KVGRAFT_SANDBOX (the default runs CPython on WebAssembly, installed by npm ci), then start",
+          "again.",
+          ...(firstProblem
+            ? ["Until then:", "  # a verified answer from the library (fast path: no GPU call)", solveCurl]
+            : [
+                `Nothing was deposited (${starter.total} starter problems need the sandbox to check their programs),`,
+                "so the library is empty until then:",
+              ]),
+          "  # the library",
+          libraryCurl,
+        ]
+      : [
+          "Try it:",
+          firstProblem
+            ? "  # a verified answer from the library (fast path: no GPU call)"
+            : "  # a question the model answers (the first starter problem is not in the library)",
+          solveCurl,
+          "  # the library",
+          libraryCurl,
+          "  # add a verified solution (its program runs in the sandbox first)",
+          `  curl -s ${edge.url}/admin/solutions ${auth} ${jsonHeader} -d ${shellQuote(uploadBody)}`,
+        ];
   const lines = [
     "",
     "kvgraft is running",
@@ -328,13 +360,7 @@ function printBanner(
       : `  admin key ${keyShell.startsWith("$(") ? `in ${keyFile}` : "from KVGRAFT_ADMIN_KEY"}`,
     `  logs      ${logFile}\n            (JSON lines of both services, every request included; this terminal shows events and problems)`,
     "",
-    "Try it:",
-    "  # a verified answer from the library (fast path: no GPU call)",
-    `  curl -s ${edge.url}/v1/solve ${auth} ${jsonHeader} -d ${shellQuote(solveBody)}`,
-    "  # the library",
-    `  curl -s "${edge.url}/v1/library?limit=5" ${auth}`,
-    "  # add a verified solution (its program runs in the sandbox first)",
-    `  curl -s ${edge.url}/admin/solutions ${auth} ${jsonHeader} -d ${shellQuote(uploadBody)}`,
+    ...tryIt,
     "",
     "Ctrl-C stops both services.",
     "",

@@ -14,9 +14,11 @@ type HealthResponse = z.infer<typeof healthResponseSchema>;
  * write refused for storage in the last minute) and the GPU node (its /health) in parallel, each
  * step bounded by KVGRAFT_GPU_HEALTH_TIMEOUT_MS; a probe write still waiting then (another write
  * holds the lock) leaves `writable` unknown (absent, `writeError: probe_timeout`).
- * `ok`: both answer and the database is writable; `degraded`: the database answers but refuses
- * writes (library answers still work, deposits and new keys do not), or the GPU node does not
- * answer (or none is configured), HTTP 200; `down`: the database does not answer, HTTP 503.
+ * `ok`: both answer, the database is writable and the GPU node runs programs; `degraded`: the
+ * database answers but refuses writes (library answers still work, deposits and new keys do not),
+ * the GPU node runs no programs (`gpu.sandbox.isolation` none with its reason: deposits, transfers
+ * and the model's solves answer 501), or the GPU node does not answer (or none is configured),
+ * HTTP 200; `down`: the database does not answer, HTTP 503.
  */
 export async function checkHealth(deps: Deps): Promise<HealthResponse> {
   const timed = async <T>(fn: () => Promise<T>) => {
@@ -49,7 +51,12 @@ export async function checkHealth(deps: Deps): Promise<HealthResponse> {
             ...(gpu.value.sandbox ? { sandbox: gpu.value.sandbox } : {}),
           }
         : { status: "down", ms: gpu.ms, error: gpu.error };
-  const status = !db.ok ? "down" : gpuPart.status === "ok" && db.value.writable !== false ? "ok" : "degraded";
+  const runsPrograms = gpuPart.sandbox?.isolation !== "none";
+  const status = !db.ok
+    ? "down"
+    : gpuPart.status === "ok" && runsPrograms && db.value.writable !== false
+      ? "ok"
+      : "degraded";
   return {
     status,
     edge: {
