@@ -30,6 +30,9 @@ const commands: Record<string, Command> = {
       "scale-out": "graft load on 1 GPU node vs N behind one edge, and a node killed under load",
       "fast-path": "sequential library answers through a Node edge over loopback HTTP",
       bucket: "a graft fetched from a bucket (s3rver on loopback) vs local cold restore",
+      sandbox: "the starter programs' verdict latency and sustained rate, per sandbox backend",
+      serve: "kvgraft's GPU node against llama.cpp's llama-server: req/s, p99, tokens/s",
+      batches: "concurrent grafts in process and the sequences each llama_decode carried",
     },
   },
   serve: {

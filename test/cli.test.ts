@@ -7,6 +7,7 @@
 import {
   copyFileSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -24,28 +25,36 @@ import { syntheticModel } from "./helpers/models.js";
 const root = join(import.meta.dirname, "..");
 const STACK_LINE = /^\s+at .+/m;
 
-/** Every command and subcommand a user can ask for help. */
-const HELP_CASES: string[][] = [
-  ["synth-model"],
-  ["verify"],
-  ["bench"],
-  ["bench", "graft"],
-  ["bench", "library"],
-  ["bench", "http"],
-  ["bench", "router"],
-  ["bench", "edge"],
-  ["bench", "scale-out"],
-  ["bench", "fast-path"],
-  ["bench", "bucket"],
-  ["serve"],
-  ["serve", "gpu"],
-  ["serve", "edge"],
-  ["start"],
-  ["sandbox"],
-  ["eval"],
-  ["eval", "router"],
-  ["flywheel"],
-];
+/**
+ * Every command and subcommand a user can ask for help, found from the code, not listed by hand:
+ * the command modules in cli/commands/ (`<group>-<sub>.ts` holds a subcommand of `<group>.ts`),
+ * and each group's subcommands as its dispatcher names them for an unknown one ("available: ...").
+ */
+function helpCases(): string[][] {
+  const modules = readdirSync(join(root, "cli", "commands"))
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => f.slice(0, -3));
+  const groupOf = (name: string) => modules.find((m) => name.startsWith(`${m}-`));
+  const commands = modules.filter((m) => !groupOf(m));
+  const cases: string[][] = [];
+  for (const name of commands) {
+    cases.push([name]);
+    if (!modules.some((m) => groupOf(m) === name)) continue;
+    const r = runCli([name, "no-such-subcommand"]);
+    const available = /\(available: ([^)]+)\)/.exec(r.stderr)?.[1];
+    if (r.status !== 2 || !available) throw new Error(`kvgraft ${name} names no subcommands: ${r.stderr}`);
+    const subs = available.split(", ");
+    // A subcommand's own module is one its group dispatches to.
+    for (const m of modules.filter((m) => groupOf(m) === name)) {
+      const sub = m.slice(name.length + 1);
+      if (!subs.includes(sub)) throw new Error(`cli/commands/${m}.ts: kvgraft ${name} does not list ${sub}`);
+    }
+    for (const sub of subs) cases.push([name, sub]);
+  }
+  return cases;
+}
+
+const HELP_CASES = helpCases();
 
 let dir: string;
 let notGguf: string;
@@ -82,7 +91,13 @@ describe("kvgraft --help and --version", () => {
     const listed = HELP_CASES.filter(
       (words) => !HELP_CASES.some((c) => c.length > words.length && c[0] === words[0]),
     );
-    for (const words of listed) expect(r.stdout).toContain(`  ${words.join(" ")} `);
+    // The command lines, between "commands:" and the blank line: each command once, no other.
+    const commandLines = r.stdout.split("\n\n")[1]?.split("\n").slice(1) ?? [];
+    const names = commandLines.map((l) => l.trim().split(/ {2,}/)[0]);
+    expect([...names].sort()).toEqual(listed.map((words) => words.join(" ")).sort());
+    // The README's command table has a row for each.
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    expect(listed.filter((words) => !readme.includes(`\n| \`kvgraft ${words.join(" ")}`))).toEqual([]);
     expect(r.stdout).toContain("--version");
     // Every summary starts in one column, the general lines' included.
     const rows = r.stdout.split("\n").filter((l) => / {2,}\S/.test(l.trimStart()));
@@ -91,10 +106,10 @@ describe("kvgraft --help and --version", () => {
     expect([...columns]).toHaveLength(1);
   });
 
-  it.for(HELP_CASES)("kvgraft %s --help exits 0 with its usage", (words) => {
-    const r = runCli([...words, "--help"]);
+  it.for(HELP_CASES.map((words) => words.join(" ")))("kvgraft %s --help exits 0 with its usage", (name) => {
+    const r = runCli([...name.split(" "), "--help"]);
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: "" });
-    expect(r.stdout).toMatch(new RegExp(`^usage: kvgraft ${words.join(" ")}`));
+    expect(r.stdout).toMatch(new RegExp(`^usage: kvgraft ${name}`));
   });
 
   it("--version prints package.json's version", () => {

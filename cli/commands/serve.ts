@@ -41,7 +41,9 @@ export default async function serve(argv: string[]): Promise<number> {
     process.stdout.write(`${HELP}\n`);
     return 0;
   }
-  throw new UsageError(`expected 'serve gpu' or 'serve edge', got ${target ? `'${target}'` : "nothing"}`);
+  throw new UsageError(
+    `${target ? `unknown service '${target}'` : "no service given"} (available: gpu, edge)`,
+  );
 }
 
 /**
