@@ -8,7 +8,9 @@
  *   warm-N   requests cycle over N blocks (more blocks than slots: restores from RAM on kvgraft,
  *            prefix re-evaluation or slot churn on llama-server).
  * kvgraft: `POST /v1/graft` (signed) on a `kvgraft serve gpu` child; llama-server: `POST
- * /completion` with `cache_prompt`, greedy, `n_predict` = the same token budget. Both children run
+ * /completion` with `cache_prompt`, greedy, `n_predict` = the same token budget; its warm-up fills
+ * every slot (its prompt cache is per slot), and its `/metrics` (`--metrics`) give its decode batch and
+ * the prompt tokens it evaluated in the window. Both children run
  * from this process and are stopped at the end. Writes
  * `{workloads: [{name, kvgraft: {throughputRps, p99Ms, tokensPerS, ...}, llamaServer: {...}}]}`.
  */
@@ -55,8 +57,13 @@ export interface ServeSide {
   p99Ms: number;
   /** Generated tokens per second over the same window. */
   tokensPerS: number;
-  /** kvgraft only: mean sequences per generation decode step in the window (from /metrics). */
+  /**
+   * Mean sequences per decode in the window, from /metrics: kvgraft's generation steps; llama-server's
+   * `n_busy_slots_per_decode` (every llama_decode, prompt chunks included).
+   */
   meanDecodeBatch?: number;
+  /** llama-server only: prompt tokens it evaluated per answered request in the window (not from its cache). */
+  promptTokensPerRequest?: number;
   statuses: Record<string, number>;
 }
 
@@ -277,6 +284,26 @@ function decodeTotals(metrics: string): { steps: number; sequences: number } {
   return { steps, sequences };
 }
 
+/** llama-server's cumulative decode and prompt counters from its Prometheus text (`--metrics`). */
+function llamaServerTotals(metrics: string): {
+  decodes: number;
+  busySlots: number;
+  promptTokens: number;
+} {
+  const value = (name: string) => {
+    const m = new RegExp(`^llamacpp:${name} (\\S+)$`, "m").exec(metrics);
+    if (!m) throw new Error(`llama-server's /metrics has no llamacpp:${name}`);
+    return Number(m[1]);
+  };
+  const decodes = value("n_decode_total");
+  // It exports the mean busy slots per llama_decode since start; times the decodes, the total.
+  return {
+    decodes,
+    busySlots: value("n_busy_slots_per_decode") * decodes,
+    promptTokens: value("prompt_tokens_total"),
+  };
+}
+
 async function runLlamaServer(
   options: ServeBenchOptions,
   binary: string,
@@ -304,6 +331,7 @@ async function runLlamaServer(
       "-c",
       String(options.contextSize * slots),
       "--cont-batching",
+      "--metrics",
       "-fa",
       "on",
       "-ngl",
@@ -336,11 +364,30 @@ async function runLlamaServer(
       const body = (await res.json()) as { tokens_predicted?: number };
       return { status: "200", tokens: body.tokens_predicted ?? 0 };
     };
-    for (const text of texts) await complete(text + query(0));
+    // Warm-up: its prompt cache is per slot, so every slot gets a prefix (hot-1: the one block in all
+    // of them; warm-N: the blocks in turn), `slots` requests at once; one at a time would fill one
+    // slot and leave the others' first full prompt evaluations inside the measured window.
+    const warm = Math.max(slots, texts.length);
+    for (let j = 0; j < warm; j += slots)
+      await Promise.all(
+        Array.from({ length: Math.min(slots, warm - j) }, (_, k) =>
+          complete((texts[(j + k) % texts.length] as string) + query(0)),
+        ),
+      );
+    const metrics = async () => llamaServerTotals(await (await fetch(`${base}/metrics`)).text());
+    const before = await metrics();
     const run = await openLoop(options.rate, options.durationS, (i) =>
       complete((texts[i % texts.length] as string) + query(i)),
     );
-    return summarize(run.outcomes, run.windowMs, options.rate);
+    const after = await metrics();
+    const side = summarize(run.outcomes, run.windowMs, options.rate);
+    const decodes = after.decodes - before.decodes;
+    return {
+      ...side,
+      meanDecodeBatch: decodes > 0 ? Number(((after.busySlots - before.busySlots) / decodes).toFixed(2)) : 0,
+      promptTokensPerRequest:
+        side.ok > 0 ? Number(((after.promptTokens - before.promptTokens) / side.ok).toFixed(1)) : 0,
+    };
   } finally {
     await server.stop();
     log.end();

@@ -2,7 +2,9 @@
  * `kvgraft bench serve` and `kvgraft bench batches` on the tiny model (CPU smoke checks, nothing
  * timed): the refusal without a llama-server binary, kvgraft's side alone through a real
  * `kvgraft serve gpu` child with every request answered, and the decode batches of concurrent
- * grafts (more than one sequence per decode).
+ * grafts (more than one sequence per decode); the llama-server side against a stand-in for it
+ * (test/fixtures/stand-in-llama-server.mjs): its flags, a warm-up that fills every slot, and its
+ * decode batch and prompt tokens read from its /metrics.
  */
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -55,7 +57,7 @@ describe("kvgraft bench serve and batches", () => {
       out,
     ]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/\| hot-1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| - \| - \| - \|/);
+    expect(r.stdout).toMatch(/\| hot-1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| - \| - \| - \| - \| - \|/);
     const doc = JSON.parse(readFileSync(out, "utf8")) as {
       workloads: Array<{
         name: string;
@@ -76,6 +78,52 @@ describe("kvgraft bench serve and batches", () => {
       for (const k of ["throughputRps", "p50Ms", "p99Ms", "tokensPerS", "meanDecodeBatch"])
         expect(w.kvgraft[k]).toBeGreaterThan(0);
     }
+  });
+
+  it("warms every llama-server slot and reads its decode batch and prompt tokens from --metrics", () => {
+    const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
+    const log = join(dir, "stand-in.json");
+    const r = runCli(
+      [
+        "bench",
+        "serve",
+        "--model",
+        syntheticModel("tiny-llama"),
+        "--llama-server",
+        join(import.meta.dirname, "fixtures", "stand-in-llama-server.mjs"),
+        "--workloads",
+        "hot-1",
+        "--rate",
+        "8",
+        "--duration",
+        "1",
+        "--slots",
+        "3",
+        "--context",
+        "512",
+        "--block-chars",
+        "200",
+        "--max-tokens",
+        "4",
+        "--out",
+        join(dir, "serve.json"),
+      ],
+      { STAND_IN_LOG: log },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    const seen = JSON.parse(readFileSync(log, "utf8")) as { args: string[]; mostAtOnce: number };
+    expect(seen.args.join(" ")).toContain("--parallel 3 -c 1536 --cont-batching --metrics");
+    // the one block's prompt in all 3 slots at once before the window (one at a time fills one slot)
+    expect(seen.mostAtOnce).toBe(3);
+    const doc = JSON.parse(readFileSync(join(dir, "serve.json"), "utf8")) as {
+      workloads: Array<{ llamaServer: Record<string, number> }>;
+    };
+    const side = doc.workloads[0]?.llamaServer;
+    expect([side?.sent, side?.ok, side?.tokensPerS && side.tokensPerS > 0]).toEqual([8, 8, true]);
+    expect([side?.meanDecodeBatch, side?.promptTokensPerRequest]).toEqual([3, 10]);
+    expect(r.stdout).toMatch(
+      /\| hot-1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| 3 \| 10 \|/,
+    );
   });
 
   it("reports decode calls of more than one sequence for concurrent grafts", () => {

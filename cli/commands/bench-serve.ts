@@ -17,7 +17,8 @@ its prompt cache), then --rate requests a second for --duration seconds, each la
 time. hot-1: one block for every request; warm-N: N blocks in turn. Greedy, --max-tokens each.
 --block-chars sets each block's text length; the result reports the tokens it made (blockTokens).
 Per workload and server: throughput, p50/p99 of the answered requests, generated tokens a second,
-and for kvgraft the mean decode batch. --out writes {workloads: [{name, kvgraft: {...},
+the mean decode batch (kvgraft's generation steps; llama-server's busy slots per llama_decode, from
+its --metrics) and, for llama-server, the prompt tokens it evaluated per request. --out writes {workloads: [{name, kvgraft: {...},
 llamaServer: {...}}]}. Without a llama-server binary it refuses unless --only kvgraft.
 Environment: KV_LLAMA=cpu|lastBuild|auto and KV_THREADS (both servers: -t), CUDA_VISIBLE_DEVICES.`;
 
@@ -90,12 +91,13 @@ export const benchServeCommand = command(
     const cell = (s: { throughputRps: number; p99Ms: number; tokensPerS: number } | null) =>
       s ? `${s.throughputRps} | ${s.p99Ms} | ${s.tokensPerS}` : "- | - | -";
     process.stdout.write(
-      "| workload | kvgraft req/s | p99 ms | tokens/s | mean decode batch | llama-server req/s | p99 ms | tokens/s |\n" +
-        "|---|---:|---:|---:|---:|---:|---:|---:|\n" +
+      "| workload | kvgraft req/s | p99 ms | tokens/s | decode batch | llama-server req/s | p99 ms | tokens/s | decode batch | prompt tokens/req |\n" +
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" +
         result.workloads
           .map(
             (w) =>
-              `| ${w.name} | ${cell(w.kvgraft)} | ${w.kvgraft.meanDecodeBatch ?? "-"} | ${cell(w.llamaServer)} |`,
+              `| ${w.name} | ${cell(w.kvgraft)} | ${w.kvgraft.meanDecodeBatch ?? "-"} | ${cell(w.llamaServer)} | ` +
+              `${w.llamaServer?.meanDecodeBatch ?? "-"} | ${w.llamaServer?.promptTokensPerRequest ?? "-"} |`,
           )
           .join("\n") +
         "\n",
