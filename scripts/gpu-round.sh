@@ -10,9 +10,15 @@
 #   bash scripts/gpu-round.sh http        # 1b preset: kvgraft bench http (in-process vs loopback HTTP)
 #   bash scripts/gpu-round.sh batches     # 12b preset: kvgraft bench batches, 32 slots, 32 clients, hot-1 and
 #                                         # distinct: the sequences each llama_decode carried, tokens/s
-#   bash scripts/gpu-round.sh serve       # 12b preset: kvgraft bench serve against llama-server (LLAMA_SERVER=bin,
-#                                         # default: built here by scripts/build-llama-server.sh cuda), hot-1 and
-#                                         # warm-12 at SERVE_RATES (default "50 100 200") req/s, 32 slots, 16 tokens
+#   bash scripts/gpu-round.sh serve       # 12b preset: kvgraft bench serve against llama-server, hot-1 and warm-12
+#                                         # at SERVE_RATES (default "50 100 200") req/s, 32 slots, 16 tokens.
+#                                         # LLAMA_SERVER=path (absolute): a llama-server linked on the dev machine
+#                                         # against the CUDA build, so the round compiles nothing (unset: built
+#                                         # here by build-llama-server.sh cuda, minutes of device time). Stage it:
+#                                         #   mkdir -p .data/cuda && cat ../shared/gpu/llama-cuda-sm90/rel.part.* |
+#                                         #     xz -dc | tar -x -C .data/cuda
+#                                         #   bash scripts/build-llama-server.sh linked .data/cuda/Release .device/llama-server
+#                                         # carry .device/llama-server, LLAMA_SERVER=$PWD/.device/llama-server/llama-server
 #   bash scripts/gpu-round.sh bucket      # 1b preset, a 10,000-token block (~328 MB of f16 state): kvgraft bench
 #                                         # bucket (local cold restore vs a graft fetched from s3rver on
 #                                         # loopback), 4 and 8 ranged GETs at once; needs S3RVER_DIR (the output
@@ -139,6 +145,10 @@ case "${1:-}" in
     done ;;
   serve)
     # The same model file, slots and arrivals for both servers; one document per rate.
+    # A linked llama-server runs on the libraries of the CUDA build installed here (lastBuild), not the
+    # dev machine's copy it was linked against.
+    folder=$(sed -n 's/.*"folderName": *"\([^"]*\)".*/\1/p' node_modules/node-llama-cpp/llama/lastBuild.json)
+    export LLAMA_RELEASE_DIR=$PWD/node_modules/node-llama-cpp/llama/localBuilds/$folder/Release
     server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "${LLAMA_SERVER_DIR:-/root/llama-server-cuda}" 2>"$out/llama-server-build.log" | tail -n 1)}
     for rate in ${SERVE_RATES:-50 100 200}; do
       $cli bench serve --model "$(model 12b)" --llama-server "$server" --workloads hot-1,warm-12 \
