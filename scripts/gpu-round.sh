@@ -18,7 +18,8 @@
 #                                         #   mkdir -p .data/cuda && cat ../shared/gpu/llama-cuda-sm90/rel.part.* |
 #                                         #     xz -dc | tar -x -C .data/cuda
 #                                         #   bash scripts/build-llama-server.sh linked .data/cuda/Release .device/llama-server
-#                                         # carry .device/llama-server, LLAMA_SERVER=$PWD/.device/llama-server/llama-server
+#                                         # carry .device/llama-server; there, before cd /opt/kv/app:
+#                                         #   export LLAMA_SERVER=$PWD/.device/llama-server/llama-server
 #   bash scripts/gpu-round.sh bucket      # 1b preset, a 10,000-token block (~328 MB of f16 state): kvgraft bench
 #                                         # bucket (local cold restore vs a graft fetched from s3rver on
 #                                         # loopback), 4 and 8 ranged GETs at once; needs S3RVER_DIR (the output
