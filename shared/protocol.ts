@@ -185,10 +185,13 @@ export const bucketImportSchema = z
   })
   .strict();
 
+/** Numbers one sandbox run request carries at most. */
+export const MAX_SANDBOX_PARAMS = 64;
+
 export const sandboxRunRequestSchema = z
   .object({
     program: z.string().min(1).max(LIMITS.programChars),
-    params: z.array(programParamSchema).max(64).default([]),
+    params: z.array(programParamSchema).max(MAX_SANDBOX_PARAMS).default([]),
     expect: z.string().max(1000).optional(),
   })
   .strict();

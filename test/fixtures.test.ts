@@ -5,14 +5,12 @@
  * Answer convention: integers print as integers; other decimals are rounded to 2 places with
  * trailing zeros dropped; probabilities are fractions in lowest terms (Python's `Fraction`).
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { promisify } from "node:util";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
 import { canonicalNumbers, normalizeProblem, problemTemplate } from "../shared/normalize.js";
-
-const execFileAsync = promisify(execFile);
+import { runAll } from "./helpers/sandbox-batch.js";
 
 const LibraryEntry = z.strictObject({
   id: z.string().regex(/^[a-z0-9]+(?:-[a-z0-9]+)*$/),
@@ -57,17 +55,33 @@ const queries = readJsonl("./fixtures/router-queries.jsonl", Query);
 const starter = readJsonl("../edge/starter-library.jsonl", LibraryEntry);
 const byId = new Map(library.map((e) => [e.id, e]));
 
-/** Runs a program the way the sandbox does (PARAMS line prepended); returns its last stdout line. */
-async function runProgram(program: string, params: number[]): Promise<string> {
-  const { stdout } = await execFileAsync(
-    "python3",
-    ["-I", "-c", `PARAMS = ${JSON.stringify(params)}\n${program}`],
-    {
-      timeout: 10_000,
-      env: {},
-    },
-  );
-  return stdout.trim().split("\n").at(-1)?.trim() ?? "";
+/**
+ * What every program of the library and of its new-numbers queries prints, run in the product's
+ * sandbox (the default WebAssembly backend; many runs to a job: test/helpers/sandbox-batch.ts).
+ */
+const printed = new Map<string, string | null>();
+const key = (program: string, params: readonly number[]) => JSON.stringify([program, params]);
+
+beforeAll(async () => {
+  const requests = [
+    ...library.map((e) => ({ program: e.program, params: problemTemplate(e.problem).params })),
+    ...queries
+      .filter((q) => q.kind === "new_numbers" && q.expect !== null)
+      .map((q) => ({ program: entry(q).program, params: problemTemplate(q.query).params })),
+  ];
+  const sandbox = await Sandbox.create({ warm: 2 });
+  try {
+    const runs = await runAll(sandbox, requests);
+    for (const [i, r] of requests.entries()) printed.set(key(r.program, r.params), runs[i]?.answer ?? null);
+  } finally {
+    sandbox.close();
+  }
+}, 120_000);
+
+/** What a program printed last on `params` (the sandbox's answer line). */
+function runProgram(program: string, params: number[]): string | null {
+  if (!printed.has(key(program, params))) throw new Error("this run was not made in beforeAll");
+  return printed.get(key(program, params)) ?? null;
 }
 
 const entry = (q: Query): LibraryEntry => {
@@ -91,8 +105,8 @@ describe("router library", () => {
 
   it.each(library.map((e) => [e.id, e] as const))(
     "%s: the program prints the answer from PARAMS",
-    async (_id, e) => {
-      expect(await runProgram(e.program, problemTemplate(e.problem).params)).toBe(e.answer);
+    (_id, e) => {
+      expect(runProgram(e.program, problemTemplate(e.problem).params)).toBe(e.answer);
     },
   );
 });
@@ -143,13 +157,13 @@ describe("router queries", () => {
 
   it.each(ofKind("new_numbers").map((q) => [q.expect, q] as const))(
     "%s: the new-numbers variant shares the template and the program computes its answer",
-    async (_id, q) => {
+    (_id, q) => {
       const e = entry(q);
       const mine = problemTemplate(q.query);
       const original = problemTemplate(e.problem);
       expect(mine.template).toBe(original.template);
       expect(mine.params).not.toEqual(original.params);
-      const answer = await runProgram(e.program, mine.params);
+      const answer = runProgram(e.program, mine.params);
       expect(answer).toBe(q.answer);
       // Parametric check: new parameters give a new answer, so nothing is hard-coded to the original.
       expect(answer).not.toBe(e.answer);

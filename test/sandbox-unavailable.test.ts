@@ -18,10 +18,15 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startEdgeServer } from "../edge/runtime/node.js";
 import { SandboxPool } from "../gpu-node/sandbox/pool.js";
 import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
+import { startGpuNode } from "../gpu-node/server/node.js";
+import { silentLogger } from "../shared/http/logger.js";
 import { kvgraftSourceArgs, supervise } from "../tools/process/supervise.js";
+import { syntheticModel } from "./helpers/models.js";
 
 let dir: string;
 /** A PATH holding python3 and nothing else. */
@@ -223,4 +228,79 @@ describe("npm start with KVGRAFT_SANDBOX=bwrap and no bubblewrap", () => {
       await started.stop(10_000);
     }
   }, 180_000);
+});
+
+describe("a real edge and GPU node whose sandbox cannot run (KVGRAFT_SANDBOX=bwrap, no bwrap)", () => {
+  it("answer 501 with x-should-retry: false and no Retry-After, and the openai client does not retry", async () => {
+    const secret = "sandbox-unavailable-secret-0123456789";
+    const model = syntheticModel("tiny-llama");
+    process.env.PATH = pythonOnly;
+    const node = await startGpuNode(
+      {
+        env: { MODEL_PATH: model, KVGRAFT_GPU_SECRET: secret, KVGRAFT_SANDBOX: "bwrap" },
+        port: 0,
+        dataDir: join(dir, "gpu"),
+      },
+      silentLogger,
+    );
+    const edge = await startEdgeServer({
+      env: {
+        LIBSQL_URL: `file:${join(dir, "edge.db")}`,
+        KVGRAFT_GPU_URL: node.url,
+        KVGRAFT_GPU_SECRET: secret,
+        KVGRAFT_FLYWHEEL: "off",
+      },
+      port: 0,
+      host: "127.0.0.1",
+      logger: silentLogger,
+    });
+    try {
+      const key = edge.generatedAdminKey ?? "";
+      const post = (path: string, body: unknown) =>
+        fetch(`${edge.url}${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const refusals = {
+        deposit: await post("/admin/solutions", {
+          problem: "A farmer has 12 cows and buys 5 more. How many cows does the farmer have?",
+          solution: "12 and 5 make 17.",
+          program: "print(sum(PARAMS))",
+          answer: "17",
+        }),
+        solve: await post("/v1/solve", { problem: "What is 12 plus 30?" }),
+        chat: await post("/v1/chat/completions", {
+          model: "kvgraft",
+          messages: [{ role: "user", content: "What is 12 plus 30?" }],
+        }),
+      };
+      for (const [name, res] of Object.entries(refusals)) {
+        const body = await res.text();
+        expect(res.status, `${name}: ${body}`).toBe(501);
+        expect(res.headers.get("x-should-retry"), name).toBe("false");
+        expect(res.headers.get("retry-after"), name).toBeNull();
+        expect(body, name).toContain("sandbox_unavailable");
+      }
+      // The official client (default maxRetries 2) honours the header: one request, no retry.
+      let requests = 0;
+      const client = new OpenAI({
+        baseURL: `${edge.url}/v1`,
+        apiKey: key,
+        fetch: (input, init) => {
+          requests++;
+          return fetch(input, init);
+        },
+      });
+      const failed = await client.chat.completions
+        .create({ model: "kvgraft", messages: [{ role: "user", content: "What is 12 plus 30?" }] })
+        .catch((err: unknown) => err);
+      expect(failed).toBeInstanceOf(OpenAI.APIError);
+      expect((failed as InstanceType<typeof OpenAI.APIError>).status).toBe(501);
+      expect(requests).toBe(1);
+    } finally {
+      await edge.close();
+      await node.stop();
+    }
+  }, 120_000);
 });

@@ -825,12 +825,33 @@ print(os.path.exists("${dataDir}"), os.path.exists("/work"), os.path.exists("/et
   });
 
   it("caps the heap: a memory bomb ends as memory with the child's memory bounded", async () => {
+    // The peak RSS (VmHWM) of every WebAssembly child of this process, sampled while the bomb runs.
+    const peaks = new Map<string, number>();
+    const sample = () => {
+      for (const pid of readdirSync("/proc")) {
+        if (!/^\d+$/.test(pid) || parentOf(Number(pid)) !== process.pid) continue;
+        try {
+          if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--experimental-permission")) continue;
+          const kb = Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+          peaks.set(pid, Math.max(peaks.get(pid) ?? 0, kb * 1024));
+        } catch {
+          // Gone.
+        }
+      }
+    };
+    const timer = setInterval(sample, 5);
     const result = await run({
       source: HOSTILE.memoryBomb?.source ?? "",
       limits: { memoryBytes: 128 * 1024 * 1024 },
-    });
+    }).finally(() => clearInterval(timer));
     expect(result.verdict).toBe("memory");
     expect(result.stderr).toContain("MemoryError");
+    const peak = Math.max(0, ...peaks.values());
+    console.log(`memory bomb under a 128 MiB heap: the child's peak RSS ${(peak / 2 ** 20).toFixed(0)} MiB`);
+    // A booted child's own memory (about 155 MB) plus the 128 MiB heap, with room: a bomb that
+    // escaped the cap would grow toward the 4 GiB of 32-bit WebAssembly.
+    expect(peak).toBeGreaterThan(128 * 2 ** 20);
+    expect(peak).toBeLessThan(384 * 2 ** 20);
   });
 
   it("a program that kills or hangs its interpreter leaves the next program unaffected, and no child behind", async () => {

@@ -8,27 +8,27 @@
  *
  * Each query goes the way /v1/solve decides: the same normal form as a library problem is a fast
  * path hit (its stored answer); else a template match is tried as a transfer by edge/routing/transfer.ts
- * against profiles made by edge/routing/param-probe.ts. Programs run in one long-lived python3 (same
- * `PARAMS` line as the sandbox, gpu-node/sandbox/params.ts), so 10,000 pairs take seconds; a
- * sample of 100 transfers is re-run in the real sandbox and must agree.
+ * against profiles made by edge/routing/param-probe.ts. Programs run in the product's sandbox (the
+ * default WebAssembly backend: no python3 needed), hundreds to a job (the deposit's batch job,
+ * test/helpers/sandbox-batch.ts), so 10,000 pairs take a few jobs; a sample of 40 transfers is
+ * re-run one program per interpreter, as /v1/solve runs them, and must agree.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { GpuPool } from "../edge/cluster/gpu-pool.js";
 import type { TemplateMatch } from "../edge/db/library.js";
 import { answerDomain } from "../edge/routing/answer-domain.js";
 import { profileProgram } from "../edge/routing/param-probe.js";
+import type { BatchRun } from "../edge/routing/program-batch.js";
 import { tryTransfer } from "../edge/routing/transfer.js";
-import { paramsLine } from "../gpu-node/sandbox/params.js";
 import { Sandbox } from "../gpu-node/sandbox/sandbox.js";
 import { answersEqual } from "../shared/answers.js";
 import { normalizeProblem, problemTemplate } from "../shared/normalize.js";
 import type { ProgramParam } from "../shared/params.js";
 import type { SandboxRunResult } from "../shared/protocol.js";
+import { type RunRequest, runAll } from "./helpers/sandbox-batch.js";
 
 const PAIRS = 10_000;
 const SANDBOX_SAMPLE = 40;
@@ -373,57 +373,58 @@ const pair = fc.integer({ min: 0, max: families.length - 1 }).chain((f) => {
 
 // ---- programs ---------------------------------------------------------------------------------
 
-/** A long-lived python3 that runs each program as the sandbox would see it (2 s each at most). */
-const HARNESS = `
-import contextlib, io, json, signal, sys
-def timeout(*_):
-    raise TimeoutError()
-signal.signal(signal.SIGALRM, timeout)
-for line in sys.stdin:
-    source = json.loads(line)
-    out = io.StringIO()
-    verdict = "ok"
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 2.0)
-        with contextlib.redirect_stdout(out):
-            exec(compile(source, "main.py", "exec"), {"__name__": "__main__"})
-    except TimeoutError:
-        verdict = "timeout"
-    except BaseException:
-        verdict = "error"
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    lines = [l.strip() for l in out.getvalue().splitlines() if l.strip()]
-    print(json.dumps({"verdict": verdict, "answer": lines[-1] if lines else None}), flush=True)
-`;
-
-let python: ChildProcessWithoutNullStreams;
+/**
+ * Programs run in the product's sandbox (the default WebAssembly backend), many to a job
+ * (test/helpers/sandbox-batch.ts). The fuzz asks for one run at a time, so it goes in rounds: a run
+ * not yet known is recorded and its pair set aside (`Unknown`); the recorded runs then go to the
+ * sandbox together, and the round is done again with their results, until nothing is unknown.
+ */
+class Unknown extends Error {}
 /** Transfers of the fuzz, for the sandbox sample. */
 let sampled: { program: string; params: string[]; answer: string }[] = [];
-let pending: ((line: string) => void)[] = [];
+let sandbox: Sandbox;
+const known = new Map<string, SandboxRunResult>();
+const unknown = new Map<string, RunRequest>();
 
 function harnessRun(req: { program: string; params: readonly ProgramParam[] }): Promise<SandboxRunResult> {
-  return new Promise((resolve) => {
-    pending.push((line) => {
-      const { verdict, answer } = JSON.parse(line) as {
-        verdict: SandboxRunResult["verdict"];
-        answer: string | null;
-      };
-      resolve({
-        verdict,
-        answer,
+  const key = JSON.stringify([req.program, req.params]);
+  const result = known.get(key);
+  if (result) return Promise.resolve(result);
+  unknown.set(key, { program: req.program, params: req.params });
+  return Promise.reject(new Unknown(key));
+}
+const runner: Pick<GpuPool, "runProgram"> = { runProgram: harnessRun };
+
+/** `round` again until every run it asks for is known; its result once none is unknown. */
+async function inRounds<T>(round: () => Promise<T>): Promise<T> {
+  for (;;) {
+    unknown.clear();
+    let result: T | undefined;
+    try {
+      result = await round();
+    } catch (err) {
+      if (!(err instanceof Unknown)) throw err;
+    }
+    if (unknown.size === 0 && result !== undefined) return result;
+    const asked = [...unknown.entries()];
+    const runs = await runAll(
+      sandbox,
+      asked.map(([, r]) => r),
+    );
+    for (const [i, [key]] of asked.entries()) {
+      const run = runs[i] as BatchRun;
+      known.set(key, {
+        ...run,
         stdout: "",
         stderr: "",
         exitCode: null,
         cpuMs: 0,
         wallMs: 0,
-        isolation: "none",
+        isolation: String(sandbox.isolation),
       });
-    });
-    python.stdin.write(`${JSON.stringify(`${paramsLine(req.params)}\n${req.program}`)}\n`);
-  });
+    }
+  }
 }
-const runner: Pick<GpuPool, "runProgram"> = { runProgram: harnessRun };
 
 // ---- the library ------------------------------------------------------------------------------
 
@@ -439,7 +440,9 @@ async function library(): Promise<Library> {
     const normalized = normalizeProblem(e.problem);
     const { template, literals } = problemTemplate(normalized);
     // What a deposit records (edge/services/admin.service.ts): the profile and the answer's domain.
-    const { profile: paramProfile, runs } = await profileProgram(runner, e.program, literals, e.answer);
+    const { profile: paramProfile, runs } = await inRounds(() =>
+      profileProgram(runner, e.program, literals, e.answer),
+    );
     byNormal.set(normalized, e);
     const match = {
       problem: { id: e.id, template, normalizedText: normalized, params: literals },
@@ -469,54 +472,65 @@ function correct(answer: string, truth: Truth): boolean {
   return Number.isFinite(x) && Math.abs(x - truth.approx) <= truth.tolerance;
 }
 
-beforeAll(() => {
-  python = spawn("python3", ["-I", "-c", HARNESS]);
-  createInterface({ input: python.stdout }).on("line", (line) => pending.shift()?.(line));
-});
+beforeAll(async () => {
+  // Long limits: a job runs hundreds of programs.
+  sandbox = await Sandbox.create({
+    warm: 2,
+    limits: { wallMs: 120_000, cpuSeconds: 60, outputBytes: 8 * 1024 * 1024 },
+  });
+}, 120_000);
 
-afterAll(() => {
-  python.stdin.end();
-  python.kill();
-  pending = [];
-});
+afterAll(() => sandbox?.close());
 
 describe("10,000 generated pairs from the starter library", () => {
   it("no wrong verified answer, by fast path or transfer", async () => {
     const lib = await library();
     const clock = { monotonicMs: () => performance.now() };
-    const counts: Record<string, number> = {};
-    const wrong: unknown[] = [];
-    const transfers: { program: string; params: string[]; answer: string }[] = [];
-    const count = (k: string) => {
-      counts[k] = (counts[k] ?? 0) + 1;
-    };
-    for (const p of fc.sample(pair, { numRuns: PAIRS, seed: 2024 })) {
-      const normalized = normalizeProblem(p.text);
-      const hit = lib.byNormal.get(normalized);
-      if (hit) {
-        count("library");
-        if (!correct(hit.answer, p.truth)) wrong.push({ ...p, source: "library", answer: hit.answer });
-        continue;
+    const pairs = fc.sample(pair, { numRuns: PAIRS, seed: 2024 });
+    const { counts, wrong, transfers } = await inRounds(async () => {
+      const counts: Record<string, number> = {};
+      const wrong: unknown[] = [];
+      const transfers: { program: string; params: string[]; answer: string }[] = [];
+      let missing = false;
+      const count = (k: string) => {
+        counts[k] = (counts[k] ?? 0) + 1;
+      };
+      for (const p of pairs) {
+        const normalized = normalizeProblem(p.text);
+        const hit = lib.byNormal.get(normalized);
+        if (hit) {
+          count("library");
+          if (!correct(hit.answer, p.truth)) wrong.push({ ...p, source: "library", answer: hit.answer });
+          continue;
+        }
+        const { template, literals } = problemTemplate(normalized);
+        const t = await tryTransfer(
+          runner,
+          clock,
+          { normalized, template, literals },
+          lib.byTemplate.get(template) ?? [],
+        ).catch((err: unknown) => {
+          if (!(err instanceof Unknown)) throw err;
+          missing = true;
+          return undefined;
+        });
+        if (t === undefined) continue;
+        if (!t) {
+          count("no_template");
+          continue;
+        }
+        if (!t.ok) {
+          count(t.refusal.code);
+          continue;
+        }
+        count("transfer");
+        transfers.push({ program: t.match.solution?.program as string, params: t.params, answer: t.answer });
+        if (!correct(t.answer, p.truth)) wrong.push({ ...p, source: "transfer", answer: t.answer });
       }
-      const { template, literals } = problemTemplate(normalized);
-      const t = await tryTransfer(
-        runner,
-        clock,
-        { normalized, template, literals },
-        lib.byTemplate.get(template) ?? [],
-      );
-      if (!t) {
-        count("no_template");
-        continue;
-      }
-      if (!t.ok) {
-        count(t.refusal.code);
-        continue;
-      }
-      count("transfer");
-      transfers.push({ program: t.match.solution?.program as string, params: t.params, answer: t.answer });
-      if (!correct(t.answer, p.truth)) wrong.push({ ...p, source: "transfer", answer: t.answer });
-    }
+      // A round with unknown runs counts nothing: the next one, with them known, counts every pair.
+      if (missing) throw new Unknown("a round with unknown runs");
+      return { counts, wrong, transfers };
+    });
     console.log(`transfer fuzz: ${PAIRS} pairs: ${JSON.stringify(counts)}`);
     expect(wrong.slice(0, 5)).toEqual([]);
     // The fuzz reaches every path: fast path hits, transfers, and each kind of refusal.
@@ -536,7 +550,6 @@ describe("10,000 generated pairs from the starter library", () => {
   }, 300_000);
 
   it(`the real sandbox agrees with the harness on ${SANDBOX_SAMPLE} sampled transfers`, async () => {
-    const sandbox = await Sandbox.create();
     const picks = fc.sample(fc.integer({ min: 0, max: sampled.length - 1 }), {
       numRuns: SANDBOX_SAMPLE,
       seed: 24,

@@ -20,6 +20,7 @@ import {
   shrinkLiteral,
 } from "../../shared/params.js";
 import type { GpuPool } from "../cluster/gpu-pool.js";
+import { type BatchRun, runSets } from "./program-batch.js";
 
 const STEPS = [1, 2];
 /**
@@ -47,7 +48,9 @@ export async function profileParameters(
 
 /**
  * The profile, and the probe runs that printed an answer (what edge/routing/answer-domain.ts
- * learns the answer's domain from).
+ * learns the answer's domain from). Every probe set is known before any runs, so they go to the
+ * sandbox together (program-batch.ts: in one job where that proves the same as one run each); the
+ * scaled sets of a parameter that turns out `ignored` run too, and are not recorded.
  */
 export async function profileProgram(
   gpu: Pick<GpuPool, "runProgram">,
@@ -56,41 +59,39 @@ export async function profileProgram(
   answer: string,
 ): Promise<{ profile: ParamProfile; runs: ProbeRun[] }> {
   const readsParams = /\bPARAMS\b/.test(program);
+  const withValue = (i: number, v: string) => literals.map((l, j) => (j === i ? v : l));
+  const plans = literals.map((literal, i) => ({
+    steps: STEPS.map((step) => withValue(i, perturbLiteral(literal, step))),
+    scaled:
+      paramSign(literal) === "zero"
+        ? []
+        : DOMAIN_FACTORS.flatMap((f) => [scaleLiteral(literal, f), shrinkLiteral(literal, f)])
+            .filter((v) => v !== null)
+            .map((v) => withValue(i, v)),
+  }));
+  const sets = readsParams ? plans.flatMap((p) => [...p.steps, ...p.scaled]) : [];
+  const results = await runSets(gpu, program, literals, answer, sets);
   const params = [];
   const runs: ProbeRun[] = [];
+  let next = 0;
+  const take = (list: string[][]) => list.map((params) => ({ params, run: results[next++] as BatchRun }));
   for (const [i, literal] of literals.entries()) {
-    const role = readsParams ? await roleOf(gpu, program, literals, i, answer, runs) : "ignored";
+    const plan = plans[i] as (typeof plans)[number];
+    const steps = readsParams ? take(plan.steps) : [];
+    const scaled = readsParams ? take(plan.scaled) : [];
+    let role: ParamRole = "ignored";
+    // Every step counts, also once the parameter is known to be read: each run is evidence of the domain.
+    for (const { params, run } of steps) {
+      if (run.verdict === "ok" && run.answer !== null) runs.push({ params, answer: run.answer });
+      if (run.verdict === "error") role = "read";
+      if (run.verdict === "ok" && run.answer !== null && !answersEqual(run.answer, answer)) role = "read";
+    }
     params.push({ literal, kind: paramKind(literal), sign: paramSign(literal), role });
-    if (role !== "read" || paramSign(literal) === "zero") continue;
-    const moved = DOMAIN_FACTORS.flatMap((f) => [scaleLiteral(literal, f), shrinkLiteral(literal, f)]);
-    // Independent runs: at once (the sandbox queues them), so a deposit waits for one, not four.
-    const scaled = moved.filter((v) => v !== null).map((v) => literals.map((l, j) => (j === i ? v : l)));
-    const results = await Promise.all(scaled.map((params) => gpu.runProgram({ program, params })));
-    for (const [k, run] of results.entries())
-      if (run.verdict === "ok" && run.answer !== null)
-        runs.push({ params: scaled[k] as string[], answer: run.answer });
+    if (role !== "read") continue;
+    for (const { params, run } of scaled)
+      if (run.verdict === "ok" && run.answer !== null) runs.push({ params, answer: run.answer });
   }
   return { profile: { version: 1, params }, runs };
-}
-
-async function roleOf(
-  gpu: Pick<GpuPool, "runProgram">,
-  program: string,
-  literals: readonly string[],
-  index: number,
-  answer: string,
-  runs: ProbeRun[],
-): Promise<ParamRole> {
-  let role: ParamRole = "ignored";
-  for (const step of STEPS) {
-    const params = literals.map((l, j) => (j === index ? perturbLiteral(l, step) : l));
-    const run = await gpu.runProgram({ program, params });
-    if (run.verdict === "ok" && run.answer !== null) runs.push({ params, answer: run.answer });
-    // Every step runs, also once the parameter is known to be read: each run is evidence of the domain.
-    if (run.verdict === "error") role = "read";
-    if (run.verdict === "ok" && run.answer !== null && !answersEqual(run.answer, answer)) role = "read";
-  }
-  return role;
 }
 
 /** Whether a program can be re-run on new numbers at all: it reads at least one parameter. */

@@ -153,17 +153,15 @@ export async function depositSolution(
         maxChars: MAX_LITERAL_CHARS,
       },
     );
-  const run = await checkProgram(deps.gpu, {
-    program: input.program,
-    params: literals,
-    answer: input.answer,
-  });
-  const { profile: paramProfile, runs } = await profileProgram(
-    deps.gpu,
-    input.program,
-    literals,
-    input.answer,
-  );
+  // The check and the probe runs go to the sandbox at once; the check's refusal comes first.
+  const [checked, probed] = await Promise.allSettled([
+    checkProgram(deps.gpu, { program: input.program, params: literals, answer: input.answer }),
+    profileProgram(deps.gpu, input.program, literals, input.answer),
+  ]);
+  if (checked.status === "rejected") throw checked.reason;
+  if (probed.status === "rejected") throw probed.reason;
+  const run = checked.value;
+  const { profile: paramProfile, runs } = probed.value;
   const placed = await placeBlockText(deps, renderBlockText(input));
   const manifest = placed.manifest;
   return registerOrRemove(deps, manifest.sha256, async () => {
