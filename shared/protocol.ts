@@ -339,6 +339,14 @@ export const sandboxRunResultSchema = z.object({
 });
 export type SandboxRunResult = z.infer<typeof sandboxRunResultSchema>;
 
+/** Python's ways of saying an allocation failed (under RLIMIT_AS, or at the WebAssembly heap cap). */
+const OUT_OF_MEMORY = /\bMemoryError\b|Cannot allocate memory|std::bad_alloc/;
+
+/** The verdict of a program that exited non-zero within its limits: `memory` when its stderr says an allocation failed. */
+export function failedExitVerdict(stderr: string): "memory" | "error" {
+  return OUT_OF_MEMORY.test(stderr) ? "memory" : "error";
+}
+
 /**
  * Server-sent events of a streamed graft or generation (`token`s, then one `summary` or `error`)
  * or of a streamed solve (`token`s of every sample in turn, then one `solved` or `error`).

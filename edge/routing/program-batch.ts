@@ -14,7 +14,12 @@
  * docs/router.md, "Probe runs in one job".
  */
 import { answersEqual, extractAnswer } from "../../shared/answers.js";
-import { LIMITS, MAX_SANDBOX_PARAMS, type SandboxRunResult } from "../../shared/protocol.js";
+import {
+  failedExitVerdict,
+  LIMITS,
+  MAX_SANDBOX_PARAMS,
+  type SandboxRunResult,
+} from "../../shared/protocol.js";
 import type { GpuPool } from "../cluster/gpu-pool.js";
 
 /** What one run of a batch printed, judged as the sandbox judges a run without `expect`. */
@@ -23,8 +28,6 @@ export interface BatchRun {
   answer: string | null;
 }
 
-/** The sandbox's words for an allocation that failed (gpu-node/sandbox/verdict.ts). */
-const OUT_OF_MEMORY = /\bMemoryError\b|Cannot allocate memory|std::bad_alloc/;
 /** First word of the driver's report line. */
 const REPORT = "KVGRAFT_BATCH";
 
@@ -112,7 +115,7 @@ export function batchRuns(result: SandboxRunResult, count: number): BatchRun[] |
     if (!Array.isArray(entry) || entry.length !== 3) return null;
     const [status, stdout, stderr] = entry as unknown[];
     if (typeof status !== "number" || typeof stdout !== "string" || typeof stderr !== "string") return null;
-    const verdict = status === 0 ? "ok" : OUT_OF_MEMORY.test(stderr) ? "memory" : "error";
+    const verdict = status === 0 ? "ok" : failedExitVerdict(stderr);
     runs.push({ verdict, answer: extractAnswer(stdout) });
   }
   return runs;

@@ -1,12 +1,10 @@
 import { constants } from "node:os";
 import { answersEqual, extractAnswer } from "../../shared/answers.js";
+import { failedExitVerdict } from "../../shared/protocol.js";
 import type { ProcessOutcome } from "./process.js";
 
 /** How a program run ended. */
 export type Verdict = "ok" | "wrong_answer" | "timeout" | "memory" | "output_limit" | "error";
-
-/** Python's ways of saying an allocation failed (under RLIMIT_AS, or at the WebAssembly heap cap). */
-const OUT_OF_MEMORY = /\bMemoryError\b|Cannot allocate memory|std::bad_alloc/;
 
 /**
  * Judges an outcome: limits first (output, then wall clock and CPU, then memory), then a failed
@@ -27,7 +25,7 @@ export function judge(
     (report.signal === constants.signals.SIGKILL && report.cpuMs >= cpuSeconds * 1000);
   if (cpuKilled) return { verdict: "timeout", answer };
   if (report.exit !== 0) {
-    return { verdict: OUT_OF_MEMORY.test(outcome.stderr) ? "memory" : "error", answer };
+    return { verdict: failedExitVerdict(outcome.stderr), answer };
   }
   if (expect !== undefined && (answer === null || !answersEqual(answer, expect)))
     return { verdict: "wrong_answer", answer };

@@ -15,6 +15,7 @@ export interface PowerReading {
 export interface PowerSampler {
   /** Joules drawn between two `performance.now()` times while the sampler runs (samples clipped to the window). */
   between(t0: number, t1: number): number;
+  /** Stops sampling (once; later calls give the same reading) and returns the energy from start to stop. */
   stop(): PowerReading;
 }
 
@@ -61,20 +62,23 @@ export function startPowerSampler(intervalMs = 50): PowerSampler | null {
     }
   });
   const started = performance.now();
+  let reading: PowerReading | null = null;
   return {
     between: (t0, t1) => integratePower(samples, t0, t1),
     stop(): PowerReading {
+      if (reading) return reading;
       child.kill("SIGTERM");
       const ended = performance.now();
       const joules = integratePower(samples, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
       const span = samples.length > 1 ? ((samples.at(-1)?.t ?? 0) - (samples[0]?.t ?? 0)) / 1000 : 0;
-      return {
+      reading = {
         samples: samples.length,
         intervalMs,
         seconds: (ended - started) / 1000,
         joules,
         meanWatts: span > 0 ? joules / span : 0,
       };
+      return reading;
     },
   };
 }

@@ -444,7 +444,7 @@ export async function runFlywheelEval(options: FlywheelEvalOptions): Promise<Fly
       families: results,
     };
   } finally {
-    power?.stop();
+    power?.stop(); // a no-op after the reading above; stops the sampler when a step threw
     await stack.close();
   }
 }

@@ -41,13 +41,7 @@ export interface EvalInstance extends Instance {
 export function drawInstance(family: Family, phrasing: number, seed: string, text?: string): Instance {
   const rng = seededRng(`eval/${seed}/${family.id}/${phrasing}`);
   for (let attempt = 0; attempt < 100; attempt++) {
-    const instance = renderInstance(
-      family,
-      phrasing,
-      family.sample(rng),
-      rng,
-      text ?? family.phrasings[phrasing],
-    );
+    const instance = renderInstance(family, phrasing, family.sample(rng), rng, text);
     if (instanceProblem(instance) === null) return instance;
   }
   throw new Error(`${family.id}: no valid instance of phrasing ${phrasing} in 100 draws`);
