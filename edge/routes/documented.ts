@@ -74,11 +74,6 @@ export const gpuErrors = {
   504: errorResponse("`gpu_timeout`: the GPU node did not answer in time."),
 };
 
-/** 503 `cluster_unavailable`: the cluster views need a GPU node pool. */
-export const clusterErrors = {
-  503: errorResponse("`cluster_unavailable`: this edge does not run a GPU node pool."),
-};
-
 /** The `id` path parameter (every route that reads it has one in its path). */
 export const pathId = (c: Context<AppEnv>): string => c.req.param("id") ?? "";
 

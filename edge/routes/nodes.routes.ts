@@ -19,7 +19,6 @@ import {
 import { describeNodes } from "../services/nodes.service.js";
 import {
   adminRoute,
-  clusterErrors,
   errorResponse,
   idParams,
   ok,
@@ -43,7 +42,6 @@ const metricsRoute = adminRoute({
       description: "Prometheus text (version 0.0.4)",
       content: { "text/plain": { schema: z.string() } },
     },
-    ...clusterErrors,
   },
 });
 const placementRoute = adminRoute({
@@ -54,20 +52,19 @@ const placementRoute = adminRoute({
   responses: {
     200: ok(z.object({ placement: placementSchema })),
     404: errorResponse("`block_not_found`."),
-    ...clusterErrors,
   },
 });
 const rebalanceStatusRoute = adminRoute({
   method: "get",
   path: "/rebalance",
   summary: "Rebalance progress: the run in progress and the last one",
-  responses: { 200: ok(z.object({ rebalance: rebalanceStatusSchema })), ...clusterErrors },
+  responses: { 200: ok(z.object({ rebalance: rebalanceStatusSchema })) },
 });
 const rebalanceRunRoute = adminRoute({
   method: "post",
   path: "/rebalance",
   summary: "Run a rebalance now (or join the one in progress) and wait for its report",
-  responses: { 200: ok(z.object({ report: rebalanceReportSchema })), ...clusterErrors },
+  responses: { 200: ok(z.object({ report: rebalanceReportSchema })) },
 });
 
 /** Cluster views under `/admin`. */
