@@ -48,12 +48,12 @@ describe("node counters", () => {
 
   it("count every failed call as a failure; a failover only when another node was tried", async () => {
     const { metrics, run } = failover();
-    // The only node answers 503 (as a node without a sandbox, or draining, does): 20 failed
+    // The only node answers 503 `draining` (as a node shutting down does): 20 failed
     // calls, none failed over, since there was nowhere else to go.
     for (let i = 0; i < 20; i++)
       await expect(
         run(["only"], async () => {
-          throw new GpuError(503, "sandbox_unavailable", "no sandbox");
+          throw new GpuError(503, "draining", "the node is draining");
         }),
       ).rejects.toThrow();
     expect(metrics.of("only")).toMatchObject({ requests: 20, failures: 20, failovers: 0, inFlight: 0 });
