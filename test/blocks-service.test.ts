@@ -273,6 +273,26 @@ describe("BlockService on tiny-llama", () => {
     }
   });
 
+  it("two concurrent grafts of one hot block run in both slots (a second copy), not one after the other", async () => {
+    const svc = await openService(engine);
+    try {
+      const m = await svc.deposit(blockText("second-copy"));
+      const first = await svc.graft(m.sha256, QUERY, { maxTokens: MAX_TOKENS });
+      expect(first.tier).toBe("hot");
+      const both = await Promise.all([
+        svc.graft(m.sha256, QUERY, { maxTokens: MAX_TOKENS }),
+        svc.graft(m.sha256, QUERY, { maxTokens: MAX_TOKENS }),
+      ]);
+      // The second found the holder busy and the other slot free: it copied the block there
+      // instead of waiting (admission lets in only as much work as there are slots).
+      expect(both.map((r) => r.tier)).toEqual(["hot", "warm"]);
+      expect(both.map((r) => r.outputSha256)).toEqual([first.outputSha256, first.outputSha256]);
+      expect(svc.pool.hotBlocks()).toEqual([m.sha256, m.sha256]);
+    } finally {
+      await svc.close();
+    }
+  });
+
   it("refuses a block made under another KV type (409 engine_mismatch); accepting the mismatch is checked and leaves the slot clean", async () => {
     const dataDir = freshDir("q8");
     const f16 = await openService(engine, { dataDir });

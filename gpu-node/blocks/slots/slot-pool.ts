@@ -1,10 +1,13 @@
 /**
  * The context's sequence slots as the hot tier. Each slot may hold one block resident at
- * positions [0, n): a graft on it only erases the slot's tail. Requests for a hot block are
- * pinned to its slot and queue behind it, unless someone already waits there and another slot
- * is free, in which case a second copy is loaded. Slots are reused least-recently-used first.
- * Waiting is bounded; a full queue is a 429. A slot that cannot be wiped after a failure is
- * retired: it is never leased again (the node reports itself degraded).
+ * positions [0, n): a graft on it only erases the slot's tail. A request for a block takes an
+ * idle slot that holds it; when every holder is busy it takes another free slot (a second copy)
+ * rather than wait. The admission queue (server/queue.ts) lets in no more work than there are
+ * slots, so a request waiting here for a busy holder always left a free slot idle for the rest of
+ * that graft: one hot block on 4 slots decoded 3 sequences a step at most (bench serve, CPU).
+ * Free slots are reused least valuable first (empty, then least recently used). Waiting (only
+ * when no slot is free) is bounded; a full queue is a 429. A slot that cannot be wiped after a
+ * failure is retired: it is never leased again (the node reports itself degraded).
  */
 import type { LlamaContextSequence } from "node-llama-cpp";
 import { wipeSequence } from "../../engine/state.js";
@@ -44,8 +47,6 @@ export class SlotPool {
   constructor(
     sequences: LlamaContextSequence[],
     readonly maxWaiting: number,
-    /** Requests that may queue for a busy hot slot before a second copy is loaded elsewhere. */
-    readonly pinQueue = 1,
   ) {
     this.slots = sequences.map((sequence, index) => ({
       index,
@@ -78,10 +79,7 @@ export class SlotPool {
   /** Acquires a slot for `block` (or for plain work when null), waiting when all are busy. */
   acquire(block: string | null, signal?: AbortSignal): Promise<SlotLease> {
     if (this.retiredCount === this.slots.length) return Promise.reject(noSlots());
-    const lease = this.tryAcquire(
-      block,
-      this.waiters.filter((w) => w.block !== null && w.block === block).length,
-    );
+    const lease = this.tryAcquire(block);
     if (lease) return Promise.resolve(lease);
     if (this.waiters.length >= this.maxWaiting)
       return Promise.reject(tooManyRequests("queue_full", "all slots are busy and the queue is full", 1));
@@ -125,16 +123,11 @@ export class SlotPool {
     for (const s of this.slots) if (s.block === block && !s.busy) s.block = null;
   }
 
-  /**
-   * `waitingAhead` counts requests for the same block queued before this one: while it is below
-   * `pinQueue` the request waits for the busy holder rather than loading a second copy.
-   */
-  private tryAcquire(block: string | null, waitingAhead: number): SlotLease | null {
-    const holders = block ? this.slots.filter((s) => s.block === block) : [];
-    const idleHolder = holders.find((s) => !s.busy && !s.retired);
-    if (idleHolder) return this.lease(idleHolder, true);
-    if (holders.length > 0 && waitingAhead < this.pinQueue) return null;
+  /** An idle holder of `block`, else the least valuable free slot; null when none is free. */
+  private tryAcquire(block: string | null): SlotLease | null {
     const free = this.slots.filter((s) => !s.busy && !s.retired);
+    const idleHolder = block ? free.find((s) => s.block === block) : undefined;
+    if (idleHolder) return this.lease(idleHolder, true);
     if (free.length === 0) return null;
     // Least valuable slot first: empty, then least recently used.
     free.sort((a, b) => Number(a.block !== null) - Number(b.block !== null) || a.lastUsed - b.lastUsed);
@@ -165,18 +158,11 @@ export class SlotPool {
       for (const w of this.waiters.splice(0)) w.reject(noSlots());
       return;
     }
-    const ahead = new Map<string, number>();
-    for (let i = 0; i < this.waiters.length; ) {
-      const w = this.waiters[i] as Waiter;
-      const waitingAhead = w.block === null ? 0 : (ahead.get(w.block) ?? 0);
-      const lease = this.tryAcquire(w.block, waitingAhead);
-      if (!lease && w.block !== null) ahead.set(w.block, waitingAhead + 1);
-      if (!lease) {
-        i++;
-        continue;
-      }
-      this.waiters.splice(i, 1);
-      w.resolve(lease);
+    // In arrival order while a slot is free: any free slot serves any waiter.
+    while (this.waiters.length > 0) {
+      const lease = this.tryAcquire((this.waiters[0] as Waiter).block);
+      if (!lease) return;
+      (this.waiters.shift() as Waiter).resolve(lease);
     }
   }
 }
