@@ -17,15 +17,7 @@ import {
   rebalanceStatusSchema,
 } from "../ops-schemas.js";
 import { describeNodes } from "../services/nodes.service.js";
-import {
-  adminRoute,
-  errorResponse,
-  idParams,
-  ok,
-  pathId,
-  routeGroup,
-  serve,
-} from "./documented.js";
+import { adminRoute, errorResponse, idParams, ok, pathId, routeGroup, serve } from "./documented.js";
 
 const listRoute = adminRoute({
   method: "get",
