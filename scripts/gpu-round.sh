@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # One GPU benchmark round on the device machine (see ../shared/gpu/README.md for the setup calls).
+# The setup and long runs in calls (the staged app split to fit, jobs that outlive a call): scripts/device/.
 # Runs from /opt/kv/app with the CUDA build; writes JSON results and logs to $OUT (or ./out).
 #   bash scripts/gpu-round.sh verify      # 1b preset: kvgraft verify --trials 10 --tokens 5977
 #   bash scripts/gpu-round.sh graft f16   # 12b preset: kvgraft bench graft, f16 KV
