@@ -132,8 +132,9 @@ def make_batch(rows, tokens, context, device):
         ids[r, :n] = seq
         for s0, s1 in ((a0, a1), (b0, b1)):
             # Position p predicts token p + 1: a target token at j is learned at position j - 1.
-            for j in range(max(s0, 1), min(s1, n)):
-                labels[r, j - 1] = seq[j]
+            lo, hi = max(s0, 1), min(s1, n)
+            if hi > lo:
+                labels[r, lo - 1 : hi - 1] = seq[lo:hi]
     return torch.from_numpy(ids).to(device), torch.from_numpy(labels).to(device)
 
 
