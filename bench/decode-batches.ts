@@ -9,8 +9,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BlockService } from "../gpu-node/blocks/block-service.js";
-import { type DecodeCounts, decodeCountsSince } from "../gpu-node/engine/decode-stats.js";
-import { Engine, type LlamaBinary } from "../gpu-node/engine/engine.js";
+import {
+  batchedStepPhases,
+  type DecodeCounts,
+  decodeCountsSince,
+  type StepPhaseMeans,
+} from "../gpu-node/engine/decode-stats.js";
+import { Engine, type KvType, type LlamaBinary } from "../gpu-node/engine/engine.js";
 import { randomTokens } from "../gpu-node/verify.js";
 import { Xoshiro128 } from "../shared/random.js";
 
@@ -28,7 +33,25 @@ export interface DecodeBatchesOptions {
   threads?: number;
 }
 
-export interface DecodeBatchesResult {
+/** How the engine's context was made (what a decode step's attention reads). */
+export interface DecodeContext {
+  /** Flash attention as the context was created with it (true: llama.cpp's `enabled`, not `auto`). */
+  flashAttention: boolean | "auto";
+  /** KV cache type of keys and values. */
+  kvType: KvType;
+  /** Cells per slot (each slot has its own stream of the KV cache) and in all. */
+  cellsPerSlot: number;
+  cells: number;
+  /** Sliding-window layers keep every cell (their full cache), and the model's window (null: none). */
+  swaFullCache: boolean;
+  slidingWindow: number | null;
+  /** Tokens per llama_decode at most. */
+  batchSize: number;
+  /** node-llama-cpp's estimate of the context's memory (KV cache and compute buffers), bytes. */
+  memoryBytes: { ram: number; vram: number };
+}
+
+export interface DecodeBatchesResult extends StepPhaseMeans {
   workload: string;
   slots: number;
   clients: number;
@@ -43,6 +66,7 @@ export interface DecodeBatchesResult {
   meanBatch: number;
   decodes: DecodeCounts;
   outputsAgree: boolean;
+  context: DecodeContext;
 }
 
 /** Runs the workload and reports what the decode calls carried. */
@@ -104,8 +128,19 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
       tokensPerS: Number(((tokensOut * 1000) / wallMs).toFixed(1)),
       cpuMsPerToken: Number(((cpu.user + cpu.system) / 1000 / tokensOut).toFixed(3)),
       meanBatch: gen.steps ? Number((gen.seqs / gen.steps).toFixed(2)) : 0,
+      ...batchedStepPhases(decodes),
       decodes,
       outputsAgree: agree,
+      context: {
+        flashAttention: engine.context.flashAttention,
+        kvType: engine.options.kvType,
+        cellsPerSlot: engine.context.contextSize,
+        cells: engine.context.getAllocatedContextSize(),
+        swaFullCache: engine.options.swaFullCache,
+        slidingWindow: engine.slidingWindow,
+        batchSize: engine.context.batchSize,
+        memoryBytes: engine.context.memoryUsage,
+      },
     };
   } finally {
     await blocks.close();

@@ -15,9 +15,10 @@
  * `{workloads: [{name, kvgraft: {throughputRps, p99Ms, tokensPerS, ...}, llamaServer: {...}}]}`.
  */
 import { randomBytes } from "node:crypto";
-import { createWriteStream, mkdtempSync, rmSync } from "node:fs";
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DECODE_PHASES, type DecodePhase, type StepPhaseMeans } from "../gpu-node/engine/decode-stats.js";
 import { createGpuClient } from "../shared/gpu-client.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 
@@ -45,8 +46,11 @@ export interface ServeBenchOptions {
   onProgress?: (line: string) => void;
 }
 
-/** What one server did on one workload. */
-export interface ServeSide {
+/**
+ * What one server did on one workload. kvgraft's side has the mean wall ms of a batched step by
+ * phase (`decodeMsPerStep`, ...: decode-stats.ts's phases, from kvgraft_decode_phase_seconds_total).
+ */
+export interface ServeSide extends Partial<StepPhaseMeans> {
   offeredRps: number;
   sent: number;
   ok: number;
@@ -62,6 +66,8 @@ export interface ServeSide {
    * `n_busy_slots_per_decode` (every llama_decode, prompt chunks included).
    */
   meanDecodeBatch?: number;
+  /** kvgraft only: the batched path's steps in the window (one llama_decode each). */
+  batchedSteps?: number;
   /** llama-server only: prompt tokens it evaluated per answered request in the window (not from its cache). */
   promptTokensPerRequest?: number;
   statuses: Record<string, number>;
@@ -173,6 +179,7 @@ export function summarize(outcomes: Outcome[], windowMs: number, rate: number): 
 export async function benchServe(options: ServeBenchOptions): Promise<ServeBenchResult> {
   const progress = options.onProgress ?? (() => undefined);
   const logDir = options.logDir ?? mkdtempSync(join(tmpdir(), "kvgraft-serve-bench-"));
+  mkdirSync(logDir, { recursive: true });
   const workloads: ServeWorkload[] = [];
   const query = (i: number) => ` Question ${i}: how many apples in all? Answer:`;
   for (const name of options.workloads) {
@@ -257,10 +264,21 @@ async function runKvgraft(
     });
     const after = decodeTotals(await client.metrics());
     const steps = after.steps - before.steps;
+    const batchedSteps = after.batchedSteps - before.batchedSteps;
+    const perStep = (phase: DecodePhase) => {
+      const ms = (after.batchedSeconds[phase] - before.batchedSeconds[phase]) * 1000;
+      return batchedSteps > 0 ? Number((ms / batchedSteps).toFixed(3)) : 0;
+    };
     return {
       side: {
         ...summarize(run.outcomes, run.windowMs, options.rate),
         meanDecodeBatch: steps > 0 ? Number(((after.sequences - before.sequences) / steps).toFixed(2)) : 0,
+        batchedSteps,
+        gapMsPerStep: perStep("gap"),
+        lockMsPerStep: perStep("lock"),
+        prepareMsPerStep: perStep("prepare"),
+        decodeMsPerStep: perStep("decode"),
+        sampleMsPerStep: perStep("sample"),
       },
       blockTokens,
     };
@@ -271,17 +289,32 @@ async function runKvgraft(
   }
 }
 
-/** Generation decode steps and their sequences (batched and native paths) from /metrics. */
-function decodeTotals(metrics: string): { steps: number; sequences: number } {
+/**
+ * Generation decode steps and their sequences (batched and native paths) from /metrics, and the
+ * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total).
+ */
+function decodeTotals(metrics: string): {
+  steps: number;
+  sequences: number;
+  batchedSteps: number;
+  batchedSeconds: Record<DecodePhase, number>;
+} {
   let steps = 0;
   let sequences = 0;
+  let batchedSteps = 0;
+  const batchedSeconds: Record<DecodePhase, number> = { gap: 0, lock: 0, prepare: 0, decode: 0, sample: 0 };
   for (const line of metrics.split("\n")) {
+    const phase = /^kvgraft_decode_phase_seconds_total\{path="batched",phase="(\w+)"\} (\S+)$/.exec(line);
+    if (phase && (DECODE_PHASES as readonly string[]).includes(phase[1] as string))
+      batchedSeconds[phase[1] as DecodePhase] = Number(phase[2]);
     const m = /^kvgraft_decode_(steps|sequences)_total\{path="(batched|native)"\} (\S+)$/.exec(line);
     if (!m) continue;
-    if (m[1] === "steps") steps += Number(m[3]);
-    else sequences += Number(m[3]);
+    if (m[1] === "steps") {
+      steps += Number(m[3]);
+      if (m[2] === "batched") batchedSteps = Number(m[3]);
+    } else sequences += Number(m[3]);
   }
-  return { steps, sequences };
+  return { steps, sequences, batchedSteps, batchedSeconds };
 }
 
 /** llama-server's cumulative decode and prompt counters from its Prometheus text (`--metrics`). */

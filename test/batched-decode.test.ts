@@ -4,12 +4,14 @@
  * (exact-batching.ts), so batched tokens are compared with each sequence decoded alone and must be
  * the same, or differ first where the two tokens were a near tie for the sequence alone (their
  * probabilities within 0.1% of each other): a wrong position, cell or sampler would differ at once
- * and by far. Real llama.cpp (the npm CPU build) on generated models; nothing timed.
+ * and by far. Real llama.cpp (the npm CPU build) on generated models; nothing timed but the
+ * steps' phase totals (decode-stats.ts), which must be there and fit in the wall time around them.
  */
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Decoded, decode } from "../gpu-node/blocks/slots/generation.js";
 import type { GenerationOptions } from "../gpu-node/blocks/types.js";
+import { batchedStepPhases, DECODE_PHASES, decodeCountsSince } from "../gpu-node/engine/decode-stats.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
 import { randomTokens } from "../gpu-node/verify.js";
@@ -95,6 +97,7 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("batched decoding on %s", 
 
   it("gives each sequence its tokens decoded alone, with a decode joining mid-batch", async () => {
     const before = engine.decodeStats.snapshot();
+    const t0 = performance.now();
     let late: Promise<Decoded> | undefined;
     let seen = 0;
     const early = [0, 1, 2].map((i) =>
@@ -112,7 +115,19 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("batched decoding on %s", 
     );
     const results = await Promise.all(early);
     results.push(await (late as unknown as Promise<Decoded>));
+    const wallMs = performance.now() - t0;
     const after = engine.decodeStats.snapshot();
+    // Every batched step's wall time, by phase: the decode and the sampling took time, and the
+    // steps (one at a time) fit in the wall time around them.
+    const { phaseMs, steps } = decodeCountsSince(before, after).batched;
+    expect(steps).toBeGreaterThan(0);
+    expect(phaseMs.decode).toBeGreaterThan(0);
+    expect(phaseMs.sample).toBeGreaterThan(0);
+    for (const phase of DECODE_PHASES) expect(phaseMs[phase]).toBeGreaterThanOrEqual(0);
+    expect(phaseMs.decode + phaseMs.sample).toBeLessThanOrEqual(wallMs);
+    expect(DECODE_PHASES.reduce((sum, phase) => sum + phaseMs[phase], 0)).toBeLessThanOrEqual(wallMs);
+    const perStep = batchedStepPhases(decodeCountsSince(before, after));
+    expect(perStep.decodeMsPerStep).toBeCloseTo(phaseMs.decode / steps, 2);
     const sizes = Object.keys(after.batched.bySequences).filter(
       (k) => (after.batched.bySequences[k] ?? 0) > (before.batched.bySequences[k] ?? 0),
     );

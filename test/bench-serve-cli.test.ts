@@ -6,7 +6,7 @@
  * (test/fixtures/stand-in-llama-server.mjs): its flags, a warm-up that fills every slot, and its
  * decode batch and prompt tokens read from its /metrics.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -31,7 +31,8 @@ describe("kvgraft bench serve and batches", () => {
   });
 
   it("runs kvgraft's side of the hot-1 and warm-3 workloads and writes the serving document", () => {
-    const out = join(mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-")), "serve.json");
+    const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
+    const out = join(dir, "serve.json");
     const r = runCli([
       "bench",
       "serve",
@@ -53,6 +54,8 @@ describe("kvgraft bench serve and batches", () => {
       "200",
       "--max-tokens",
       "4",
+      "--log-dir",
+      join(dir, "logs"),
       "--out",
       out,
     ]);
@@ -77,6 +80,12 @@ describe("kvgraft bench serve and batches", () => {
       expect(w.kvgraft.ok).toBe(8);
       for (const k of ["throughputRps", "p50Ms", "p99Ms", "tokensPerS", "meanDecodeBatch"])
         expect(w.kvgraft[k]).toBeGreaterThan(0);
+      // The node's batched steps (the CPU build has no native greedy step) and their phases.
+      for (const k of ["batchedSteps", "decodeMsPerStep", "sampleMsPerStep"])
+        expect(w.kvgraft[k]).toBeGreaterThan(0);
+      for (const k of ["gapMsPerStep", "lockMsPerStep", "prepareMsPerStep"])
+        expect(w.kvgraft[k]).toBeGreaterThanOrEqual(0);
+      expect(readdirSync(join(dir, "logs"))).toContain(`kvgraft-${w.name}.log`);
     }
   });
 
@@ -145,8 +154,25 @@ describe("kvgraft bench serve and batches", () => {
       "--json",
     ]);
     expect(r.status, r.stderr).toBe(0);
-    const json = r.json as { grafts: number; tokensOut: number; meanBatch: number; outputsAgree: boolean };
+    const json = r.json as {
+      grafts: number;
+      tokensOut: number;
+      meanBatch: number;
+      wallMs: number;
+      decodes: { batched: { steps: number } };
+      decodeMsPerStep: number;
+      sampleMsPerStep: number;
+      context: { flashAttention: boolean; kvType: string; cellsPerSlot: number; cells: number };
+    };
     expect([json.grafts, json.tokensOut]).toEqual([4, 32]);
     expect(json.meanBatch).toBeGreaterThan(1);
+    // Where the batched steps' wall time went: decode and sampling, within the run's wall time.
+    expect(json.decodeMsPerStep).toBeGreaterThan(0);
+    expect(json.sampleMsPerStep).toBeGreaterThan(0);
+    expect((json.decodeMsPerStep + json.sampleMsPerStep) * json.decodes.batched.steps).toBeLessThanOrEqual(
+      json.wallMs + 1,
+    );
+    expect(json.context).toMatchObject({ flashAttention: true, kvType: "f16", cellsPerSlot: 2048 });
+    expect(json.context.cells).toBeGreaterThanOrEqual(4 * 2048);
   });
 });

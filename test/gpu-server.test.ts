@@ -670,6 +670,13 @@ describe("sandbox and metrics", () => {
     expect(steps).toBeGreaterThan(0);
     expect(metricValue(text, "kvgraft_decode_batch_steps_total")).toBe(steps);
     expect(metricValue(text, "kvgraft_decode_steps_total", { path: "library" })).toBeGreaterThan(0);
+    // Those steps' wall time by phase: the decode took some; every path and phase is exposed.
+    expect(metricValue(text, "kvgraft_decode_phase_seconds_total", { phase: "decode" })).toBeGreaterThan(0);
+    for (const path of ["batched", "native"])
+      for (const phase of ["gap", "lock", "prepare", "decode", "sample"])
+        expect(text).toMatch(
+          new RegExp(`^kvgraft_decode_phase_seconds_total\\{path="${path}",phase="${phase}"\\} \\S+$`, "m"),
+        );
   });
 });
 

@@ -7,7 +7,7 @@ import { inheritedEnv } from "../config.js";
 
 export const SERVE_HELP = `usage: kvgraft bench serve --model FILE (--llama-server BIN | --only kvgraft)
          [--workloads hot-1,warm-12] [--rate 32] [--duration 20] [--max-tokens 16] [--slots 8|vram]
-         [--context 4096] [--block-chars 4000] [--timeout-ms 30000] [--out FILE.json] [--json]
+         [--context 4096] [--block-chars 4000] [--timeout-ms 30000] [--log-dir DIR] [--out FILE.json] [--json]
 
 kvgraft's GPU node (a \`kvgraft serve gpu\` child) and llama.cpp's own server (\`llama-server\`, the
 --llama-server binary: build it from node-llama-cpp's bundled llama.cpp, docs/benchmarks.md says
@@ -18,8 +18,11 @@ time. hot-1: one block for every request; warm-N: N blocks in turn. Greedy, --ma
 --block-chars sets each block's text length; the result reports the tokens it made (blockTokens).
 Per workload and server: throughput, p50/p99 of the answered requests, generated tokens a second,
 the mean decode batch (kvgraft's generation steps; llama-server's busy slots per llama_decode, from
-its --metrics) and, for llama-server, the prompt tokens it evaluated per request. --out writes {workloads: [{name, kvgraft: {...},
-llamaServer: {...}}]}. Without a llama-server binary it refuses unless --only kvgraft.
+its --metrics) and, for llama-server, the prompt tokens it evaluated per request; for kvgraft, where
+a batched step's wall time went (gapMsPerStep, lockMsPerStep, prepareMsPerStep, decodeMsPerStep,
+sampleMsPerStep). --out writes {workloads: [{name, kvgraft: {...}, llamaServer: {...}}]}. --log-dir
+keeps both servers' logs there (default: a new temporary directory, named in errors). Without a
+llama-server binary it refuses unless --only kvgraft.
 Environment: KV_LLAMA=cpu|lastBuild|auto and KV_THREADS (both servers: -t), CUDA_VISIBLE_DEVICES.`;
 
 export const BATCHES_HELP = `usage: kvgraft bench batches --model FILE [--slots 8|vram] [--clients 8] [--rounds 4]
@@ -28,7 +31,10 @@ export const BATCHES_HELP = `usage: kvgraft bench batches --model FILE [--slots 
 In process: --clients concurrent grafts (closed loop, --rounds each) of one block (hot-1) or of one
 block per client (distinct), blocks of --block-tokens random tokens, and what every llama_decode carried meanwhile: sequences per decode by
 path (batched: the batch loop; native: a lone greedy step; library: node-llama-cpp's queue), the
-mean batch of the generation steps, grafts and tokens a second, process CPU ms per token.
+mean batch of the generation steps, grafts and tokens a second, process CPU ms per token, where a
+batched step's wall time went (gapMsPerStep: between steps; lock; prepare: building the batch;
+decode: llama_decode; sample: every member's sampling) and the context (flash attention, KV type,
+cells, node-llama-cpp's memory estimate).
 Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS.`;
 
 const slotsFlag = (value: string | undefined, fallback: number): number | "vram" =>
@@ -49,6 +55,7 @@ export const benchServeCommand = command(
       context: { type: "string" },
       "block-chars": { type: "string" },
       "timeout-ms": { type: "string" },
+      "log-dir": { type: "string" },
       out: { type: "string" },
     },
   },
@@ -85,6 +92,7 @@ export const benchServeCommand = command(
       contextSize: intFlag(flags.context, "context", 4096, 64),
       blockChars: intFlag(flags["block-chars"], "block-chars", 4000, 1),
       timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000, 1),
+      ...(flags["log-dir"] ? { logDir: flags["log-dir"] } : {}),
       env: { ...inheritedEnv(), ...(threads ? { KV_THREADS: String(threads) } : {}) },
       onProgress: output.progress,
     });
@@ -153,7 +161,9 @@ export const benchBatchesCommand = command(
         `${result.workload}: ${result.grafts} grafts on ${result.slots} slots by ${result.clients} clients, ` +
           `${result.graftsPerS} grafts/s, ${result.tokensPerS} tokens/s, ${result.cpuMsPerToken} CPU ms/token, ` +
           `mean decode batch ${result.meanBatch} (batched ${sizes("batched")}; native ${sizes("native")}; ` +
-          `library ${sizes("library")}); outputs agree: ${result.outputsAgree}\n`,
+          `library ${sizes("library")}); outputs agree: ${result.outputsAgree}; batched step ms: ` +
+          `gap ${result.gapMsPerStep}, lock ${result.lockMsPerStep}, prepare ${result.prepareMsPerStep}, ` +
+          `decode ${result.decodeMsPerStep}, sample ${result.sampleMsPerStep}\n`,
       );
     }
     return 0;

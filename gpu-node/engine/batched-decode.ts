@@ -21,6 +21,7 @@
  * so batched logits are not bit-identical to a sequence decoded alone; greedy and seeded tokens
  * agree unless two candidates are that close (test/batched-decode.test.ts compares them).
  * Like greedy-step.ts, it keeps node-llama-cpp 3.21.1's token bookkeeping of each sequence.
+ * Each step's wall time is counted by phase (decode-stats.ts: gap, lock, prepare, decode, sample).
  */
 import { acquireLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
@@ -72,6 +73,8 @@ interface Member {
 
 /** Members in one step and how many of their pending tokens go in. */
 type Allotment = { member: Member; count: number };
+/** A member's sampled token, or why it has none. */
+type Sampled = { member: Member; token: Token | null; err?: unknown };
 
 export class DecodeBatcher {
   private readonly members = new Set<Member>();
@@ -147,31 +150,41 @@ export class DecodeBatcher {
   private async loop(): Promise<void> {
     this.looping = true;
     try {
+      let stepEnded = performance.now();
       while (true) {
         // Members whose token was just delivered ask for the next within this turn: wait for it
         // unless every member is waiting already (a decode alone steps without the turn).
         if ([...this.members].some((m) => m.waiter === null)) await new Promise<void>((r) => setImmediate(r));
         const ready = [...this.members].filter((m) => m.waiter !== null);
         if (ready.length === 0) return;
-        await this.step(ready).catch((err: unknown) => {
+        await this.step(ready, performance.now() - stepEnded).catch((err: unknown) => {
           for (const m of ready) this.settle(m, null, err);
         });
+        stepEnded = performance.now();
       }
     } finally {
       this.looping = false;
     }
   }
 
-  private async step(ready: Member[]): Promise<void> {
+  /** One step; `gapMs` is the wall time since the previous step ended (decode-stats.ts, phases). */
+  private async step(ready: Member[], gapMs: number): Promise<void> {
     const only = ready[0] as Member;
     if (ready.length === 1 && only.sampling.temperature === 0 && this.nativeApi) {
+      this.stats.time("native", "gap", gapMs);
+      const started = performance.now();
       const token = await greedyStep(this.nativeApi, only.sequence, only.pending, this.stats);
+      // Its locks, decode and greedy pick are one call here: all of it counts as the decode.
+      this.stats.time("native", "decode", performance.now() - started);
       this.settle(only, token);
       return;
     }
+    this.stats.time("batched", "gap", gapMs);
+    const locking = performance.now();
     const evaluatorLocks = [];
     for (const m of ready) evaluatorLocks.push(await acquireLock([m.seq._lock, "evaluate"]));
     const contextLock = await acquireLock([this.context, "context"]);
+    this.stats.time("batched", "lock", performance.now() - locking);
     let inUse: { dispose(): void } | undefined;
     try {
       inUse = (
@@ -187,6 +200,7 @@ export class DecodeBatcher {
 
   /** One llama_decode over the members' allotted tokens, then each finished member's sample. */
   private async decodeAndSample(ready: Member[]): Promise<void> {
+    const preparing = performance.now();
     const ctx = (ready[0] as Member).seq._context._ctx as AddonContext;
     const batch = allot(ready, this.context.batchSize);
     const total = batch.reduce((sum, a) => sum + a.count, 0);
@@ -202,6 +216,8 @@ export class DecodeBatcher {
       );
       if (last) logitIndex.set(member, indexes[0] as number);
     }
+    const decoding = performance.now();
+    this.stats.time("batched", "prepare", decoding - preparing);
     try {
       await ctx.decodeBatch();
     } catch (err) {
@@ -210,6 +226,8 @@ export class DecodeBatcher {
         ctx.removeTokenCellsFromSequence(member.seq._sequenceId, member.seq._nextTokenIndex, -1);
       throw err;
     }
+    const decoded = performance.now();
+    this.stats.time("batched", "decode", decoded - decoding);
     this.stats.record("batched", batch.length, total);
     for (const { member, count } of batch) {
       const evaluated = member.pending.slice(0, count);
@@ -221,19 +239,25 @@ export class DecodeBatcher {
       member.sequence.tokenMeter.useTokens(count - outputs, "input");
       if (outputs) member.sequence.tokenMeter.useTokens(outputs, "output");
     }
-    await Promise.all(
-      [...logitIndex].map(async ([member, index]) => {
+    const sampling = performance.now();
+    this.stats.time("batched", "prepare", sampling - decoded);
+    const sampled = await Promise.all(
+      [...logitIndex].map(async ([member, index]): Promise<Sampled> => {
         try {
           member.sampler ??= this.newSampler();
           member.sampler.applyConfig(member.config);
           const token = await ctx.sampleToken(index, member.sampler);
           if (token === -1) throw new Error("failed to sample the next token");
-          this.settle(member, token as Token);
+          return { member, token: token as Token };
         } catch (err) {
-          this.settle(member, null, err);
+          return { member, token: null, err };
         }
       }),
     );
+    this.stats.time("batched", "sample", performance.now() - sampling);
+    // Delivered once all are sampled: a consumer's work on its token (microtasks of the resolve)
+    // runs outside the sample phase, in the gap before the next step.
+    for (const { member, token, err } of sampled) this.settle(member, token, err);
   }
 
   private newSampler(): AddonSampler {

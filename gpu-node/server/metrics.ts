@@ -9,7 +9,7 @@ import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { routeOf } from "../../shared/http/request-log.js";
 import type { GenerationResult } from "../../shared/protocol.js";
 import type { Blocks } from "../blocks/types.js";
-import { DECODE_PATHS } from "../engine/decode-stats.js";
+import { DECODE_PATHS, DECODE_PHASES } from "../engine/decode-stats.js";
 import type { AdmissionQueue } from "./queue.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -125,6 +125,18 @@ export class GpuMetrics {
       "Sequences summed over llama_decode calls, by path: over the steps, the mean batch size.",
       ["path"],
       () => DECODE_PATHS.map((path) => ({ labels: { path }, value: snap().decode[path].sequences })),
+    );
+    this.total(
+      "kvgraft_decode_phase_seconds_total",
+      "Wall time of the batch loop's steps by path (batched, native) and phase (gap: between steps; lock; prepare: " +
+        "building the batch; decode: llama_decode; sample: every member's sampling).",
+      ["path", "phase"],
+      () => {
+        const d = snap().decode;
+        return (["batched", "native"] as const).flatMap((path) =>
+          DECODE_PHASES.map((phase) => ({ labels: { path, phase }, value: d[path].phaseMs[phase] / 1000 })),
+        );
+      },
     );
     this.total(
       "kvgraft_decode_batch_steps_total",
