@@ -12,7 +12,8 @@
 #   bash scripts/gpu-round.sh batches     # 12b preset: kvgraft bench batches, 32 slots, 32 clients, hot-1 and
 #                                         # distinct: the sequences each llama_decode carried, tokens/s
 #   bash scripts/gpu-round.sh serve       # 12b preset: kvgraft bench serve against llama-server, hot-1 and warm-12
-#                                         # at SERVE_RATES (default "50 100 200") req/s, 32 slots, 16 tokens.
+#                                         # at SERVE_RATES (default "50 100 200") req/s, 32 slots, 16 tokens,
+#                                         # blocks of ~2,000 tokens; both servers' logs in $OUT/serve-logs-rRATE.
 #                                         # LLAMA_SERVER=path (absolute): a llama-server linked on the dev machine
 #                                         # against the CUDA build, so the round compiles nothing (unset: built
 #                                         # here by build-llama-server.sh cuda, minutes of device time). Stage it:
@@ -152,9 +153,11 @@ case "${1:-}" in
     folder=$(sed -n 's/.*"folderName": *"\([^"]*\)".*/\1/p' node_modules/node-llama-cpp/llama/lastBuild.json)
     export LLAMA_RELEASE_DIR=$PWD/node_modules/node-llama-cpp/llama/localBuilds/$folder/Release
     server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "${LLAMA_SERVER_DIR:-/root/llama-server-cuda}" 2>"$out/llama-server-build.log" | tail -n 1)}
+    # 5,000 characters of block text are ~2,000 tokens on the 12b preset's vocabulary (8,000 made 3,212).
     for rate in ${SERVE_RATES:-50 100 200}; do
       $cli bench serve --model "$(model 12b)" --llama-server "$server" --workloads hot-1,warm-12 \
-        --rate "$rate" --duration 30 --slots 32 --context 4096 --block-chars 8000 --max-tokens 16 \
+        --rate "$rate" --duration 30 --slots 32 --context 4096 --block-chars 5000 --max-tokens 16 \
+        --log-dir "$out/serve-logs-r$rate" \
         --out "$out/serve-12b-h200-r$rate.json" 2>"$out/serve-12b-r$rate.log" | tee "$out/serve-12b-r$rate.txt"
     done ;;
   load)
