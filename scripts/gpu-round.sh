@@ -154,12 +154,17 @@ case "${1:-}" in
     export LLAMA_RELEASE_DIR=$PWD/node_modules/node-llama-cpp/llama/localBuilds/$folder/Release
     server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "${LLAMA_SERVER_DIR:-/root/llama-server-cuda}" 2>"$out/llama-server-build.log" | tail -n 1)}
     # 5,000 characters of block text are ~2,000 tokens on the 12b preset's vocabulary (8,000 made 3,212).
+    # bench serve exits 1 when a side answered nothing at a rate: note it and go on to the next rate
+    # (under pipefail the first such rate ended the round on 2026-12-02); exit 1 at the end.
+    status=0
     for rate in ${SERVE_RATES:-50 100 200}; do
       $cli bench serve --model "$(model 12b)" --llama-server "$server" --workloads hot-1,warm-12 \
         --rate "$rate" --duration 30 --slots 32 --context 4096 --block-chars 5000 --max-tokens 16 \
         --log-dir "$out/serve-logs-r$rate" \
-        --out "$out/serve-12b-h200-r$rate.json" 2>"$out/serve-12b-r$rate.log" | tee "$out/serve-12b-r$rate.txt"
-    done ;;
+        --out "$out/serve-12b-h200-r$rate.json" 2>"$out/serve-12b-r$rate.log" | tee "$out/serve-12b-r$rate.txt" ||
+        { echo "gpu-round: serve at $rate req/s: a side answered nothing (see serve-12b-r$rate.log)" >&2; status=1; }
+    done
+    [[ $status -eq 0 ]] || exit 1 ;;
   load)
     # The graft path through serve gpu (12b, CUDA) + serve edge, at three constant arrival rates.
     MODEL_PATH="$(model 12b)" $cli bench edge --stack serve --rate 8,16,32 --duration 15 --path graft \
