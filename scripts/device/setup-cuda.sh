@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the device, carrying .device/s3 (split-stage.sh) and, if there is one, .device/llama-server
-# (made here by `bash scripts/build-llama-server.sh linked .data/cuda/Release .device/llama-server`):
+# (made here after stage.sh, which empties .device/, by `bash scripts/build-llama-server.sh linked
+# .data/cuda/Release .device/llama-server`; .data/cuda is ../shared/gpu/llama-cuda-sm90 unpacked):
 # the CUDA sm_90 build as node-llama-cpp's lastBuild (as ../shared/gpu/setup-on-device.sh installs
 # it), llama-server to /root/llama-server, and the 12b preset generated in the background to
 # /root/models/12b.gguf (CPU and disk only, so it may overlap a training run; ~65 s).
