@@ -10,6 +10,8 @@ rm -rf /root/results/r38 /root/results/r38.done
 mkdir -p /root/results/r38
 cd /opt/kv/app
 export SERVE_RATES=${SERVE_RATES:-60 200}
+# our engine build when setup-cuda.sh installed one (device copies, the greedy pick without a candidate array)
+if [[ -d /root/engine-cuda ]]; then export KV_ENGINE_DIR=/root/engine-cuda; fi
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'OUT=/root/results/r38 bash scripts/gpu-round.sh batches > /root/results/r38/batches.out 2>&1
   LLAMA_SERVER=/root/llama-server/llama-server OUT=/root/results/r38 bash scripts/gpu-round.sh serve \

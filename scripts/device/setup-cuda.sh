@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On the device, carrying .device/s3 (split-stage.sh) and, if there is one, .device/llama-server
+# On the device, carrying .device/s3 (split-stage.sh) and, if made, .device/llama-server and .device/engine-cuda
 # (made here after stage.sh, which empties .device/, by `bash scripts/build-llama-server.sh linked
 # .data/cuda/Release .device/llama-server`; .data/cuda is ../shared/gpu/llama-cuda-sm90 unpacked):
 # the CUDA sm_90 build as node-llama-cpp's lastBuild (as ../shared/gpu/setup-on-device.sh installs
@@ -17,6 +17,12 @@ printf '{"folderName": "%s"}\n' "$folder" > "$llama/lastBuild.json"
 echo "setup: CUDA build installed"
 if [[ -d .device/llama-server ]]; then
   rm -rf /root/llama-server && cp -r .device/llama-server /root/llama-server
+fi
+# Our engine build's files for this CUDA build (`bash scripts/build-engine.sh cuda-addon
+# .data/cuda/Release .device/engine-cuda` here: ~4 min on 2 cores, 6 MB), if carried; the rounds
+# install them through KV_ENGINE_DIR (serve-round-start.sh).
+if [[ -d .device/engine-cuda ]]; then
+  rm -rf /root/engine-cuda && cp -r .device/engine-cuda /root/engine-cuda
 fi
 mkdir -p /root/models /root/results
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
