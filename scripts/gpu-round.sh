@@ -76,6 +76,10 @@ if [[ -n ${BWRAP_DIR:-} ]] && ! command -v bwrap >/dev/null; then
   echo "gpu-round: bubblewrap installed from $BWRAP_DIR" >&2
 fi
 if [[ -n ${KV_ENGINE_DIR:-} ]]; then
+  # The build as it came, kept once beside it: llama-server (serve) runs on it, without our patches.
+  for rel in node_modules/node-llama-cpp/llama/localBuilds/*/Release; do
+    [[ -d $rel.stock ]] || cp -a "$rel" "$rel.stock"
+  done
   cp "$KV_ENGINE_DIR"/llama-addon.node "$KV_ENGINE_DIR"/*.so node_modules/node-llama-cpp/llama/localBuilds/*/Release/ 2>/dev/null ||
     cp "$KV_ENGINE_DIR"/llama-addon.node node_modules/node-llama-cpp/llama/localBuilds/*/Release/
   echo "gpu-round: kvgraft engine build installed from $KV_ENGINE_DIR" >&2
@@ -152,6 +156,8 @@ case "${1:-}" in
     # dev machine's copy it was linked against.
     folder=$(sed -n 's/.*"folderName": *"\([^"]*\)".*/\1/p' node_modules/node-llama-cpp/llama/lastBuild.json)
     export LLAMA_RELEASE_DIR=$PWD/node_modules/node-llama-cpp/llama/localBuilds/$folder/Release
+    # with KV_ENGINE_DIR that folder holds our patched libllama: llama-server gets the stock copy
+    [[ ! -d $LLAMA_RELEASE_DIR.stock ]] || LLAMA_RELEASE_DIR=$LLAMA_RELEASE_DIR.stock
     server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "${LLAMA_SERVER_DIR:-/root/llama-server-cuda}" 2>"$out/llama-server-build.log" | tail -n 1)}
     # 5,000 characters of block text are ~2,000 tokens on the 12b preset's vocabulary (8,000 made 3,212).
     # bench serve exits 1 when a side answered nothing at a rate: note it and go on to the next rate
