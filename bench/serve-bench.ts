@@ -18,7 +18,13 @@ import { randomBytes } from "node:crypto";
 import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DECODE_PHASES, type DecodePhase, type StepPhaseMeans } from "../gpu-node/engine/decode-stats.js";
+import {
+  DECODE_PHASES,
+  type DecodePhase,
+  noPhases,
+  type StepPhaseMeans,
+  stepPhaseMeans,
+} from "../gpu-node/engine/decode-stats.js";
 import { createGpuClient } from "../shared/gpu-client.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 
@@ -265,20 +271,15 @@ async function runKvgraft(
     const after = decodeTotals(await client.metrics());
     const steps = after.steps - before.steps;
     const batchedSteps = after.batchedSteps - before.batchedSteps;
-    const perStep = (phase: DecodePhase) => {
-      const ms = (after.batchedSeconds[phase] - before.batchedSeconds[phase]) * 1000;
-      return batchedSteps > 0 ? Number((ms / batchedSteps).toFixed(3)) : 0;
-    };
+    const phaseMs = noPhases();
+    for (const phase of DECODE_PHASES)
+      phaseMs[phase] = (after.batchedSeconds[phase] - before.batchedSeconds[phase]) * 1000;
     return {
       side: {
         ...summarize(run.outcomes, run.windowMs, options.rate),
         meanDecodeBatch: steps > 0 ? Number(((after.sequences - before.sequences) / steps).toFixed(2)) : 0,
         batchedSteps,
-        gapMsPerStep: perStep("gap"),
-        lockMsPerStep: perStep("lock"),
-        prepareMsPerStep: perStep("prepare"),
-        decodeMsPerStep: perStep("decode"),
-        sampleMsPerStep: perStep("sample"),
+        ...stepPhaseMeans(batchedSteps, phaseMs),
       },
       blockTokens,
     };
@@ -302,7 +303,7 @@ function decodeTotals(metrics: string): {
   let steps = 0;
   let sequences = 0;
   let batchedSteps = 0;
-  const batchedSeconds: Record<DecodePhase, number> = { gap: 0, lock: 0, prepare: 0, decode: 0, sample: 0 };
+  const batchedSeconds = noPhases();
   for (const line of metrics.split("\n")) {
     const phase = /^kvgraft_decode_phase_seconds_total\{path="batched",phase="(\w+)"\} (\S+)$/.exec(line);
     if (phase && (DECODE_PHASES as readonly string[]).includes(phase[1] as string))

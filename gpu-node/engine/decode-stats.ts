@@ -40,7 +40,14 @@ export interface DecodePathCounts {
 
 export type DecodeCounts = Record<DecodePath, DecodePathCounts>;
 
-const noPhases = (): Record<DecodePhase, number> => ({ gap: 0, lock: 0, prepare: 0, decode: 0, sample: 0 });
+/** Zero milliseconds in every phase. */
+export const noPhases = (): Record<DecodePhase, number> => ({
+  gap: 0,
+  lock: 0,
+  prepare: 0,
+  decode: 0,
+  sample: 0,
+});
 const empty = (): DecodePathCounts => ({
   steps: 0,
   sequences: 0,
@@ -116,7 +123,11 @@ export type StepPhaseMeans = Record<`${DecodePhase}MsPerStep`, number>;
  * many sequences spent its wall time. Zeros when it took no step.
  */
 export function batchedStepPhases(counts: DecodeCounts): StepPhaseMeans {
-  const { steps, phaseMs } = counts.batched;
+  return stepPhaseMeans(counts.batched.steps, counts.batched.phaseMs);
+}
+
+/** Phase totals (ms) over `steps` steps as per-step means; zeros when there were none. */
+export function stepPhaseMeans(steps: number, phaseMs: Record<DecodePhase, number>): StepPhaseMeans {
   const mean = (phase: DecodePhase) => (steps > 0 ? Number((phaseMs[phase] / steps).toFixed(3)) : 0);
   return {
     gapMsPerStep: mean("gap"),
