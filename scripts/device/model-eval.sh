@@ -9,11 +9,16 @@
 #       waits up to SECONDS for it; then $OUT gets eval-RUN.json (the result line), its log and the
 #       GGUF (~14 MB; the exporter writes the same bytes here: check with sha256sum)
 set -euo pipefail
-verb=${1:?start or poll}
-run=${!#}
-[[ $run =~ ^[A-Za-z0-9_-]+$ ]] || { echo "model-eval: run name '$run'?" >&2; exit 2; }
+usage() { echo "model-eval: start RUN, or poll SECONDS RUN" >&2; exit 2; }
+case "${1:-}:$#" in
+  start:2) run=$2 ;;
+  poll:3) limit=$2 run=$3 ;;
+  *) usage ;;
+esac
+[[ $run =~ ^[A-Za-z0-9_-]+$ ]] || { echo "model-eval: run name '$run': letters, digits, _ and - only" >&2; exit 2; }
+[[ ${limit:-0} =~ ^[0-9]+$ ]] || usage
 results=/root/results
-case "$verb" in
+case "$1" in
   start)
     [[ -f $results/train/$run/done ]] || { echo "model-eval: training run $run has not finished" >&2; exit 2; }
     mkdir -p "$results/models" "$results/eval"
@@ -30,7 +35,6 @@ case "$verb" in
     tail -n 2 "$results/eval/$run.log"
     ;;
   poll)
-    limit=${2:-500}
     for ((i = 0; i < limit; i += 5)); do
       [[ -f $results/eval/$run.done ]] && break
       sleep 5
@@ -43,5 +47,4 @@ case "$verb" in
     cp "$results/models/$run.gguf" "$OUT/"
     sha256sum "$results/models/$run.gguf"
     ;;
-  *) echo "model-eval: start RUN or poll SECONDS RUN" >&2; exit 2 ;;
 esac

@@ -20,7 +20,7 @@ cp tools/model/train.py /root/train/ && cp -r .train/data /root/train/data
 cd /root/train
 # One run's command line: its --set flags from NAME:KEY=VALUE,... and STEPS.
 command_for() {
-  local name=${1%%:*} sets="" kv
+  local name=${1%%:*} sets="" kv kvs
   if [[ $1 == *:* ]]; then
     IFS=, read -ra kvs <<<"${1#*:}"
     for kv in "${kvs[@]}"; do sets+=" --set $kv"; done
@@ -35,6 +35,7 @@ jobs=()
 for run in $runs; do
   name=${run%%:*}
   [[ $name =~ ^[A-Za-z0-9_-]+$ ]] || { echo "train-start: run name '$name': letters, digits, _ and - only" >&2; exit 2; }
+  ! grep -qx "$name" /root/results/train/runs.txt 2>/dev/null || { echo "train-start: run '$name' named twice" >&2; exit 2; }
   jobs+=("$(command_for "$run")")
   echo "$name" >> /root/results/train/runs.txt # the poll's default: the first
 done
