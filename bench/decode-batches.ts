@@ -17,7 +17,22 @@ import {
 } from "../gpu-node/engine/decode-stats.js";
 import { Engine, type KvType, type LlamaBinary } from "../gpu-node/engine/engine.js";
 import { randomTokens } from "../gpu-node/verify.js";
+import type { Tier } from "../shared/protocol.js";
 import { Xoshiro128 } from "../shared/random.js";
+
+/** `after - before` for each tier, rounded to `digits` decimals. */
+function tierDelta(
+  after: Record<Tier, number>,
+  before: Record<Tier, number>,
+  digits: number,
+): Record<Tier, number> {
+  const round = (x: number) => Number(x.toFixed(digits));
+  return {
+    hot: round(after.hot - before.hot),
+    warm: round(after.warm - before.warm),
+    cold: round(after.cold - before.cold),
+  };
+}
 
 export interface DecodeBatchesOptions {
   modelPath: string;
@@ -66,6 +81,9 @@ export interface DecodeBatchesResult extends StepPhaseMeans {
   meanBatch: number;
   decodes: DecodeCounts;
   outputsAgree: boolean;
+  /** The grafts' restores in the measured window, by tier (a hot graft of a slot that holds its
+   * block only erases the tail; any other restore moves the block's state into the slot). */
+  restores: { hits: Record<Tier, number>; msSum: Record<Tier, number> };
   context: DecodeContext;
 }
 
@@ -92,6 +110,7 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
       ids.push((await blocks.depositTokens(tokens)).sha256);
     }
     const before = engine.decodeStats.snapshot();
+    const tiersBefore = blocks.snapshot();
     const outputs = new Map<string, string>();
     let agree = true;
     let tokensOut = 0;
@@ -112,6 +131,7 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
     const wallMs = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     const decodes = decodeCountsSince(before, engine.decodeStats.snapshot());
+    const tiersAfter = blocks.snapshot();
     const gen = {
       steps: decodes.batched.steps + decodes.native.steps,
       seqs: decodes.batched.sequences + decodes.native.sequences,
@@ -131,6 +151,10 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
       ...batchedStepPhases(decodes),
       decodes,
       outputsAgree: agree,
+      restores: {
+        hits: tierDelta(tiersAfter.hits, tiersBefore.hits, 0),
+        msSum: tierDelta(tiersAfter.restoreMsSum, tiersBefore.restoreMsSum, 1),
+      },
       context: {
         flashAttention: engine.context.flashAttention,
         kvType: engine.options.kvType,

@@ -45,6 +45,12 @@ export interface ServeBenchOptions {
   /** Characters of each block's text (the result reports the tokens they made: `blockTokens`). */
   blockChars: number;
   timeoutMs: number;
+  /**
+   * llama-server's host-memory prompt cache in MiB (its `--cache-ram`); undefined keeps its default
+   * (8,192 MiB in this release). It saves a slot's whole state there before the slot takes a new
+   * prompt: 771 MiB a request for the 12b preset's ~2,000-token blocks (the 2026-12-02 H200 log).
+   */
+  llamaCacheRamMiB?: number;
   /** Environment of both children (KV_LLAMA, KV_THREADS, CUDA_VISIBLE_DEVICES ...). */
   env: NodeJS.ProcessEnv;
   /** Where the children's logs go. */
@@ -95,6 +101,8 @@ export interface ServeBenchResult {
   maxTokens: number;
   rate: number;
   durationS: number;
+  /** llama-server's --cache-ram as run ("default": not passed). */
+  llamaCacheRamMiB: number | "default";
   workloads: ServeWorkload[];
 }
 
@@ -207,6 +215,7 @@ export async function benchServe(options: ServeBenchOptions): Promise<ServeBench
     maxTokens: options.maxTokens,
     rate: options.rate,
     durationS: options.durationS,
+    llamaCacheRamMiB: options.llamaCacheRamMiB ?? "default",
     workloads,
   };
 }
@@ -370,6 +379,7 @@ async function runLlamaServer(
       "on",
       "-ngl",
       "999",
+      ...(options.llamaCacheRamMiB !== undefined ? ["--cache-ram", String(options.llamaCacheRamMiB)] : []),
       ...(options.env.KV_THREADS ? ["-t", options.env.KV_THREADS] : []),
     ],
     env: options.env,

@@ -14,6 +14,7 @@
 #   bash scripts/gpu-round.sh serve       # 12b preset: kvgraft bench serve against llama-server, hot-1 and warm-12
 #                                         # at SERVE_RATES (default "50 100 200") req/s, 32 slots, 16 tokens,
 #                                         # blocks of ~2,000 tokens; both servers' logs in $OUT/serve-logs-rRATE.
+#                                         # LLAMA_CACHE_RAM=MIB: llama-server's --cache-ram (0: off), files -crMIB.
 #                                         # LLAMA_SERVER=path (absolute): a llama-server linked on the dev machine
 #                                         # against the CUDA build, so the round compiles nothing (unset: built
 #                                         # here by build-llama-server.sh cuda, minutes of device time). Stage it:
@@ -163,11 +164,14 @@ case "${1:-}" in
     # bench serve exits 1 when a side answered nothing at a rate: note it and go on to the next rate
     # (under pipefail the first such rate ended the round on 2026-12-02); exit 1 at the end.
     status=0
+    # LLAMA_CACHE_RAM=MIB: llama-server's --cache-ram (0: off; its default saved a 771 MiB slot state
+    # before each new prompt on 2026-12-02, and answered nothing in the window); files get -crMIB.
+    tag=${LLAMA_CACHE_RAM:+-cr$LLAMA_CACHE_RAM}
     for rate in ${SERVE_RATES:-50 100 200}; do
       $cli bench serve --model "$(model 12b)" --llama-server "$server" --workloads hot-1,warm-12 \
         --rate "$rate" --duration 30 --slots 32 --context 4096 --block-chars 5000 --max-tokens 16 \
-        --log-dir "$out/serve-logs-r$rate" \
-        --out "$out/serve-12b-h200-r$rate.json" 2>"$out/serve-12b-r$rate.log" | tee "$out/serve-12b-r$rate.txt" ||
+        ${LLAMA_CACHE_RAM:+--llama-cache-ram "$LLAMA_CACHE_RAM"} --log-dir "$out/serve-logs-r$rate$tag" \
+        --out "$out/serve-12b-h200-r$rate$tag.json" 2>"$out/serve-12b-r$rate$tag.log" | tee "$out/serve-12b-r$rate$tag.txt" ||
         { echo "gpu-round: serve at $rate req/s: a side answered nothing (see serve-12b-r$rate.log)" >&2; status=1; }
     done
     [[ $status -eq 0 ]] || exit 1 ;;

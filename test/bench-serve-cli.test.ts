@@ -114,6 +114,8 @@ describe("kvgraft bench serve and batches", () => {
         "200",
         "--max-tokens",
         "4",
+        "--llama-cache-ram",
+        "0",
         "--out",
         join(dir, "serve.json"),
       ],
@@ -122,11 +124,15 @@ describe("kvgraft bench serve and batches", () => {
     expect(r.status, r.stderr).toBe(0);
     const seen = JSON.parse(readFileSync(log, "utf8")) as { args: string[]; mostAtOnce: number };
     expect(seen.args.join(" ")).toContain("--parallel 3 -c 1536 --cont-batching --metrics");
+    // its host-memory prompt cache off, as asked (a slot's whole state saved per new prompt otherwise)
+    expect(seen.args.join(" ")).toContain("--cache-ram 0");
     // the one block's prompt in all 3 slots at once before the window (one at a time fills one slot)
     expect(seen.mostAtOnce).toBe(3);
     const doc = JSON.parse(readFileSync(join(dir, "serve.json"), "utf8")) as {
+      llamaCacheRamMiB: number | "default";
       workloads: Array<{ llamaServer: Record<string, number> }>;
     };
+    expect(doc.llamaCacheRamMiB).toBe(0);
     const side = doc.workloads[0]?.llamaServer;
     expect([side?.sent, side?.ok, side?.tokensPerS && side.tokensPerS > 0]).toEqual([8, 8, true]);
     expect([side?.meanDecodeBatch, side?.promptTokensPerRequest]).toEqual([3, 10]);
@@ -163,8 +169,12 @@ describe("kvgraft bench serve and batches", () => {
       decodeMsPerStep: number;
       sampleMsPerStep: number;
       context: { flashAttention: boolean; kvType: string; cellsPerSlot: number; cells: number };
+      restores: { hits: Record<"hot" | "warm" | "cold", number> };
     };
     expect([json.grafts, json.tokensOut]).toEqual([4, 32]);
+    // every graft's restore counted once, in the tier it came from
+    const { hot, warm, cold } = json.restores.hits;
+    expect(hot + warm + cold).toBe(4);
     expect(json.meanBatch).toBeGreaterThan(1);
     // Where the batched steps' wall time went: decode and sampling, within the run's wall time.
     expect(json.decodeMsPerStep).toBeGreaterThan(0);

@@ -7,7 +7,8 @@ import { inheritedEnv } from "../config.js";
 
 export const SERVE_HELP = `usage: kvgraft bench serve --model FILE (--llama-server BIN | --only kvgraft)
          [--workloads hot-1,warm-12] [--rate 32] [--duration 20] [--max-tokens 16] [--slots 8|vram]
-         [--context 4096] [--block-chars 4000] [--timeout-ms 30000] [--log-dir DIR] [--out FILE.json] [--json]
+         [--context 4096] [--block-chars 4000] [--timeout-ms 30000] [--llama-cache-ram MIB] [--log-dir DIR]
+         [--out FILE.json] [--json]
 
 kvgraft's GPU node (a \`kvgraft serve gpu\` child) and llama.cpp's own server (\`llama-server\`, the
 --llama-server binary: build it from node-llama-cpp's bundled llama.cpp, docs/benchmarks.md says
@@ -16,6 +17,8 @@ workload's blocks deposited on the node (their texts are llama-server's prompt p
 its prompt cache), then --rate requests a second for --duration seconds, each latency from its due
 time. hot-1: one block for every request; warm-N: N blocks in turn. Greedy, --max-tokens each.
 --block-chars sets each block's text length; the result reports the tokens it made (blockTokens).
+--llama-cache-ram passes llama-server's --cache-ram (its host-memory prompt cache, MiB; 0 turns it
+off; default: llama-server's own), which saves a slot's whole state before the slot takes a new prompt.
 Per workload and server: throughput, p50/p99 of the answered requests, generated tokens a second,
 the mean decode batch (kvgraft's generation steps; llama-server's busy slots per llama_decode, from
 its --metrics) and, for llama-server, the prompt tokens it evaluated per request; for kvgraft, where
@@ -55,6 +58,7 @@ export const benchServeCommand = command(
       context: { type: "string" },
       "block-chars": { type: "string" },
       "timeout-ms": { type: "string" },
+      "llama-cache-ram": { type: "string" },
       "log-dir": { type: "string" },
       out: { type: "string" },
     },
@@ -92,6 +96,9 @@ export const benchServeCommand = command(
       contextSize: intFlag(flags.context, "context", 4096, 64),
       blockChars: intFlag(flags["block-chars"], "block-chars", 4000, 1),
       timeoutMs: intFlag(flags["timeout-ms"], "timeout-ms", 30_000, 1),
+      ...(flags["llama-cache-ram"] !== undefined
+        ? { llamaCacheRamMiB: intFlag(flags["llama-cache-ram"], "llama-cache-ram", 0, 0) }
+        : {}),
       ...(flags["log-dir"] ? { logDir: flags["log-dir"] } : {}),
       env: { ...inheritedEnv(), ...(threads ? { KV_THREADS: String(threads) } : {}) },
       onProgress: output.progress,
@@ -163,7 +170,8 @@ export const benchBatchesCommand = command(
           `mean decode batch ${result.meanBatch} (batched ${sizes("batched")}; native ${sizes("native")}; ` +
           `library ${sizes("library")}); outputs agree: ${result.outputsAgree}; batched step ms: ` +
           `gap ${result.gapMsPerStep}, lock ${result.lockMsPerStep}, prepare ${result.prepareMsPerStep}, ` +
-          `decode ${result.decodeMsPerStep}, sample ${result.sampleMsPerStep}\n`,
+          `decode ${result.decodeMsPerStep}, sample ${result.sampleMsPerStep}; restores hot ` +
+          `${result.restores.hits.hot}, warm ${result.restores.hits.warm}, cold ${result.restores.hits.cold}\n`,
       );
     }
     return 0;

@@ -40,7 +40,8 @@ for run in $runs; do
   echo "$name" >> /root/results/train/runs.txt # the poll's default: the first
 done
 if [[ ${PARALLEL:-0} == 1 ]]; then
-  script=$(printf '%s &\n' "${jobs[@]}")$'\nwait'
+  # Each job is "train ...; echo exit > done": grouped, or only its last command would go to the background.
+  script=$(printf '(%s) &\n' "${jobs[@]}")$'\nwait'
 else
   script=$(printf '%s\n' "${jobs[@]}")
 fi
