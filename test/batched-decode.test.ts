@@ -11,6 +11,7 @@ import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Decoded, decode } from "../gpu-node/blocks/slots/generation.js";
 import type { GenerationOptions } from "../gpu-node/blocks/types.js";
+import { bySequenceId } from "../gpu-node/engine/batched-decode.js";
 import { batchedStepPhases, DECODE_PHASES, decodeCountsSince } from "../gpu-node/engine/decode-stats.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
@@ -195,5 +196,17 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("batched decoding on %s", 
     const decoded = await decode(engine, seq, long, { maxTokens: 30 });
     expect(decoded.path).toBe("library");
     await seq.clearHistory();
+  });
+});
+
+describe("a step's batch order", () => {
+  it("puts the members in ascending sequence ids, whatever order they asked in", () => {
+    // llama.cpp cuts a batch into one forward pass per run of consecutive sequence ids in batch
+    // order (a KV stream per sequence): 5, 2, 3, 0, 1 would be four passes, 0-3 and 5 two.
+    const asked = [5, 2, 3, 0, 1].map((id) => ({ seq: { _sequenceId: id }, name: `slot ${id}` }));
+    const ordered = bySequenceId(asked);
+    expect(ordered.map((m) => m.seq._sequenceId)).toEqual([0, 1, 2, 3, 5]);
+    expect(ordered.map((m) => m.name)).toEqual(["slot 0", "slot 1", "slot 2", "slot 3", "slot 5"]);
+    expect(asked.map((m) => m.seq._sequenceId)).toEqual([5, 2, 3, 0, 1]);
   });
 });
