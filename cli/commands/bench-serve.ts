@@ -37,7 +37,7 @@ path (batched: the batch loop; native: a lone greedy step; library: node-llama-c
 mean batch of the generation steps, grafts and tokens a second, process CPU ms per token, where a
 batched step's wall time went (gapMsPerStep: between steps; lock; prepare: building the batch;
 decode: llama_decode; sample: every member's sampling) and the context (flash attention, KV type,
-cells, node-llama-cpp's memory estimate).
+cells, node-llama-cpp's memory estimate), and the grafts' restores by tier (restores: {hits, msSum}).
 Environment: KV_LLAMA=cpu|lastBuild|auto, KV_THREADS.`;
 
 const slotsFlag = (value: string | undefined, fallback: number): number | "vram" =>
