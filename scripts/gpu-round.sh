@@ -172,7 +172,7 @@ case "${1:-}" in
         --rate "$rate" --duration 30 --slots 32 --context 4096 --block-chars 5000 --max-tokens 16 \
         ${LLAMA_CACHE_RAM:+--llama-cache-ram "$LLAMA_CACHE_RAM"} --log-dir "$out/serve-logs-r$rate$tag" \
         --out "$out/serve-12b-h200-r$rate$tag.json" 2>"$out/serve-12b-r$rate$tag.log" | tee "$out/serve-12b-r$rate$tag.txt" ||
-        { echo "gpu-round: serve at $rate req/s: a side answered nothing (see serve-12b-r$rate.log)" >&2; status=1; }
+        { echo "gpu-round: serve at $rate req/s: a side answered nothing (see serve-12b-r$rate$tag.log)" >&2; status=1; }
     done
     [[ $status -eq 0 ]] || exit 1 ;;
   load)

@@ -282,9 +282,9 @@ export class DecodeBatcher {
  * The members in ascending order of their sequence ids. With a KV stream per sequence (what
  * node-llama-cpp creates), llama.cpp splits a batch into ubatches of consecutive sequence ids
  * taken in batch order (llama_batch_allocr::split_equal with `sequential`), and each ubatch is a
- * whole forward pass that reads all the weights again: members in the order they asked
- * (32 distinct grafts on the H200, 2026-12-02) made a step of 32 sequences cost ~30 passes.
- * Sorted, a step is one pass per run of consecutive busy slots.
+ * whole forward pass that reads all the weights again: in the order they asked, a step could
+ * cost up to a pass per member (the H200's 32 distinct grafts, 2026-12-02: ~4.8 ms a step per
+ * sequence). Sorted, a step is one pass per run of consecutive busy slots.
  */
 export function bySequenceId<T extends { seq: { _sequenceId: number } }>(members: readonly T[]): T[] {
   return [...members].sort((a, b) => a.seq._sequenceId - b.seq._sequenceId);
