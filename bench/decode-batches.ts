@@ -46,6 +46,8 @@ export interface DecodeBatchesOptions {
   blockTokens?: number;
   binary?: LlamaBinary;
   threads?: number;
+  /** The engine's `stepFill` (default: its own, on for a GPU backend). */
+  stepFill?: boolean;
 }
 
 /** How the engine's context was made (what a decode step's attention reads). */
@@ -62,6 +64,8 @@ export interface DecodeContext {
   slidingWindow: number | null;
   /** Tokens per llama_decode at most. */
   batchSize: number;
+  /** Idle slots between busy ones got a throwaway token a step (the engine's `stepFill`). */
+  stepFill: boolean;
   /** node-llama-cpp's estimate of the context's memory (KV cache and compute buffers), bytes. */
   memoryBytes: { ram: number; vram: number };
 }
@@ -96,6 +100,7 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
     contextSize: options.contextSize ?? 2048,
     ...(options.binary ? { binary: options.binary } : {}),
     ...(options.threads ? { threads: options.threads } : {}),
+    ...(options.stepFill !== undefined ? { stepFill: options.stepFill } : {}),
   });
   const blocks = await BlockService.open({ engine, dataDir, warmDir: join(dataDir, "warm") });
   try {
@@ -163,6 +168,7 @@ export async function benchDecodeBatches(options: DecodeBatchesOptions): Promise
         swaFullCache: engine.options.swaFullCache,
         slidingWindow: engine.slidingWindow,
         batchSize: engine.context.batchSize,
+        stepFill: engine.options.stepFill,
         memoryBytes: engine.context.memoryUsage,
       },
     };

@@ -80,6 +80,8 @@ export interface ServeSide extends Partial<StepPhaseMeans> {
   meanDecodeBatch?: number;
   /** kvgraft only: the batched path's steps in the window (one llama_decode each). */
   batchedSteps?: number;
+  /** kvgraft only: throwaway tokens a batched step gave idle slots between busy ones (KV_STEP_FILL). */
+  fillersPerStep?: number;
   /** llama-server only: prompt tokens it evaluated per answered request in the window (not from its cache). */
   promptTokensPerRequest?: number;
   statuses: Record<string, number>;
@@ -288,6 +290,8 @@ async function runKvgraft(
         ...summarize(run.outcomes, run.windowMs, options.rate),
         meanDecodeBatch: steps > 0 ? Number(((after.sequences - before.sequences) / steps).toFixed(2)) : 0,
         batchedSteps,
+        fillersPerStep:
+          batchedSteps > 0 ? Number(((after.fillers - before.fillers) / batchedSteps).toFixed(2)) : 0,
         ...stepPhaseMeans(batchedSteps, phaseMs),
       },
       blockTokens,
@@ -300,20 +304,24 @@ async function runKvgraft(
 }
 
 /**
- * Generation decode steps and their sequences (batched and native paths) from /metrics, and the
- * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total).
+ * Generation decode steps and their sequences (batched and native paths) from /metrics, the
+ * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total) and its fillers.
  */
 function decodeTotals(metrics: string): {
   steps: number;
   sequences: number;
   batchedSteps: number;
   batchedSeconds: Record<DecodePhase, number>;
+  fillers: number;
 } {
   let steps = 0;
   let sequences = 0;
   let batchedSteps = 0;
+  let fillers = 0;
   const batchedSeconds = noPhases();
   for (const line of metrics.split("\n")) {
+    const fill = /^kvgraft_decode_fill_tokens_total (\S+)$/.exec(line);
+    if (fill) fillers = Number(fill[1]);
     const phase = /^kvgraft_decode_phase_seconds_total\{path="batched",phase="(\w+)"\} (\S+)$/.exec(line);
     if (phase && (DECODE_PHASES as readonly string[]).includes(phase[1] as string))
       batchedSeconds[phase[1] as DecodePhase] = Number(phase[2]);
@@ -324,7 +332,7 @@ function decodeTotals(metrics: string): {
       if (m[2] === "batched") batchedSteps = Number(m[3]);
     } else sequences += Number(m[3]);
   }
-  return { steps, sequences, batchedSteps, batchedSeconds };
+  return { steps, sequences, batchedSteps, batchedSeconds, fillers };
 }
 
 /** llama-server's cumulative decode and prompt counters from its Prometheus text (`--metrics`). */

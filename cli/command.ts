@@ -8,7 +8,7 @@
  */
 import { join, resolve } from "node:path";
 import type { ParseArgsConfig } from "node:util";
-import type { GpuEnv } from "../gpu-node/config.js";
+import { type GpuEnv, stepFillSetting } from "../gpu-node/config.js";
 import type { Sandbox, SandboxOptions } from "../gpu-node/sandbox/sandbox.js";
 import { EMBEDDED_MODEL } from "../tools/model/spec.js";
 import { parseFlags, printJson, requireGgufFile } from "./args.js";
@@ -64,10 +64,15 @@ export function command<O extends Options>(
   };
 }
 
-/** The engine settings the environment gives a command that opens an engine (KV_LLAMA, KV_THREADS). */
-export function engineSettings(): { binary: GpuEnv["KV_LLAMA"]; threads?: number } {
+/** The engine settings the environment gives a command that opens an engine (KV_LLAMA, KV_THREADS, KV_STEP_FILL). */
+export function engineSettings(): { binary: GpuEnv["KV_LLAMA"]; threads?: number; stepFill?: boolean } {
   const env = readCliGpuEnv();
-  return { binary: env.KV_LLAMA, ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}) };
+  const stepFill = stepFillSetting(env.KV_STEP_FILL);
+  return {
+    binary: env.KV_LLAMA,
+    ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
+    ...(stepFill !== undefined ? { stepFill } : {}),
+  };
 }
 
 /** A sandbox in this process, of the backend KVGRAFT_SANDBOX names. */

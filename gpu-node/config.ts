@@ -33,6 +33,12 @@ export const gpuEnvSchema = z
       .describe(
         "the llama.cpp binary (also `verify`, `bench`): `cpu`; `lastBuild`, node-llama-cpp's last local build ([our engine build](#the-engine-build), or a CUDA build installed as such on a GPU machine); `auto`",
       ),
+    KV_STEP_FILL: z
+      .enum(["auto", "on", "off"])
+      .default("auto")
+      .describe(
+        "whether a batched decode step gives idle slots between busy ones a throwaway token, so that the step is one forward pass (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `off`",
+      ),
     KV_THREADS: positiveInt
       .optional()
       .describe(
@@ -162,6 +168,11 @@ export const gpuEnvSchema = z
 
 export type GpuEnv = z.output<typeof gpuEnvSchema>;
 
+/** KV_STEP_FILL as the engine's `stepFill`: undefined leaves it to the engine's default. */
+export function stepFillSetting(value: GpuEnv["KV_STEP_FILL"]): boolean | undefined {
+  return value === "auto" ? undefined : value === "on";
+}
+
 /** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
 export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
   return parseEnv(gpuEnvSchema, env);
@@ -201,6 +212,8 @@ export interface GpuNodeConfig extends z.output<typeof gpuOptionsSchema> {
   modelPath: string;
   binary: GpuEnv["KV_LLAMA"];
   threads?: number | undefined;
+  /** KV_STEP_FILL: true or false as set, undefined for the engine's default (`auto`). */
+  stepFill?: boolean | undefined;
   secret: string;
   /** The secret `secret` replaces: still accepted, and it signs heartbeats. */
   previousSecret?: string | undefined;
@@ -241,6 +254,7 @@ export function resolveGpuNodeConfig({ env: vars, ...options }: GpuNodeInput): G
     modelPath: env.MODEL_PATH as string,
     binary: env.KV_LLAMA,
     threads: env.KV_THREADS,
+    stepFill: stepFillSetting(env.KV_STEP_FILL),
     secret: env.KVGRAFT_GPU_SECRET as string,
     previousSecret: env.KVGRAFT_GPU_SECRET_PREVIOUS,
     access:

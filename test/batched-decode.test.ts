@@ -7,6 +7,7 @@
  * and by far. Real llama.cpp (the npm CPU build) on generated models; nothing timed but the
  * steps' phase totals (decode-stats.ts), which must be there and fit in the wall time around them.
  */
+import { acquireLock } from "lifecycle-utils";
 import type { Token } from "node-llama-cpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Decoded, decode } from "../gpu-node/blocks/slots/generation.js";
@@ -15,6 +16,7 @@ import { bySequenceId } from "../gpu-node/engine/batched-decode.js";
 import { batchedStepPhases, DECODE_PHASES, decodeCountsSince } from "../gpu-node/engine/decode-stats.js";
 import { Engine } from "../gpu-node/engine/engine.js";
 import { evaluateProbe } from "../gpu-node/engine/probe.js";
+import type { SequenceInternals } from "../gpu-node/engine/state-memory.js";
 import { randomTokens } from "../gpu-node/verify.js";
 import { Xoshiro128 } from "../shared/random.js";
 import { syntheticModel } from "./helpers/models.js";
@@ -208,5 +210,100 @@ describe("a step's batch order", () => {
     expect(ordered.map((m) => m.seq._sequenceId)).toEqual([0, 1, 2, 3, 5]);
     expect(ordered.map((m) => m.name)).toEqual(["slot 0", "slot 1", "slot 2", "slot 3", "slot 5"]);
     expect(asked.map((m) => m.seq._sequenceId)).toEqual([5, 2, 3, 0, 1]);
+  });
+});
+
+describe.each(["tiny-llama", "tiny-gemma3"] as const)("one pass a step (stepFill) on %s", (preset) => {
+  let engine: Engine;
+  beforeAll(async () => {
+    engine = await Engine.open({
+      modelPath: syntheticModel(preset),
+      slots: 4,
+      contextSize: 256,
+      stepFill: true,
+    });
+  });
+  afterAll(() => engine?.dispose());
+
+  /** Greedy tokens of `input` decoded alone by node-llama-cpp's own evaluation in slot `i`. */
+  async function alone(i: number, input: Token[], n: number): Promise<Token[]> {
+    const seq = engine.slot(i);
+    await seq.clearHistory();
+    const out: Token[] = [];
+    for await (const t of seq.evaluate(input, { temperature: 0 })) {
+      out.push(t);
+      if (out.length >= n) break;
+    }
+    await seq.clearHistory();
+    return out;
+  }
+
+  it("fills the idle slots between busy ones, leaves what they hold exact, and decodes as alone", async () => {
+    expect(engine.options.stepFill).toBe(true);
+    const rng = new Xoshiro128(`fill-${preset}`);
+    const [a, b] = [randomTokens(rng, 14, engine.vocabSize), randomTokens(rng, 23, engine.vocabSize)];
+    const resident = randomTokens(rng, 40, engine.vocabSize);
+    const [aloneA, aloneB] = [await alone(0, a, MAX), await alone(3, b, MAX)];
+    // Slot 1 holds a resident prefix, slot 2 nothing: both lie between the busy slots 0 and 3.
+    const holder = engine.slot(1);
+    for (const i of [1, 2]) await engine.slot(i).clearHistory();
+    await holder.evaluateWithoutGeneratingNewTokens(resident.slice(0, -1));
+    const before = engine.decodeStats.snapshot();
+    const [ra, rb] = await Promise.all(
+      [0, 3].map(async (i) => {
+        await engine.slot(i).clearHistory();
+        return decode(engine, engine.slot(i), i === 0 ? a : b, { maxTokens: MAX });
+      }),
+    );
+    const since = decodeCountsSince(before, engine.decodeStats.snapshot()).batched;
+    // Each two-member step gave both idle slots a filler.
+    expect(since.bySequences["2"]).toBeGreaterThan(0);
+    expect(since.fillers).toBe(2 * (since.bySequences["2"] ?? 0));
+    // Neither idle slot kept a filler's cell; the holder's prefix continues as it does freshly.
+    expect(holder.nextTokenIndex).toBe(resident.length - 1);
+    const ctx = (holder as unknown as SequenceInternals)._context._ctx as unknown as {
+      getSequenceKvCacheMaxPosition(id: number): number;
+    };
+    expect(ctx.getSequenceKvCacheMaxPosition(1)).toBe(resident.length - 2);
+    expect(ctx.getSequenceKvCacheMaxPosition(2)).toBe(-1);
+    const afterFill = await evaluateProbe(holder, resident.at(-1) as Token, engine.vocabSize);
+    await holder.clearHistory();
+    await holder.evaluateWithoutGeneratingNewTokens(resident.slice(0, -1));
+    const fresh = await evaluateProbe(holder, resident.at(-1) as Token, engine.vocabSize);
+    expect(afterFill.sha256).toBe(fresh.sha256);
+    await holder.clearHistory();
+    // The members' greedy tokens agree with alone (batched logits differ only in rounding).
+    const agree = (got: Token[], want: Token[]) => got.filter((t, k) => t === want[k]).length;
+    expect(agree(ra?.tokens ?? [], aloneA) + agree(rb?.tokens ?? [], aloneB)).toBeGreaterThanOrEqual(MAX);
+    expect(ra?.path).toBe("batched");
+  });
+
+  it("leaves out an idle slot whose evaluation lock is held", async () => {
+    const rng = new Xoshiro128(`fill-locked-${preset}`);
+    const [a, b] = [randomTokens(rng, 10, engine.vocabSize), randomTokens(rng, 10, engine.vocabSize)];
+    for (let i = 0; i < 4; i++) await engine.slot(i).clearHistory();
+    const held = await acquireLock([(engine.slot(1) as unknown as SequenceInternals)._lock, "evaluate"]);
+    const before = engine.decodeStats.snapshot();
+    try {
+      await Promise.all([0, 3].map((i) => decode(engine, engine.slot(i), i === 0 ? a : b, { maxTokens: 8 })));
+    } finally {
+      held.dispose();
+    }
+    const since = decodeCountsSince(before, engine.decodeStats.snapshot()).batched;
+    expect(since.bySequences["2"]).toBeGreaterThan(0);
+    // Only slot 2 was filled.
+    expect(since.fillers).toBe(since.bySequences["2"]);
+    for (const i of [0, 3]) await engine.slot(i).clearHistory();
+  });
+});
+
+describe("stepFill's default", () => {
+  it("is off on the CPU", async () => {
+    const engine = await Engine.open({ modelPath: syntheticModel("tiny-llama"), slots: 2, contextSize: 128 });
+    try {
+      expect(engine.options.stepFill).toBe(false);
+    } finally {
+      await engine.dispose();
+    }
   });
 });

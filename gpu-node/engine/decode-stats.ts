@@ -32,6 +32,11 @@ export interface DecodePathCounts {
   sequences: number;
   /** Tokens summed over the calls. */
   tokens: number;
+  /**
+   * Throwaway tokens given to idle slots between busy ones (batched path, `stepFill`), so that a
+   * step stays one forward pass; not in `sequences` or `tokens`.
+   */
+  fillers: number;
   /** Decode calls by the number of sequences they held ("1", "2", ...). */
   bySequences: Record<string, number>;
   /** Wall milliseconds of the batch loop's steps on this path, by phase. */
@@ -52,6 +57,7 @@ const empty = (): DecodePathCounts => ({
   steps: 0,
   sequences: 0,
   tokens: 0,
+  fillers: 0,
   bySequences: {},
   phaseMs: noPhases(),
 });
@@ -60,12 +66,13 @@ const empty = (): DecodePathCounts => ({
 export class DecodeStats {
   private counts: DecodeCounts = { batched: empty(), native: empty(), library: empty() };
 
-  /** One decode call of `sequences` sequences and `tokens` tokens in all. */
-  record(path: DecodePath, sequences: number, tokens: number): void {
+  /** One decode call of `sequences` sequences and `tokens` tokens in all, and `fillers` throwaway tokens. */
+  record(path: DecodePath, sequences: number, tokens: number, fillers = 0): void {
     const c = this.counts[path];
     c.steps++;
     c.sequences += sequences;
     c.tokens += tokens;
+    c.fillers += fillers;
     const key = String(sequences);
     c.bySequences[key] = (c.bySequences[key] ?? 0) + 1;
   }
@@ -104,6 +111,7 @@ export function decodeCountsSince(before: DecodeCounts, after: DecodeCounts): De
       steps: a.steps - b.steps,
       sequences: a.sequences - b.sequences,
       tokens: a.tokens - b.tokens,
+      fillers: a.fillers - b.fillers,
       bySequences,
       phaseMs,
     };

@@ -51,11 +51,19 @@ export interface EngineOptions {
   swaFullCache?: boolean;
   /** Where model hashes are cached. */
   hashCacheFile?: string;
+  /**
+   * Idle slots between busy ones get a throwaway token in each batched step, so that the step is
+   * one forward pass (batched-decode.ts). Default: on a GPU backend, off on the CPU (where a pass
+   * costs by its tokens). Never on a sliding-window cache without the full cache.
+   */
+  stepFill?: boolean;
 }
 
 /** The options as the engine runs them: every default applied and the slot count settled. */
-export type ResolvedEngineOptions = Required<Omit<EngineOptions, "hashCacheFile" | "slots">> & {
+export type ResolvedEngineOptions = Required<Omit<EngineOptions, "hashCacheFile" | "slots" | "stepFill">> & {
   slots: number;
+  /** Whether the batched steps fill the gaps between busy slots (settled from the backend and model). */
+  stepFill: boolean;
 };
 
 let processLlama: Promise<Llama> | undefined;
@@ -100,7 +108,7 @@ export class Engine {
     this.vocabularySize = tokenizer?.ggml?.tokens?.length ?? 0;
     if (this.vocabularySize === 0) throw new Error("the model file has no tokenizer vocabulary");
     this.nativeApi = nativeStateApi(llama);
-    this.batcher = new DecodeBatcher(context, model, decodeStats, this.nativeApi);
+    this.batcher = new DecodeBatcher(context, model, decodeStats, this.nativeApi, slots, options.stepFill);
   }
 
   /** Loads the model and creates the context; disposes what it made if any step fails. */
@@ -116,7 +124,7 @@ export class Engine {
       threads,
       binary: options.binary ?? "cpu",
       swaFullCache: options.swaFullCache ?? true,
-    } satisfies Required<Omit<EngineOptions, "hashCacheFile">>;
+    } satisfies Required<Omit<EngineOptions, "hashCacheFile" | "stepFill">>;
     const [llama, fileHash] = await Promise.all([
       llamaFor(resolved.binary, threads),
       modelFileSha256(options.modelPath, options.hashCacheFile ?? DEFAULT_HASH_CACHE),
@@ -187,7 +195,7 @@ export class Engine {
           name: String(insights.name ?? ""),
         },
         await engineFingerprint(llama, contextConfig),
-        { ...resolved, slots },
+        { ...resolved, slots, stepFill: stepFillFor(options.stepFill, llama, model, resolved.swaFullCache) },
       );
     } catch (err) {
       await context?.dispose();
@@ -255,4 +263,19 @@ export function tokenizeWithBos(model: LlamaModel, text: string): Token[] {
   const tokens = model.tokenize(text);
   const bos = model.tokens.bos;
   return bos !== null && model.tokens.shouldPrependBosToken && tokens[0] !== bos ? [bos, ...tokens] : tokens;
+}
+
+/**
+ * Whether batched steps fill the gaps between busy slots: as asked, else on a GPU backend; never
+ * where a token can drop cells (a sliding-window cache without the full cache).
+ */
+function stepFillFor(
+  asked: boolean | undefined,
+  llama: Llama,
+  model: LlamaModel,
+  swaFullCache: boolean,
+): boolean {
+  const slidingWindow = (model.fileInsights.swaSize ?? 0) > 0;
+  if (slidingWindow && !swaFullCache) return false;
+  return asked ?? llama.gpu !== false;
 }

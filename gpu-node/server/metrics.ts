@@ -127,6 +127,12 @@ export class GpuMetrics {
       () => DECODE_PATHS.map((path) => ({ labels: { path }, value: snap().decode[path].sequences })),
     );
     this.total(
+      "kvgraft_decode_fill_tokens_total",
+      "Throwaway tokens the batch loop gave idle slots between busy ones, so that a step is one forward pass (KV_STEP_FILL).",
+      [],
+      () => [{ value: snap().decode.batched.fillers }],
+    );
+    this.total(
       "kvgraft_decode_phase_seconds_total",
       "Wall time of the batch loop's steps by path (batched, native) and phase (gap: between steps; lock; prepare: " +
         "building the batch; decode: llama_decode; sample: every member's sampling).",

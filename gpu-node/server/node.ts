@@ -51,6 +51,7 @@ export async function startGpuNode(input: GpuNodeInput, logger?: Logger): Promis
     kvType: config.kvType,
     binary: config.binary,
     ...(config.threads ? { threads: config.threads } : {}),
+    ...(config.stepFill !== undefined ? { stepFill: config.stepFill } : {}),
   });
   let blocks: BlockService | undefined;
   try {
