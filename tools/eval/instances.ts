@@ -36,10 +36,18 @@ export interface EvalInstance extends Instance {
 
 /**
  * Draws `family`'s phrasing `phrasing` (or `text`, a phrasing outside the family's list, numbered
- * `phrasing`) with numbers from `seed` (redrawn until PARAMS are the phrasing's numbers).
+ * `phrasing`) with numbers from `seed` (redrawn until PARAMS are the phrasing's numbers). `label`
+ * names the draw in place of the phrasing's number, so that phrasings added to a family do not
+ * change the numbers of its held-out draws.
  */
-export function drawInstance(family: Family, phrasing: number, seed: string, text?: string): Instance {
-  const rng = seededRng(`eval/${seed}/${family.id}/${phrasing}`);
+export function drawInstance(
+  family: Family,
+  phrasing: number,
+  seed: string,
+  text?: string,
+  label: string = String(phrasing),
+): Instance {
+  const rng = seededRng(`eval/${seed}/${family.id}/${label}`);
   for (let attempt = 0; attempt < 100; attempt++) {
     const instance = renderInstance(family, phrasing, family.sample(rng), rng, text);
     if (instanceProblem(instance) === null) return instance;
@@ -76,12 +84,12 @@ export function evalInstances(perFamily: number, seed: string): Record<Condition
       const pick = seededRng(`eval/${s}/${family.id}/phrasing`).pick(seen);
       sets.trainedPhrasing.push({ ...drawInstance(family, pick, s), condition: "trainedPhrasing" });
       sets.heldOutPhrasing.push({
-        ...drawInstance(family, heldOutPhrasing(family), s),
+        ...drawInstance(family, heldOutPhrasing(family), s, undefined, "held-out"),
         condition: "heldOutPhrasing",
       });
-      // Numbered after the family's own phrasings, so each fresh phrasing draws its own numbers.
+      // Numbered after the family's own phrasings; each fresh phrasing draws its own numbers.
       freshPhrasings(family).forEach((text, j) => {
-        const instance = drawInstance(family, family.phrasings.length + j, s, text);
+        const instance = drawInstance(family, family.phrasings.length + j, s, text, `fresh-${j}`);
         sets.freshPhrasing.push({ ...instance, condition: "freshPhrasing" });
       });
     }

@@ -2,7 +2,8 @@
  * Every problem family, and the fixed split of the embedded model's training: the held-out
  * families never appear in training data, and in every other family the last phrasing is held out.
  * A trained family's phrasings are its own (its file) then the extra training phrasings of
- * phrasings/ (written later, from the training phrasings alone), then its held-out phrasing, last.
+ * phrasings/ (two sets written later, from the training phrasings alone), then its held-out
+ * phrasing, last.
  * phrasings/fresh.ts is a second held-out set, outside `phrasings`: never trained or tuned on.
  */
 import { ALGEBRA } from "./algebra.js";
@@ -15,6 +16,10 @@ import { MORE_ARITHMETIC_UNITS } from "./phrasings/arithmetic-units.js";
 import { FRESH_PHRASINGS } from "./phrasings/fresh.js";
 import { MORE_GEOMETRY_PROBABILITY } from "./phrasings/geometry-probability.js";
 import { MORE_NUMBER_COMBINATORICS } from "./phrasings/number-combinatorics.js";
+import { SECOND_ARITHMETIC_UNITS } from "./phrasings/second-arithmetic-units.js";
+import { SECOND_GEOMETRY_PROBABILITY } from "./phrasings/second-geometry-probability.js";
+import { SECOND_NUMBER_COMBINATORICS } from "./phrasings/second-number-combinatorics.js";
+import { SECOND_TIME_ALGEBRA } from "./phrasings/second-time-algebra.js";
 import { MORE_TIME_ALGEBRA } from "./phrasings/time-algebra.js";
 import { PROBABILITY } from "./probability.js";
 import { TIME } from "./time.js";
@@ -23,12 +28,28 @@ import { UNITS } from "./units.js";
 export type { Family, Params, Rng } from "./family.js";
 
 /** Extra training phrasings by family id (trained families only; test/families.test.ts checks). */
-export const MORE_PHRASINGS: Readonly<Record<string, readonly string[]>> = {
-  ...MORE_ARITHMETIC_UNITS,
-  ...MORE_TIME_ALGEBRA,
-  ...MORE_NUMBER_COMBINATORICS,
-  ...MORE_GEOMETRY_PROBABILITY,
-};
+export const MORE_PHRASINGS: Readonly<Record<string, readonly string[]>> = joinPhrasings([
+  // The first set (2026-12-02), then the second (2026-12-03), each family's in that order.
+  MORE_ARITHMETIC_UNITS,
+  MORE_TIME_ALGEBRA,
+  MORE_NUMBER_COMBINATORICS,
+  MORE_GEOMETRY_PROBABILITY,
+  SECOND_ARITHMETIC_UNITS,
+  SECOND_TIME_ALGEBRA,
+  SECOND_NUMBER_COMBINATORICS,
+  SECOND_GEOMETRY_PROBABILITY,
+]);
+
+/** The records' phrasings by family id, concatenated in the records' order. */
+function joinPhrasings(
+  records: readonly Readonly<Record<string, readonly string[]>>[],
+): Record<string, readonly string[]> {
+  const joined: Record<string, string[]> = {};
+  for (const record of records) {
+    for (const [id, list] of Object.entries(record)) (joined[id] ??= []).push(...list);
+  }
+  return joined;
+}
 
 /** A family with its extra training phrasings inserted before its last (held-out) phrasing. */
 function withMorePhrasings(family: Family): Family {

@@ -12,7 +12,7 @@ export const MODEL_SPEC: ModelSpec = {
   arch: "llama",
   vocab: 2048,
   embd: 256,
-  layers: 8,
+  layers: 12,
   heads: 4,
   kvHeads: 2,
   headDim: 64,
@@ -30,6 +30,8 @@ export const TRAINING = {
   ropeBase: 10_000,
   rmsEps: 1e-6,
   batchSize: 128,
+  /** Batches of like-length transcripts: runs of this many batches are sorted by length (0: random batches; train.py). */
+  bucketBatches: 64,
   steps: 11_000,
   warmupSteps: 200,
   lr: 2e-3,

@@ -114,10 +114,21 @@ class Model(torch.nn.Module):
             yield p + "ffn_down.weight", l.down.weight, True
 
 
-def batches(index, tokens, batch_size, context, rng, device):
-    """Random batches of whole transcripts, padded on the right; targets -100 outside the loss ranges."""
+def batches(index, tokens, batch_size, context, rng, device, bucket=0):
+    """Random batches of whole transcripts, padded on the right; targets -100 outside the loss ranges.
+
+    With bucket > 0, each run of bucket * batch_size shuffled transcripts is sorted by length and cut
+    into batches, and the batches are shuffled: a batch of like lengths pads less (the data's mean
+    transcript is ~264 tokens, the longest of a random batch of 128 ~390), so a step costs less.
+    """
     order = rng.permutation(len(index))
-    for start in range(0, len(order) - batch_size + 1, batch_size):
+    order = order[: len(order) // batch_size * batch_size]
+    if bucket > 0:
+        chunk = bucket * batch_size
+        runs = [order[i : i + chunk] for i in range(0, len(order), chunk)]
+        groups = np.concatenate([r[np.argsort(index[r, 1], kind="stable")] for r in runs]).reshape(-1, batch_size)
+        order = groups[rng.permutation(len(groups))].reshape(-1)
+    for start in range(0, len(order), batch_size):
         rows = index[order[start : start + batch_size]]
         yield make_batch(rows, tokens, context, device)
 
@@ -224,7 +235,7 @@ def main():
     step = 0
     epoch = 0
     while step < steps:
-        for ids, labels in batches(train_rows, tokens, train["batchSize"], spec["trainContext"], rng, device):
+        for ids, labels in batches(train_rows, tokens, train["batchSize"], spec["trainContext"], rng, device, train.get("bucketBatches", 0)):
             elapsed = time.time() - started
             if step >= steps or elapsed > args.max_seconds:
                 break
