@@ -40,6 +40,9 @@ describe("kvgraft bench serve and batches", () => {
       syntheticModel("tiny-llama"),
       "--only",
       "kvgraft",
+      // --only wins over a peer given beside it (this binary is not a llama-server: it must not run).
+      "--llama-server",
+      process.execPath,
       "--workloads",
       "hot-1,warm-3",
       "--rate",

@@ -67,7 +67,8 @@ export const benchServeCommand = command(
     if (!flags.model) throw new UsageError("--model FILE is required");
     const modelPath = requireGgufFile(flags.model, "--model");
     if (flags.only !== undefined && flags.only !== "kvgraft") throw new UsageError("--only takes kvgraft");
-    const llamaServer = flags["llama-server"] ?? null;
+    // --only kvgraft wins over a --llama-server given beside it (gpu-round.sh passes both).
+    const llamaServer = flags.only === "kvgraft" ? null : (flags["llama-server"] ?? null);
     if (llamaServer === null && flags.only !== "kvgraft")
       throw new UsageError(
         "--llama-server BIN is required: the peer is llama.cpp's llama-server, built from node-llama-cpp's bundled " +
