@@ -46,7 +46,7 @@ function joinPhrasings(
 ): Record<string, readonly string[]> {
   const joined: Record<string, string[]> = {};
   for (const record of records) {
-    for (const [id, list] of Object.entries(record)) (joined[id] ??= []).push(...list);
+    for (const [id, list] of Object.entries(record)) joined[id] = [...(joined[id] ?? []), ...list];
   }
   return joined;
 }

@@ -12,7 +12,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "A customer purchases {count} light bulbs. Each bulb is priced at ${price}, and the customer tenders ${paid}. Determine the change due.",
     "How many dollars in change does a ${paid} payment leave when {count} stamps at ${price} apiece are bought?",
     "{@person} and {@person2} are at the cinema snack bar. {@person} orders {count} bags of popcorn at ${price} a bag and gives {@person2}, who works the counter, ${paid}. What change does {@person2} give back?",
-    "Cost per candle: ${price}. Candles bought: {count}. Cash given: ${paid}. Change returned?"
+    "Cost per candle: ${price}. Candles bought: {count}. Cash given: ${paid}. Change returned?",
   ],
   "unit-price-savings": [
     "Comparing ${p2} for {n2} candles with ${p1} for {n1} candles, by how many dollars does the price of one candle differ?",
@@ -26,7 +26,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "What is the absolute difference, in dollars, between the price per sticker of a sheet of {n1} stickers costing ${p1} and a sheet of {n2} stickers costing ${p2}?",
     "At ${p2}, one pack holds {n2} crayons; at ${p1}, another pack holds {n1} crayons. How many dollars per crayon separate the two packs?",
     "I'm torn between {n1} cans of cat food for ${p1} and {n2} cans for ${p2}. How much would I save on every can by going with the better value?",
-    "Calculate the difference in cost per kilogram between {n1} kilograms of rice sold for ${p1} and {n2} kilograms sold for ${p2}."
+    "Calculate the difference in cost per kilogram between {n1} kilograms of rice sold for ${p1} and {n2} kilograms sold for ${p2}.",
   ],
   "share-equally-remainder": [
     "Among {k} campers, {@person} divides {total} marshmallows so that everyone gets the same number, as many as possible. How many marshmallows are not handed out?",
@@ -40,7 +40,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "I'm splitting {total} trading cards between my {k} cousins so each cousin gets an equal whole number, as many as possible. How many cards will I have spare?",
     "Determine how many tiles go unused when {total} tiles are laid in {k} equal rows, each row as long as possible.",
     "{@person} hosts a pizza party for {k} guests and has {total} slices. Every guest gets the same number of slices, as many as possible. How many slices are left over?",
-    "A charity has {total} blankets to give out evenly to {k} shelters, each shelter getting the greatest equal whole number. What number of blankets is not distributed?"
+    "A charity has {total} blankets to give out evenly to {k} shelters, each shelter getting the greatest equal whole number. What number of blankets is not distributed?",
   ],
   "simple-interest": [
     "For {years} years, {@person} keeps ${principal} in a savings plan paying {rate}% simple interest annually. How much interest has accumulated?",
@@ -54,7 +54,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "I lent my friend ${principal} and we agreed on {rate}% simple interest per year. After {years} years, how much interest does my friend owe me?",
     "Winters are long up north, so {@person} planned ahead. A savings bond of ${principal} was bought, earning {rate}% simple interest per year, and held for {years} years. What interest did it earn?",
     "Compute the simple interest on a student loan of ${principal} over {years} years when the annual rate is {rate}%.",
-    "A sum of ${principal} is invested at simple interest. The yearly rate is {rate}%, and the investment lasts {years} years. Find the interest."
+    "A sum of ${principal} is invested at simple interest. The yearly rate is {rate}%, and the investment lasts {years} years. Find the interest.",
   ],
   "ratio-split-share": [
     "For every {a} apples in a fruit bowl there are {b} pears, and the bowl holds {total} pieces of fruit, all apples or pears. How many apples are there?",
@@ -68,7 +68,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "My roommate and I are splitting ${total} of savings {a} to {b}, with me getting the first part. What's my cut?",
     "Concrete is made by mixing cement and sand in the ratio {a}:{b}. For {total} kilograms of this mix, what mass of cement is needed, in kilograms?",
     "A jar holds {total} coins, only nickels and dimes, with nickels to dimes in the ratio {a}:{b}. How many nickels are there?",
-    "The rain had finally stopped. {@person} and {@person2} counted the {total} shells they had collected and agreed to divide them in the ratio {a} to {b}, {@person} getting the first share. How many shells does {@person} get?"
+    "The rain had finally stopped. {@person} and {@person2} counted the {total} shells they had collected and agreed to divide them in the ratio {a} to {b}, {@person} getting the first share. How many shells does {@person} get?",
   ],
   "order-of-operations-story": [
     "After giving away {away} stickers, how many stickers does {@person} have, having started with {start} and then bought {bags} sheets of {each} stickers each?",
@@ -82,7 +82,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "Initial stock {start} bolts; received {bags} crates of {each} bolts; used {away} bolts. Bolts on hand?",
     "The sun was setting over the harbour. A marina had {start} boats docked, then {bags} flotillas of {each} boats sailed in, while {away} boats left for the night. How many boats are docked now?",
     "How many points does {@person} have in a game after beginning with {start} points, winning {bags} rounds worth {each} points each, and losing a penalty of {away} points?",
-    "{bags} trays of {each} seedlings are delivered to a nursery that already has {start} seedlings, and {away} seedlings are then sold. What is the nursery's seedling count now?"
+    "{bags} trays of {each} seedlings are delivered to a nursery that already has {start} seedlings, and {away} seedlings are then sold. What is the nursery's seedling count now?",
   ],
   "metres-to-cm-pieces": [
     "Every name tag needs a {cm} cm length of lanyard. Given {metres} metres of lanyard, how many name tags can get a full length?",
@@ -96,7 +96,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "A roll of gift ribbon measures {metres} metres. Each present needs {cm} centimetres of ribbon. How many presents can be wrapped with a full length each?",
     "What is the greatest number of {cm} cm pieces that can be cut from {metres} m of electrical wire?",
     "Given a cable of length {metres} m, determine the number of whole segments of length {cm} cm that can be obtained from it.",
-    "A single aluminium bar {metres} metres long is cut into curtain rods of {cm} cm each. How many full rods result?"
+    "A single aluminium bar {metres} metres long is cut into curtain rods of {cm} cm each. How many full rods result?",
   ],
   "per-minute-rate-over-hours": [
     "For {hours} hours, a sprinkler sprays {rate} litres every minute. How many litres does it spray?",
@@ -110,7 +110,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "I can knit {rate} stitches a minute. If I knit for {hours} hours, how many stitches do I make?",
     "Determine the number of photos a camera takes in {hours} hours when it snaps {rate} photos per minute.",
     "Over a period of {hours} hours, a pump moves {rate} gallons each minute. Find the total number of gallons moved.",
-    "How many tickets does a machine dispense at a rate of {rate} tickets per minute during {hours} hours of operation?"
+    "How many tickets does a machine dispense at a rate of {rate} tickets per minute during {hours} hours of operation?",
   ],
   "litres-minus-ml-poured": [
     "After {glasses} portions of {ml} ml are poured off, how many millilitres are left from a {litres} litre bottle of juice?",
@@ -124,7 +124,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "I started with a {litres} L carton of orange juice and poured {glasses} glasses of {ml} mL for my family. How much juice is left in mL?",
     "What volume, in millilitres, is left in a {litres} litre canister of lamp oil when {glasses} lamps are each filled with {ml} ml?",
     "A chemist measures {ml} ml into each of {glasses} beakers from a {litres} litre bottle of solution. Determine how many ml of solution remain in the bottle.",
-    "{litres} L of broth, {glasses} bowls, {ml} mL per bowl. Millilitres of broth left?"
+    "{litres} L of broth, {glasses} bowls, {ml} mL per bowl. Millilitres of broth left?",
   ],
   "celsius-to-fahrenheit": [
     "On the Fahrenheit scale, what temperature matches {c} degrees Celsius?",
@@ -138,7 +138,7 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "Turn {c} degrees Celsius into degrees Fahrenheit.",
     "I set my fridge to {c} degrees Celsius. What would that be on a dial marked in Fahrenheit?",
     "Work out the Fahrenheit value of {c} degrees C.",
-    "An engine is running at {c} degrees Celsius. What is the engine's temperature in degrees Fahrenheit?"
+    "An engine is running at {c} degrees Celsius. What is the engine's temperature in degrees Fahrenheit?",
   ],
   "kilocalories-to-kilojoules": [
     "In kilojoules, how much energy do {kcal} kilocalories represent?",
@@ -152,6 +152,6 @@ export const SECOND_ARITHMETIC_UNITS: Readonly<Record<string, readonly string[]>
     "Work out the energy in kilojoules of a chocolate bar labelled {kcal} kilocalories.",
     "A swimmer uses {kcal} kcal during training. Express that energy in kilojoules.",
     "Nutrition labels in some countries use kilojoules. A cereal box lists {kcal} kcal per serving; what is that in kJ?",
-    "Determine how many kJ correspond to an energy intake of {kcal} kcal."
-  ]
+    "Determine how many kJ correspond to an energy intake of {kcal} kcal.",
+  ],
 };

@@ -12,7 +12,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Calculate the area covered by a rectangular billboard that is {length} feet wide along the road and {width} feet tall.",
     "An orchard is planted in a rectangular block of trees, {width} trees per row and {length} rows in all. How many trees stand in the orchard?",
     "What is the size, in square kilometres, of a rectangular lake measuring {length} km north to south and {width} km east to west?",
-    "If one side of a rectangular photo frame's glass is {length} cm and the adjacent side is {width} cm, how much glass, in square centimetres, does it need?"
+    "If one side of a rectangular photo frame's glass is {length} cm and the adjacent side is {width} cm, how much glass, in square centimetres, does it need?",
   ],
   "triangle-area-base-height": [
     "What area does a triangle cover when its height is {height} cm and the side it stands on, its base, is {base} cm?",
@@ -26,7 +26,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "A triangular field has a base of {base} metres. Its height, measured at right angles to that base, is {height} metres. How many square metres is the field?",
     "The sky was clear on the day of the regatta. One boat's triangular mainsail had a height of {height} m and a foot, or base, of {base} m. What was the sail's area in square metres?",
     "Area of a triangle, height {height} units, base {base} units: what is it in square units?",
-    "Tell me how many square inches a triangular wedge of cheese's face covers, if the face's base is {base} inches and its height is {height} inches."
+    "Tell me how many square inches a triangular wedge of cheese's face covers, if the face's base is {base} inches and its height is {height} inches.",
   ],
   "circle-area-from-radius": [
     "To two decimal places, how many square metres does a circular helipad of radius {r} m cover?",
@@ -40,7 +40,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Calculate, to the nearest hundredth, the area of a circular clock face with a radius of {r} dm, in square decimetres.",
     "Radius {r} units. Find the circle's area, correct to two decimal places.",
     "How big is a round pancake with a radius of {r} cm? Give its area in square centimetres to two decimal places.",
-    "{@person} and {@person2} are covering a circular stage of radius {r} metres with a new floor. How many square metres of flooring do they need, to the nearest hundredth?"
+    "{@person} and {@person2} are covering a circular stage of radius {r} metres with a new floor. How many square metres of flooring do they need, to the nearest hundredth?",
   ],
   "right-triangle-hypotenuse": [
     "How long is the straight diagonal of a rectangular garden plot that is {a} m wide and {b} m deep?",
@@ -54,7 +54,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Calculate the distance between opposite corners of a rectangular table top that is {a} dm long and {b} dm wide.",
     "It was a calm morning at the lake. A swimmer went {a} metres straight out from the jetty and then {b} metres parallel to the shore. How far from the jetty, in a straight line, was the swimmer then?",
     "Legs {a} and {b} form the right angle of a triangle. Give the length of the side facing the right angle.",
-    "Using Pythagoras, find the hypotenuse when one leg is {a} km and the other leg is {b} km."
+    "Using Pythagoras, find the hypotenuse when one leg is {a} km and the other leg is {b} km.",
   ],
   "triangle-third-angle": [
     "What does the third angle of a triangle measure, in degrees, when the other two are {a} degrees and {b} degrees?",
@@ -68,7 +68,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Angles of a triangle: {a} degrees, {b} degrees, and one more. What is that one?",
     "{@person2} is building a triangular shelf bracket. Two of its corners are cut at {a} degrees and {b} degrees. What angle must the third corner be cut at, in degrees?",
     "Subtracting the two known angles from a straight angle gives the third angle of a triangle. Find it for known angles of {a} degrees and {b} degrees.",
-    "In a triangle, one angle is {a} degrees and another is {b} degrees; tell me the measure of the third angle."
+    "In a triangle, one angle is {a} degrees and another is {b} degrees; tell me the measure of the third angle.",
   ],
   "cylinder-volume": [
     "To two decimal places, how many cubic centimetres of water fill a cylindrical vase of radius {r} cm up to a height of {h} cm?",
@@ -82,7 +82,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Pi times radius squared times height: evaluate this for a cylinder with height {h} cm and radius {r} cm, rounding to two decimal places.",
     "Height {h}, radius {r}. What is the cylinder's volume, to two decimal places?",
     "It had been a long, dry summer on the farm. The cylindrical water tower there is {h} metres tall with a radius of {r} metres. How many cubic metres does it hold when full, to the nearest hundredth?",
-    "{@person2} wants to know how much a cylindrical thermos holds. Inside, it is {r} cm in radius and {h} cm tall. What is its capacity in cubic centimetres, correct to two decimal places?"
+    "{@person2} wants to know how much a cylindrical thermos holds. Inside, it is {r} cm in radius and {h} cm tall. What is its capacity in cubic centimetres, correct to two decimal places?",
   ],
   "bag-draw-colour": [
     "What is the likelihood, as a fraction, that a marble picked blindly from a pouch of {green} green, {blue} blue and {red} red marbles is blue?",
@@ -96,7 +96,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Blue {blue}, green {green}, red {red}. One drawn at random. Chance of blue?",
     "The odds, written as a fraction of all outcomes, that a randomly chosen ribbon from {red} red, {green} green and {blue} blue ribbons is blue: what are they?",
     "{@person} closes their eyes and picks one gumball from a machine with {green} green, {red} red and {blue} blue gumballs. What is the probability of a blue gumball?",
-    "Out of {blue} blue, {red} red and {green} green paper lanterns, one is selected at random to hang first. Find, as a reduced fraction, the probability that it is blue."
+    "Out of {blue} blue, {red} red and {green} green paper lanterns, one is selected at random to hang first. Find, as a reduced fraction, the probability that it is blue.",
   ],
   "at-least-one-head": [
     "What is the likelihood that heads shows up one or more times when a fair coin is tossed {n} times? Give a fraction.",
@@ -110,7 +110,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "At least one head in {n} fair tosses: probability?",
     "{@person} bets that a fair coin flipped {n} times will show heads at some point. What is the probability that {@person} wins the bet?",
     "Find, as a fraction, the odds of not getting tails every time in {n} tosses of a fair coin.",
-    "How probable is it that at least one of {n} tosses of a fair coin lands heads up?"
+    "How probable is it that at least one of {n} tosses of a fair coin lands heads up?",
   ],
   "two-dice-sum": [
     "What is the likelihood, as a fraction, that two fair six-sided dice show faces adding up to exactly {target}?",
@@ -124,7 +124,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Sum of {target} on two fair dice: chance?",
     "For a total of {target}, what is the probability when {@person} rolls two ordinary six-sided dice?",
     "Find the odds, written as a fraction, that two fair six-sided dice thrown together add up to {target}.",
-    "How likely is it that the faces of two fair dice, rolled once, have a sum of {target}?"
+    "How likely is it that the faces of two fair dice, rolled once, have a sum of {target}?",
   ],
   "complement-probability-percent": [
     "What is the probability, as a fraction, that a train runs on time, if {p}% of trains on the line run late?",
@@ -138,7 +138,7 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Chance of event: {p}%. Chance it fails to happen, as a fraction?",
     "{@person2} hears that {p}% of the tickets in a draw win a prize. What fraction gives the probability that a single ticket wins nothing?",
     "Find the probability, in lowest terms, that a plant survives the winter, when {p}% of such plants die over winter.",
-    "How probable, as a fraction, is it that a randomly picked student did not attend the concert, if {p}% of students attended?"
+    "How probable, as a fraction, is it that a randomly picked student did not attend the concert, if {p}% of students attended?",
   ],
   "two-draws-without-replacement": [
     "What is the likelihood that two pebbles taken one after the other, without putting the first back, from a pouch of {blue} white pebbles and {red} black pebbles are both black?",
@@ -152,6 +152,6 @@ export const SECOND_GEOMETRY_PROBABILITY: Readonly<Record<string, readonly strin
     "Two chosen without replacement from {blue} blue and {red} red. Chance both are red?",
     "{@person2} deals two cards face down from a stack of {red} hearts and {blue} spades, not returning the first. What is the probability that the two cards are both hearts?",
     "Find the odds, written as a fraction, that two light bulbs picked at random together from a crate of {blue} faulty bulbs and {red} good bulbs are both good.",
-    "How probable is it that, drawing twice without replacement from {red} red buttons and {blue} blue buttons, you get a red button both times?"
-  ]
+    "How probable is it that, drawing twice without replacement from {red} red buttons and {blue} blue buttons, you get a red button both times?",
+  ],
 };

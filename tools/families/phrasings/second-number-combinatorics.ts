@@ -12,7 +12,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Two strips of ribbon measure {b} cm and {a} cm. Both are cut into pieces that all have the same whole number of centimetres, with nothing wasted. What is the greatest possible length of each piece, in cm?",
     "HCF of {a} and {b}?",
     "To simplify the fraction {a}/{b} to lowest terms in one step, {@person} divides the top and bottom by the largest number possible. What number is that?",
-    "A scout leader splits {b} boys and {a} girls into patrols so that every patrol has the same number of boys and the same number of girls and nobody is left out. At most how many patrols can be formed?"
+    "A scout leader splits {b} boys and {a} girls into patrols so that every patrol has the same number of boys and the same number of girls and nobody is left out. At most how many patrols can be formed?",
   ],
   "division-remainder": [
     "Boxes hold {k} apples each. After {@person} fills as many boxes as possible from a crate of {n} apples, how many apples remain loose?",
@@ -26,7 +26,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "What is {n} reduced modulo {k}?",
     "A roll holds {n} cm of ribbon, and it is cut into as many pieces of {k} cm as possible. How many centimetres of ribbon are left over?",
     "The rain has finally stopped at the campsite. {@person} has {n} tent pegs, and each tent needs {k} of them. After pitching as many tents as possible, how many pegs are spare?",
-    "Calculate how many sweets are left over when {n} sweets are shared among {k} children so that each child gets the same whole number of sweets, as many as possible."
+    "Calculate how many sweets are left over when {n} sweets are shared among {k} children so that each child gets the same whole number of sweets, as many as possible.",
   ],
   "count-divisors": [
     "Work out how many different positive whole numbers go exactly into {n}.",
@@ -40,7 +40,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "How many entries would a complete list of the factors of {n} contain?",
     "Find the number of positive integer divisors of {n}.",
     "Quick question: how many factors does {n} have in total, counting one and itself?",
-    "Sweets are to be packed into bags holding equal amounts, and there are {n} of them with none to be left over. How many different bag sizes are possible, counting a bag of one sweet and a single bag holding all of them?"
+    "Sweets are to be packed into bags holding equal amounts, and there are {n} of them with none to be left over. How many different bag sizes are possible, counting a bag of one sweet and a single bag holding all of them?",
   ],
   "count-multiples-up-to": [
     "Up to and including {n}, how many positive numbers are multiples of {k}?",
@@ -54,7 +54,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "A fence has posts numbered from one to {n}, and every post whose number is a multiple of {k} is painted white. How many posts are white?",
     "Count the whole numbers m from one to {n} for which m is a multiple of {k}.",
     "Multiples of {k}: how many positive ones are at most {n}?",
-    "Skip counting by {k} from zero, {@person} stops before passing {n}. How many numbers does {@person} say after zero?"
+    "Skip counting by {k} from zero, {@person} stops before passing {n}. How many numbers does {@person} say after zero?",
   ],
   "largest-prime-factor": [
     "Work out the biggest prime that goes into {n} exactly.",
@@ -68,7 +68,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Tell me the greatest prime p for which {n} ÷ p is a whole number.",
     "Prime factors of {n}: which is the largest?",
     "What is the biggest prime among the divisors of {n}?",
-    "Of the primes that go into {n} with nothing left over, give the greatest."
+    "Of the primes that go into {n} with nothing left over, give the greatest.",
   ],
   "primes-in-range": [
     "Among the integers no larger than {b} and no smaller than {a}, how many are prime?",
@@ -82,7 +82,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "From {a} all the way to {b}, both included, count the prime numbers.",
     "Pages {a} to {b} of a puzzle book are torn out. How many of the torn-out pages have a prime page number?",
     "Calculate how many primes appear in the list of consecutive whole numbers that starts at {a} and ends at {b}.",
-    "Ending at {b} and beginning at {a}, a run of consecutive integers is written on a board. How many of them are prime?"
+    "Ending at {b} and beginning at {a}, a run of consecutive integers is written on a board. How many of them are prime?",
   ],
   "last-digit-of-power": [
     "With exponent {n} and base {a}, what is the units digit of the power?",
@@ -96,7 +96,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Divide {a}^{n} by ten. What remainder is left?",
     "Using a power of {n} on the number {a}, which digit ends the result?",
     "In the decimal form of {a}^{n}, what is the digit at the very end?",
-    "Without computing it in full, find the units digit of {a} raised to the power {n}."
+    "Without computing it in full, find the units digit of {a} raised to the power {n}.",
   ],
   "repeating-cycle-position": [
     "On turn {n}, which player has the ball, if {k} players numbered from one pass it around in order, player one holding it on the first turn and the ball returning to player one after the last player?",
@@ -110,7 +110,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Work out which of {k} repeating positions, numbered from one, term {n} occupies when the first term sits in position one.",
     "A knob clicks through {k} settings, numbered from one, in order and round again, and the first click lands on setting one. On click {n}, which setting does it land on?",
     "Coaches hand out {k} bibs, numbered from one, to athletes in the order they arrive, starting again with bib one after the last. Which bib number does the athlete who arrives in position {n} get?",
-    "Suppose a planet has weeks of {k} days, with the days of each week numbered from one, and the first day of the year is day one of a week. Which day of the week is day {n} of the year?"
+    "Suppose a planet has weeks of {k} days, with the days of each week numbered from one, and the first day of the year is day one of a week. Which day of the week is day {n} of the year?",
   ],
   "choose-k-of-n": [
     "In how many ways can a judge pick {k} winners from {n} entries, if all the winners receive the same prize?",
@@ -124,7 +124,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Tell me how many ways there are to select {k} stamps from a collection of {n} different stamps.",
     "Count the unordered selections of size {k} from {n} distinct objects.",
     "Out of {n} hiking trails, {@person} will hike {k} different ones this summer. Ignoring the order, how many choices of trails are there?",
-    "A florist chooses {k} different varieties out of {n} varieties for a display, one stem of each. How many different displays are possible?"
+    "A florist chooses {k} different varieties out of {n} varieties for a display, one stem of each. How many different displays are possible?",
   ],
   "handshakes-among-people": [
     "At a reunion of {n} classmates, everyone hugs everyone else exactly once. How many hugs are there?",
@@ -138,7 +138,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Find the total number of bouts in a fencing pool of {n} fencers where each fencer faces every other fencer once.",
     "Tell me how many handshakes happen if {n} delegates each shake hands with each of the others exactly once.",
     "A group chat of {n} friends spawns one private conversation for every pair of friends. How many private conversations are there?",
-    "The head table at the wedding is lively tonight. Each of the {n} people seated there clinks glasses exactly once with each other person at the table. What is the total number of clinks?"
+    "The head table at the wedding is lively tonight. Each of the {n} people seated there clinks glasses exactly once with each other person at the table. What is the total number of clinks?",
   ],
   "outfit-combinations": [
     "{@person} can choose from {shoes} pairs of boots, {trousers} pairs of shorts and {shirts} shirts. Wearing one of each, how many outfits are possible?",
@@ -152,7 +152,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Tell me the number of different cards one can design with a border from {shoes} borders, a picture from {shirts} pictures and a greeting from {trousers} greetings.",
     "For a trip, you pick one of {shirts} flights, then one of {trousers} hotels, then one of {shoes} rental cars. In how many ways can you arrange the trip?",
     "Find how many different smoothies are possible when each has one base from {trousers} bases, one fruit from {shirts} fruits and one booster from {shoes} boosters.",
-    "A password is built from a first word chosen from {shirts} words, a second word from {trousers} words and a third word from {shoes} words. How many passwords are possible?"
+    "A password is built from a first word chosen from {shirts} words, a second word from {trousers} words and a third word from {shoes} words. How many passwords are possible?",
   ],
   "grid-paths": [
     "Moving only north or east, how many shortest routes go from the library to a café that is {b} blocks north and {a} blocks east?",
@@ -166,7 +166,7 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "On a pegboard, a marble can roll one peg right or one peg down at a time. How many distinct paths take it from the top-left peg to a peg that is {a} pegs to the right and {b} pegs down?",
     "In how many different orders can a sequence of coin flips show exactly {a} heads and {b} tails?",
     "A park is laid out as a grid of square lawns, {a} lawns wide and {b} lawns deep. Walking along the paths from the south-west gate to the north-east gate without ever heading south or west, how many routes are there?",
-    "Suppose a game piece must take exactly {b} upward steps and {a} rightward steps. How many different step orders are possible?"
+    "Suppose a game piece must take exactly {b} upward steps and {a} rightward steps. How many different step orders are possible?",
   ],
   "committee-with-fixed-member": [
     "{@person} has already been chosen for a {k}-person crew drawn from {n} sailors, {@person} included. How many different crews are possible?",
@@ -180,6 +180,6 @@ export const SECOND_NUMBER_COMBINATORICS: Readonly<Record<string, readonly strin
     "Tell me how many selections of {k} people from {n} people contain one particular person.",
     "With {k} places on a team, {n} hopefuls trying out, and {@person}, one of the hopefuls, already confirmed, how many full teams are possible?",
     "Find how many study groups of {k} can be formed among {n} students when {@person}, who organised it, must be in the group.",
-    "The office picnic needs {k} organisers picked from {n} staff, and the manager, who is one of the staff, must be an organiser. How many different sets of organisers are possible?"
-  ]
+    "The office picnic needs {k} organisers picked from {n} staff, and the manager, who is one of the staff, must be an organiser. How many different sets of organisers are possible?",
+  ],
 };

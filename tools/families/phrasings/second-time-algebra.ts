@@ -12,7 +12,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "Compute the gap in minutes between the moments {h1} hours plus {m1} minutes and {h2} hours plus {m2} minutes on a single day's twenty-four-hour clock.",
     "A lighthouse lamp was lit at {h1} hours {m1} minutes and switched off at {h2} hours {m2} minutes, both on the same day's twenty-four-hour clock. For how many minutes did the lamp shine?",
     "The exam hall doors closed at {m1} minutes after {h1} o'clock, and the final paper was handed in at {m2} minutes after {h2} o'clock, same day, twenty-four-hour clock. How many minutes had passed?",
-    "My bread dough started rising at {h1} hours and {m1} minutes and was ready to shape at {h2} hours and {m2} minutes on the same day (twenty-four-hour time). How many minutes did it rise?"
+    "My bread dough started rising at {h1} hours and {m1} minutes and was ready to shape at {h2} hours and {m2} minutes on the same day (twenty-four-hour time). How many minutes did it rise?",
   ],
   "weeks-and-days-to-days": [
     "{@person}'s sourdough starter has been alive for {weeks} weeks and {days} days. What is its age, counted in days?",
@@ -26,7 +26,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "My beard has been growing for {weeks} weeks and {days} days now. How many days has it been growing?",
     "Compute the number of days represented by {weeks} weeks followed by {days} days.",
     "A snail crawled along a garden wall for {weeks} weeks and {days} days. Give the crawling time as a count of days.",
-    "Tell me how many days a caterpillar spends in its cocoon if it stays there {weeks} weeks plus {days} days."
+    "Tell me how many days a caterpillar spends in its cocoon if it stays there {weeks} weeks plus {days} days.",
   ],
   "travel-time-from-speed": [
     "How many minutes does a tram moving at a steady {speed} km/h take to run a {distance} km route?",
@@ -40,7 +40,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "I'll be sailing at {speed} km/h the whole way to an island {distance} km off the coast. How many minutes until I arrive?",
     "A glider travels {distance} km at a uniform speed of {speed} km/h. Find how many minutes the flight lasts.",
     "Going at {speed} kilometres each hour, how many minutes does a horse-drawn cart need for a {distance} kilometre trip?",
-    "Calculate in minutes how long a {distance} km commute takes for {@person}, who drives at exactly {speed} km/h."
+    "Calculate in minutes how long a {distance} km commute takes for {@person}, who drives at exactly {speed} km/h.",
   ],
   "age-twice-as-old": [
     "How many years from now will {@person}, who is {parent}, be double the age of {@person}'s {child}-year-old grandson?",
@@ -54,7 +54,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "My dad is {parent} and I'm {child}. How many years until he's exactly twice my age?",
     "Given that a violin is {child} years old and its maker is {parent}, find how many years must elapse before the maker is two times the violin's age.",
     "A shepherd of {parent} years has a sheepdog aged {child}. Pretending both keep ageing, how many years from now will the shepherd be twice as old as the dog?",
-    "Calculate the wait, in years, until a {child}-year-old's grandmother, currently {parent}, has an age double the child's."
+    "Calculate the wait, in years, until a {child}-year-old's grandmother, currently {parent}, has an age double the child's.",
   ],
   "solve-linear-equation": [
     "For which x does {c} equal {a}x + {b}?",
@@ -68,7 +68,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "Determine x such that the expression {a}x + {b} has the value {c}.",
     "A librarian shelves {a} books per minute and had already shelved {b} before the timer started; the count now reads {c}. After how many minutes on the timer is that?",
     "Give the solution of the linear equation {a} times x plus {b} equals {c}.",
-    "{@person} has ${c} after starting with ${b} and earning ${a} per lawn mowed. How many lawns did {@person} mow?"
+    "{@person} has ${c} after starting with ${b} and earning ${a} per lawn mowed. How many lawns did {@person} mow?",
   ],
   "consecutive-integers-sum": [
     "What is the lowest number in a string of {k} consecutive integers that totals {s}?",
@@ -82,7 +82,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "My locker and the lockers next to it are numbered consecutively; the numbers of {k} adjacent lockers add to {s}. What is the lowest of those numbers?",
     "Find the minimum of {k} consecutive integers when their combined total is {s}.",
     "{s} is split into {k} consecutive integers. What is the first of them?",
-    "During {k} straight evenings, {@person} practised one more scale each evening than the evening before and practised {s} scales in total. How many scales did {@person} practise on the first evening?"
+    "During {k} straight evenings, {@person} practised one more scale each evening than the evening before and practised {s} scales in total. How many scales did {@person} practise on the first evening?",
   ],
   "linear-function-value": [
     "Let p(x) = {b} + {m}x. Compute p({t}).",
@@ -96,7 +96,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "My savings jar holds ${b}, and I drop in ${m} every week. How many dollars are in it after {t} weeks?",
     "For x equal to {t}, determine y on the straight line with slope {m} and y-intercept {b}.",
     "A printer has already printed {b} pages and prints {m} pages per minute. How many pages has it printed in total after {t} more minutes?",
-    "Calculate r({t}) if r(x) is {m}x + {b}."
+    "Calculate r({t}) if r(x) is {m}x + {b}.",
   ],
   "arithmetic-series-sum": [
     "What do the first {n} terms add up to in an arithmetic sequence whose first term is {a} and whose terms rise by {d} each time?",
@@ -110,7 +110,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "A bricklayer lays {a} bricks in the first hour and {d} more each hour than in the hour before. How many bricks are laid during the first {n} hours?",
     "Determine the total when {n} numbers are added together, the first being {a} and each later one exceeding the one before by {d}.",
     "Taking {n} terms that start from {a} and grow by {d} at each step, what is their total?",
-    "Calculate the sum of an arithmetic series of {n} terms in which each term is {d} more than the one before and the first is {a}."
+    "Calculate the sum of an arithmetic series of {n} terms in which each term is {d} more than the one before and the first is {a}.",
   ],
   "geometric-sequence-term": [
     "What is term {n} of the geometric sequence whose ratio is {r} and whose first term is {a}?",
@@ -124,7 +124,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "I fold a paper strip so that the first stage has {a} layers and each stage has {r} times as many layers as the previous stage. How many layers are there at stage {n}?",
     "Find the value in place {n} of the geometric list that begins with {a} and multiplies by {r} each step, counting the first value as place one.",
     "{@person} plants {a} seeds in the first week and each week plants {r} times as many as the week before. How many seeds does {@person} plant in week {n}?",
-    "Calculate term number {n} when a sequence opens with {a} and every later term is {r} times its predecessor."
+    "Calculate term number {n} when a sequence opens with {a} and every later term is {r} times its predecessor.",
   ],
   "linear-system-two-unknowns": [
     "Given that {d}x + {e}y = {f} and also {a}x + {b}y = {c}, what is x?",
@@ -138,7 +138,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "Find x when {a} times x plus {b} times y is {c}, and {d} times x plus {e} times y is {f}.",
     "{@person} packs two kinds of boxes into a van: {a} heavy boxes and {b} light ones weigh {c} kg, and {d} heavy boxes with {e} light ones weigh {f} kg. How many kilograms does one heavy box weigh?",
     "Using Cramer's rule on the system {a}x + {b}y = {c}, {d}x + {e}y = {f}, compute x.",
-    "Which value of x satisfies both {a}x + {b}y = {c} and {d}x + {e}y = {f} simultaneously?"
+    "Which value of x satisfies both {a}x + {b}y = {c} and {d}x + {e}y = {f} simultaneously?",
   ],
   "quadratic-roots-sum-product": [
     "Two whole numbers multiply to {p} and sum to {s}. What is the greater one?",
@@ -152,7 +152,7 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "I'm picturing two numbers that add to {s}; when multiplied they give {p}. Tell me the bigger one.",
     "Find the larger of two integers if their product equals {p} and their sum equals {s}.",
     "A photo frame has an area of {p} square centimetres, and its length and width total {s} cm. What is the length of the longer side, in centimetres?",
-    "Calculate the larger value of x satisfying x squared minus {s}x plus {p} = zero."
+    "Calculate the larger value of x satisfying x squared minus {s}x plus {p} = zero.",
   ],
   "age-multiple-in-years": [
     "In how many years will a {c}-year-old's mother, now {p}, be {k} times her child's age?",
@@ -166,6 +166,6 @@ export const SECOND_TIME_ALGEBRA: Readonly<Record<string, readonly string[]>> = 
     "Determine after how many years a coach aged {p} will be {k} times as old as a swimmer aged {c}.",
     "A tree was planted when {@person} was young; the tree is now {c} years old and {@person} is {p}. How many years from now will {@person}'s age be {k} times the tree's age?",
     "Find t, the number of years from now when a person now {p} is {k} times as old as a person now {c}.",
-    "For a multiple of {k}, how many years must pass before an uncle aged {p} is that many times as old as his nephew aged {c}?"
-  ]
+    "For a multiple of {k}, how many years must pass before an uncle aged {p} is that many times as old as his nephew aged {c}?",
+  ],
 };
