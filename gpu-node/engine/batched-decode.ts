@@ -17,17 +17,7 @@
  * A step with a single greedy member takes the native greedy step on our engine build
  * (greedy-step.ts: one call instead of decode plus sample).
  *
- * One pass a step (`stepFill`): with a KV stream per sequence llama.cpp cuts a batch into one
- * forward pass per run of consecutive sequence ids (bySequenceId), and each pass reads all the
- * weights again, so busy slots scattered among idle ones cost a pass each gap. With `stepFill` the
- * idle slots between the first and the last busy one get a throwaway token each at the end of
- * what they hold, decoded in the step without logits and removed right after: the run is whole
- * and the step one pass. An idle slot's cells stay as they were (the token goes in a new cell and
- * the removal frees it), so a block resident there is untouched; a slot whose evaluation lock is
- * held (a restore, a deposit's own evaluation) is left out and its gap stays. Sliding-window
- * caches without the full cache are never filled: a token there can drop cells out of the window.
- * It pays where a pass is bound by reading the weights (a GPU); on a CPU a pass costs by its
- * tokens, so there it is off unless asked for.
+ * One pass a step (`stepFill`): idle slots between busy ones get a throwaway token (step-fill.ts).
  *
  * Exactness: llama.cpp's result for a token depends on what shares its batch (exact-batching.ts),
  * so batched logits are not bit-identical to a sequence decoded alone; greedy and seeded tokens
@@ -35,11 +25,12 @@
  * Like greedy-step.ts, it keeps node-llama-cpp 3.21.1's token bookkeeping of each sequence.
  * Each step's wall time is counted by phase (decode-stats.ts: gap, lock, prepare, decode, sample).
  */
-import { acquireLock, isLockActive } from "lifecycle-utils";
+import { acquireLock } from "lifecycle-utils";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import type { DecodeStats } from "./decode-stats.js";
 import { fitsWithoutShift, greedyStep } from "./greedy-step.js";
 import type { NativeStateApi, SequenceInternals } from "./state-memory.js";
+import { FILLER_TOKEN, StepFill, type StepFiller } from "./step-fill.js";
 
 /** How a member samples; temperature 0 is greedy. */
 export interface StepSampling {
@@ -86,19 +77,14 @@ interface Member {
 
 /** Members in one step and how many of their pending tokens go in. */
 type Allotment = { member: Member; count: number };
-/** An idle slot's throwaway token in a step: its sequence id, position and evaluation lock. */
-type Filler = { sequenceId: number; position: number; lock: { dispose(): void } };
-type PendingFiller = Omit<Filler, "lock"> & { lock: Promise<{ dispose(): void }> };
-/** The token a filler decodes: any id does, no logits are read. */
-const FILLER_TOKEN = 0;
+
 /** A member's sampled token, or why it has none. */
 type Sampled = { member: Member; token: Token | null; err?: unknown };
 
 export class DecodeBatcher {
   private readonly members = new Set<Member>();
   private looping = false;
-  /** The context's sequences by id, for the fillers; empty when `stepFill` is off. */
-  private readonly fillable: Map<number, SequenceInternals>;
+  private readonly stepFill: StepFill;
 
   /**
    * `sequences`: every slot of the context; `stepFill`: give idle slots between busy ones a
@@ -112,14 +98,7 @@ export class DecodeBatcher {
     sequences: readonly LlamaContextSequence[] = [],
     stepFill = false,
   ) {
-    this.fillable = new Map(
-      stepFill
-        ? sequences.map((s) => {
-            const seq = s as unknown as SequenceInternals;
-            return [seq._sequenceId, seq] as const;
-          })
-        : [],
-    );
+    this.stepFill = new StepFill(sequences, stepFill);
   }
 
   /** Decodes running through the loop now. */
@@ -239,7 +218,11 @@ export class DecodeBatcher {
     const ctx = (ready[0] as Member).seq._context._ctx as AddonContext;
     const batch = allot(bySequenceId(ready), this.context.batchSize);
     const total = batch.reduce((sum, a) => sum + a.count, 0);
-    const fillers = await this.takeFillers(ctx, batch, this.context.batchSize - total);
+    const fillers = await this.stepFill.take(
+      ctx,
+      batch.map((a) => a.member.seq._sequenceId),
+      this.context.batchSize - total,
+    );
     const logitIndex = new Map<Member, number>();
     let decoding: number;
     try {
@@ -251,7 +234,7 @@ export class DecodeBatcher {
           allotment: a as Allotment | null,
           filler: null,
         })),
-        ...fillers.map((f) => ({ id: f.sequenceId, allotment: null, filler: f as Filler | null })),
+        ...fillers.map((f) => ({ id: f.sequenceId, allotment: null, filler: f as StepFiller | null })),
       ].sort((a, b) => a.id - b.id);
       for (const { allotment, filler } of entries) {
         if (filler) {
@@ -322,32 +305,6 @@ export class DecodeBatcher {
     // Delivered once all are sampled: a consumer's work on its token (microtasks of the resolve)
     // runs outside the sample phase, in the gap before the next step.
     for (const { member, token, err } of sampled) this.settle(member, token, err);
-  }
-
-  /**
-   * Throwaway tokens for the idle slots between the step's first and last member, at most `room`
-   * of them, each holding its slot's evaluation lock until removed. A slot is left out when its
-   * lock is held (it is being restored or evaluated elsewhere), when it has token predictions
-   * loaded, or when its context is full.
-   */
-  private async takeFillers(ctx: AddonContext, batch: readonly Allotment[], room: number): Promise<Filler[]> {
-    if (this.fillable.size === 0 || batch.length < 2) return [];
-    const busy = new Set(batch.map((a) => a.member.seq._sequenceId));
-    const first = (batch[0] as Allotment).member.seq._sequenceId;
-    const last = (batch.at(-1) as Allotment).member.seq._sequenceId;
-    const fillers: PendingFiller[] = [];
-    for (let id = first + 1; id < last && fillers.length < room; id++) {
-      const seq = this.fillable.get(id);
-      if (!seq || busy.has(id) || seq._loadedTokenPredictions.length > 0) continue;
-      const scope = [seq._lock, "evaluate"] as const;
-      if (isLockActive(scope)) continue;
-      const position = ctx.getSequenceKvCacheMaxPosition(id) + 1;
-      if (position + 1 > seq._context.contextSize) continue;
-      // The lock is free: acquireLock takes it before it returns (nothing can run in between),
-      // and its promise settles at once.
-      fillers.push({ sequenceId: id, position, lock: acquireLock(scope) });
-    }
-    return Promise.all(fillers.map(async (f) => ({ ...f, lock: await f.lock })));
   }
 
   private newSampler(): AddonSampler {

@@ -53,7 +53,7 @@ export interface EngineOptions {
   hashCacheFile?: string;
   /**
    * Idle slots between busy ones get a throwaway token in each batched step, so that the step is
-   * one forward pass (batched-decode.ts). Default: on a GPU backend, off on the CPU (where a pass
+   * one forward pass (step-fill.ts). Default: on a GPU backend, off on the CPU (where a pass
    * costs by its tokens). Never on a sliding-window cache without the full cache.
    */
   stepFill?: boolean;
