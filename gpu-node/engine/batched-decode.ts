@@ -30,7 +30,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import type { DecodeStats } from "./decode-stats.js";
 import { fitsWithoutShift, greedyStep } from "./greedy-step.js";
 import type { NativeStateApi, SequenceInternals } from "./state-memory.js";
-import { FILLER_TOKEN, StepFill, type StepFiller } from "./step-fill.js";
+import { FILLER_TOKEN, StepFill } from "./step-fill.js";
 
 /** How a member samples; temperature 0 is greedy. */
 export interface StepSampling {
@@ -228,34 +228,27 @@ export class DecodeBatcher {
     try {
       ctx.initBatch(total + fillers.length);
       // In ascending sequence ids, members and fillers together: one run of consecutive ids.
-      const entries = [
-        ...batch.map((a) => ({
-          id: a.member.seq._sequenceId,
-          allotment: a as Allotment | null,
-          filler: null,
+      const adds = [
+        ...batch.map(({ member, count }) => ({
+          id: member.seq._sequenceId,
+          add: () => {
+            const last = count === member.pending.length;
+            const indexes = ctx.addToBatch(
+              member.seq._sequenceId,
+              member.seq._nextTokenIndex,
+              Uint32Array.from(member.pending.slice(0, count)),
+              Uint32Array.from(last ? [count - 1] : []),
+            );
+            if (last) logitIndex.set(member, indexes[0] as number);
+          },
         })),
-        ...fillers.map((f) => ({ id: f.sequenceId, allotment: null, filler: f as StepFiller | null })),
+        ...fillers.map((f) => ({
+          id: f.sequenceId,
+          add: () =>
+            ctx.addToBatch(f.sequenceId, f.position, Uint32Array.of(FILLER_TOKEN), new Uint32Array(0)),
+        })),
       ].sort((a, b) => a.id - b.id);
-      for (const { allotment, filler } of entries) {
-        if (filler) {
-          ctx.addToBatch(
-            filler.sequenceId,
-            filler.position,
-            Uint32Array.of(FILLER_TOKEN),
-            new Uint32Array(0),
-          );
-          continue;
-        }
-        const { member, count } = allotment as Allotment;
-        const last = count === member.pending.length;
-        const indexes = ctx.addToBatch(
-          member.seq._sequenceId,
-          member.seq._nextTokenIndex,
-          Uint32Array.from(member.pending.slice(0, count)),
-          Uint32Array.from(last ? [count - 1] : []),
-        );
-        if (last) logitIndex.set(member, indexes[0] as number);
-      }
+      for (const { add } of adds) add();
       decoding = performance.now();
       this.stats.time("batched", "prepare", decoding - preparing);
       try {

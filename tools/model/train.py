@@ -200,8 +200,8 @@ def main():
     ap.add_argument(
         "--max-seconds",
         type=float,
-        default=520,
-        help="wall-clock budget for the training loop: the learning rate's schedule runs on whichever of steps or time is further along, and training stops (then saves as usual, and says so) when the budget is spent",
+        default=480,
+        help="wall-clock budget (480: the committed model's run) for the training loop: the learning rate's schedule runs on whichever of steps or time is further along, and training stops (then saves as usual, and says so) when the budget is spent",
     )
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a training setting of dataset.json (e.g. dropout=0.2), for side-by-side runs")
     args = ap.parse_args()
