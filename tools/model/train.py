@@ -24,6 +24,10 @@ import torch
 import torch.nn.functional as F
 
 
+# Batch lengths under --compile: multiples of this (4 shapes up to the 512-token context, each compiled once).
+COMPILE_LENGTH_MULTIPLE = 128
+
+
 def load_data(data_dir):
     config = json.load(open(os.path.join(data_dir, "dataset.json")))
     tokens = np.frombuffer(gzip.open(os.path.join(data_dir, "tokens.u16.gz")).read(), dtype=np.uint16)
@@ -114,7 +118,7 @@ class Model(torch.nn.Module):
             yield p + "ffn_down.weight", l.down.weight, True
 
 
-def batches(index, tokens, batch_size, context, rng, device, bucket=0):
+def batches(index, tokens, batch_size, context, rng, device, bucket=0, multiple=1):
     """Random batches of whole transcripts, padded on the right; targets -100 outside the loss ranges.
 
     With bucket > 0, each run of bucket * batch_size shuffled transcripts is sorted by length and cut
@@ -130,11 +134,12 @@ def batches(index, tokens, batch_size, context, rng, device, bucket=0):
         order = groups[rng.permutation(len(groups))].reshape(-1)
     for start in range(0, len(order), batch_size):
         rows = index[order[start : start + batch_size]]
-        yield make_batch(rows, tokens, context, device)
+        yield make_batch(rows, tokens, context, device, multiple)
 
 
-def make_batch(rows, tokens, context, device):
-    t = min(context, int(rows[:, 1].max()))
+def make_batch(rows, tokens, context, device, multiple=1):
+    # Padded up to a multiple of `multiple`: a compiled model sees a few shapes, not one per length.
+    t = min(context, -(-int(rows[:, 1].max()) // multiple) * multiple)
     ids = np.zeros((len(rows), t), dtype=np.int64)
     labels = np.full((len(rows), t), -100, dtype=np.int64)
     for r, (off, n, a0, a1, b0, b1, _) in enumerate(rows):
@@ -203,6 +208,11 @@ def main():
         default=480,
         help="wall-clock budget (480: the committed model's run) for the training loop: the learning rate's schedule runs on whichever of steps or time is further along, and training stops (then saves as usual, and says so) when the budget is spent",
     )
+    ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="train through torch.compile (fuses the norms, RoPE and SwiGLU; its first steps compile); off for the committed run",
+    )
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a training setting of dataset.json (e.g. dropout=0.2), for side-by-side runs")
     args = ap.parse_args()
     config, tokens, index = load_data(args.data)
@@ -219,6 +229,9 @@ def main():
     device = "cuda"
     torch.backends.cuda.matmul.allow_tf32 = True
     model = Model(spec).to(device)
+    # The compiled module shares the parameters; evaluation and the reference outputs use the plain one.
+    forward = torch.compile(model, dynamic=False) if args.compile else model
+    multiple = COMPILE_LENGTH_MULTIPLE if args.compile else 1
     params = sum(p.numel() for p in model.parameters())
     decay = [p for p in model.parameters() if p.dim() == 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -229,13 +242,13 @@ def main():
     split = index[:, 6]
     train_rows, held_rows = index[split == 0], index[split == 1]
     steps, warmup = train["steps"], train["warmupSteps"]
-    log = {"params": params, "steps": steps, "maxSeconds": args.max_seconds, "settings": train, "loss": [], "heldOutLoss": []}
+    log = {"params": params, "steps": steps, "maxSeconds": args.max_seconds, "compiled": args.compile, "torch": torch.__version__, "settings": train, "loss": [], "heldOutLoss": []}
     print(f"params {params}, train transcripts {len(train_rows)}, held-out {len(held_rows)}, steps {steps}", flush=True)
     started = time.time()
     step = 0
     epoch = 0
     while step < steps:
-        for ids, labels in batches(train_rows, tokens, train["batchSize"], spec["trainContext"], rng, device, train.get("bucketBatches", 0)):
+        for ids, labels in batches(train_rows, tokens, train["batchSize"], spec["trainContext"], rng, device, train.get("bucketBatches", 0), multiple):
             elapsed = time.time() - started
             if step >= steps or elapsed > args.max_seconds:
                 break
@@ -246,7 +259,7 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             with torch.autocast("cuda", dtype=torch.bfloat16):
-                logits = model(ids)
+                logits = forward(ids)
             loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100)
             opt.zero_grad(set_to_none=True)
             loss.backward()
