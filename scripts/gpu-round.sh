@@ -46,7 +46,8 @@
 #                                         # the same round on a CPU machine, to check the script)
 #   bash scripts/gpu-round.sh train-model # the embedded model (docs/model.md), from the repository root with
 #                                         # PyTorch, no Node: TRAIN_DATA=dir (default .train/data, written
-#                                         # here by tools/model/dataset.ts and carried) -> weights, reference
+#                                         # here by tools/model/dataset.ts and carried) -> weights (as
+#                                         # weights.bin.part.*: cat them into weights.bin), reference
 #                                         # outputs and the training log in $OUT
 # KV_ENGINE_DIR=dir (the output of scripts/build-engine.sh cuda-addon: llama-addon.node and, with
 # llama-patches, libllama) replaces the CUDA build's files before the round.
@@ -98,8 +99,11 @@ swa_graft() { # gemma3-12b, SWA full cache off: bench graft with f16 and q8_0 KV
 }
 case "${1:-}" in
   train-model)
-    PYTHONUNBUFFERED=1 python3 tools/model/train.py --data "${TRAIN_DATA:-.train/data}" --out "$out" 2>&1 |
-      tee "$out/train.log" ;;
+    PYTHONUNBUFFERED=1 python3 tools/model/train.py --data "${TRAIN_DATA:-.train/data}" --out "$out" --compile 2>&1 |
+      tee "$out/train.log"
+    # weights.bin (~20 MB) is over what a device call returns per file: parts, joined with cat here.
+    sha256sum "$out/weights.bin" | tee "$out/weights.bin.sha256"
+    split -b 15728640 -d "$out/weights.bin" "$out/weights.bin.part." && rm "$out/weights.bin" ;;
   engine) # optional second argument: one KV type (f16 or q8_0) instead of both
     for kv in ${2:-f16 q8_0}; do
       $cli bench graft --model "$(model 12b)" --lengths 5977,11994 --kv "$kv" --runs 3 --json \
