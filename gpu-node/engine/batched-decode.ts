@@ -73,6 +73,8 @@ interface Member {
   pending: Token[];
   /** Set while the member waits for its next token. */
   waiter: { resolve(token: Token): void; reject(err: unknown): void } | null;
+  /** When it joined the loop (performance.now()): its first step's gap starts no earlier. */
+  readonly joinedAt: number;
 }
 
 /** Members in one step and how many of their pending tokens go in. */
@@ -135,6 +137,7 @@ export class DecodeBatcher {
       sampler: null,
       pending: [],
       waiter: null,
+      joinedAt: performance.now(),
     };
     this.members.add(member);
     try {
@@ -171,7 +174,11 @@ export class DecodeBatcher {
         if ([...this.members].some((m) => m.waiter === null)) await new Promise<void>((r) => setImmediate(r));
         const ready = [...this.members].filter((m) => m.waiter !== null);
         if (ready.length === 0) return;
-        await this.step(ready, performance.now() - stepEnded).catch((err: unknown) => {
+        // A loop that outlived its last members (it awaited the turn while they left) steps for
+        // members that joined since: the gap starts when the earliest of them joined, not at a
+        // step that was not theirs.
+        const gapFrom = Math.max(stepEnded, Math.min(...ready.map((m) => m.joinedAt)));
+        await this.step(ready, performance.now() - gapFrom).catch((err: unknown) => {
           for (const m of ready) this.settle(m, null, err);
         });
         stepEnded = performance.now();

@@ -13,9 +13,10 @@ export type DecodePath = (typeof DECODE_PATHS)[number];
 
 /**
  * Where a step of the batch loop spends its wall time, so that a slow step can be pinned on
- * llama.cpp's decode, the sampling or JavaScript: `gap` from the end of the previous step to this
- * one's start (the event-loop turn in which members' consumers run and ask again), `lock` waiting
- * for the sequences' and the context's locks, `prepare` building the batch and the bookkeeping
+ * llama.cpp's decode, the sampling or JavaScript: `gap` from the end of the previous step (or, if
+ * later, the joining of the step's earliest member) to this one's start (the event-loop turn in
+ * which members' consumers run and ask again), `lock` waiting for the sequences' and the
+ * context's locks, `prepare` building the batch and the bookkeeping
  * after the decode, `decode` the `llama_decode` call, `sample` sampling every member (their
  * samples run at once on libuv's pool; this is the wall time of all of them). The native path's
  * one call decodes and picks the greedy token: it is all `decode`, its `sample` stays 0. The
