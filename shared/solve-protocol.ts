@@ -32,8 +32,18 @@ export const solveRequestSchema = z
     minConfidence: z.number().min(0).max(1).default(0.6),
     /** Server-sent events: every sample's tokens as they come, then one `solved` (or `error`). */
     stream: z.boolean().default(false),
+    /**
+     * `background` (the flywheel's solves): the node runs it only while no other model work is
+     * active, and stops and reruns it when some arrives (its samples are seeded, so the answer is
+     * the same); JSON only, since streamed tokens cannot be taken back.
+     */
+    priority: z.enum(["interactive", "background"]).default("interactive"),
   })
-  .strict();
+  .strict()
+  .refine((r) => !(r.stream && r.priority === "background"), {
+    message: "a background solve cannot stream",
+    path: ["priority"],
+  });
 export type SolveRequest = z.input<typeof solveRequestSchema>;
 
 export const solveSampleSchema = z.object({

@@ -101,6 +101,8 @@ async function solveBySample(
         temperature: budget.temperature,
         seed: seed + i,
         minConfidence: budget.minConfidence,
+        // It yields to users' work on the node (gpu-node/server/foreground.ts).
+        priority: "background",
       },
       { signal },
     );

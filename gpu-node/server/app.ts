@@ -18,6 +18,7 @@ import { Solver } from "../solve/solver.js";
 import { accessAuth } from "./access.js";
 import type { GpuAppOptions, GpuEnv, ServerContext, ServerLimits } from "./context.js";
 import { RequestTracker } from "./drain.js";
+import { ForegroundGate } from "./foreground.js";
 import { UploadGrants } from "./grants.js";
 import { ImportSessions } from "./imports.js";
 import { GpuMetrics } from "./metrics.js";
@@ -83,6 +84,7 @@ function serverContext(
   const { blocks } = options;
   const limits = serverLimits(options);
   const queue = new AdmissionQueue(limits.concurrency, limits.maxWaiting, limits.retryAfterS);
+  const foreground = new ForegroundGate();
   const imports = new ImportSessions(
     join(options.dataDir, "imports"),
     {
@@ -96,6 +98,7 @@ function serverContext(
   const metrics = new GpuMetrics({
     blocks,
     queue,
+    foreground,
     imports,
     tracker,
     ...(options.vram ? { vram: options.vram } : {}),
@@ -110,7 +113,7 @@ function serverContext(
     blocks,
     limits,
     queue,
-    work: new ModelWork({ queue, limits, tracker, metrics, errorMapping }),
+    work: new ModelWork({ queue, foreground, limits, tracker, metrics, errorMapping }),
     tracker,
     metrics,
     imports,

@@ -10,6 +10,7 @@ import { routeOf } from "../../shared/http/request-log.js";
 import type { GenerationResult } from "../../shared/protocol.js";
 import type { Blocks } from "../blocks/types.js";
 import { DECODE_PATHS, DECODE_PHASES } from "../engine/decode-stats.js";
+import type { ForegroundGate } from "./foreground.js";
 import type { AdmissionQueue } from "./queue.js";
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -19,6 +20,7 @@ const TIERS = ["hot", "warm", "cold"] as const;
 export interface MetricSources {
   blocks: Blocks;
   queue: AdmissionQueue;
+  foreground: ForegroundGate;
   imports: { readonly count: number };
   tracker: { readonly inFlight: number; readonly draining: boolean };
   /** GPU memory, when the backend reports it. */
@@ -164,6 +166,24 @@ export class GpuMetrics {
     this.total("kvgraft_queue_rejected_total", "Model jobs refused with queue_full.", [], () => [
       { value: sources.queue.stats.rejected },
     ]);
+    this.gauge(
+      "kvgraft_background_jobs",
+      "Background model jobs (the flywheel's solves) running, or waiting for other model work to end.",
+      ["state"],
+      () => {
+        const { running, waiting } = sources.foreground.stats;
+        return [
+          { labels: { state: "running" }, value: running },
+          { labels: { state: "waiting" }, value: waiting },
+        ];
+      },
+    );
+    this.total(
+      "kvgraft_background_preempted_total",
+      "Background model jobs stopped for other model work and run again.",
+      [],
+      () => [{ value: sources.foreground.stats.preempted }],
+    );
     this.gauge("kvgraft_requests_in_flight", "Requests in progress.", [], () => [
       { value: sources.tracker.inFlight },
     ]);

@@ -20,6 +20,7 @@ import type { GenerationOptions } from "../blocks/types.js";
 import { badRequest, nodeError, unavailable } from "../errors.js";
 import type { GpuEnv, ServerLimits } from "./context.js";
 import type { RequestTracker } from "./drain.js";
+import type { ForegroundGate } from "./foreground.js";
 import type { GpuMetrics } from "./metrics.js";
 import type { AdmissionQueue } from "./queue.js";
 
@@ -35,6 +36,8 @@ type Signals = Pick<Work, "deadline" | "client">;
 
 export interface ModelWorkParts {
   queue: AdmissionQueue;
+  /** Background work yields to the rest (foreground.ts). */
+  foreground: ForegroundGate;
   limits: ServerLimits;
   tracker: RequestTracker;
   metrics: GpuMetrics;
@@ -89,13 +92,27 @@ export class ModelWork {
     return err;
   }
 
-  /** Waits for a slot in the model queue (429 when full, 503 while draining). */
+  /**
+   * Waits for a slot in the model queue (429 when full, 503 while draining); foreground work
+   * from the call until the release, so background work yields to it.
+   */
   async admit(c: Context<GpuEnv>): Promise<Work> {
     this.parts.tracker.assertAccepting();
     const { deadline, client, signal } = this.signals(c);
+    const leave = this.parts.foreground.enter();
     try {
-      return { signal, deadline, client, release: await this.parts.queue.acquire(signal) };
+      const release = await this.parts.queue.acquire(signal);
+      return {
+        signal,
+        deadline,
+        client,
+        release: () => {
+          release();
+          leave();
+        },
+      };
     } catch (err) {
+      leave();
       throw this.abortError(err, { deadline, client });
     }
   }
@@ -110,8 +127,17 @@ export class ModelWork {
     }
   }
 
-  /** Runs admitted work that takes the work's signal; aborts map to their cause. */
-  async run<T>(c: Context<GpuEnv>, job: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  /**
+   * Runs admitted work that takes the work's signal; aborts map to their cause. `background`:
+   * the job yields to all other model work (foreground.ts): it starts once none is active, and
+   * is stopped and run again when some arrives; the deadline bounds the whole of it.
+   */
+  async run<T>(
+    c: Context<GpuEnv>,
+    job: (signal: AbortSignal) => Promise<T>,
+    options: { background?: boolean } = {},
+  ): Promise<T> {
+    if (options.background) return this.background(c, job);
     const work = await this.admit(c);
     try {
       return await job(work.signal);
@@ -119,6 +145,23 @@ export class ModelWork {
       throw this.abortError(err, work);
     } finally {
       work.release();
+    }
+  }
+
+  private async background<T>(c: Context<GpuEnv>, job: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    this.parts.tracker.assertAccepting();
+    const { deadline, client, signal } = this.signals(c);
+    try {
+      return await this.parts.foreground.yielding(signal, async (yieldingSignal) => {
+        const release = await this.parts.queue.acquire(yieldingSignal);
+        try {
+          return await job(yieldingSignal);
+        } finally {
+          release();
+        }
+      });
+    } catch (err) {
+      throw this.abortError(err, { deadline, client });
     }
   }
 

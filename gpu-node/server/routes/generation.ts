@@ -33,7 +33,9 @@ export function generationRoutes(app: Hono<GpuEnv>, ctx: ServerContext): void {
     const solver = ctx.solver;
     if (!solver) throw notImplemented("sandbox_unavailable", "this node has no sandbox, so it cannot solve");
     if (req.stream) return work.solveStream(c, (signal, onToken) => solver.solve(req, signal, onToken));
-    const result = await work.run(c, (signal) => solver.solve(req, signal));
+    const result = await work.run(c, (signal) => solver.solve(req, signal), {
+      background: req.priority === "background",
+    });
     ctx.metrics.recordTokens("solve", result);
     return c.json(result);
   });
