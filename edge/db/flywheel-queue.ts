@@ -91,7 +91,7 @@ export async function claimNextFlywheel(
 
 /** Where a running item is, shown by the admin flywheel route while the worker is on it. */
 export interface FlywheelProgress {
-  step: "library_check" | "baseline" | "heavy" | "judging" | "depositing";
+  step: "library_check" | "baseline" | "heavy" | "judging" | "checking" | "depositing";
   /** Samples of this step's solve finished so far, and its total (solve steps only). */
   sample?: number;
   samples?: number;

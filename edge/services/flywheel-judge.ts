@@ -77,9 +77,9 @@ export function judge(
   const agreeing = candidates.filter(
     (c) => c.program !== null && c.printed !== null && answersEqual(c.printed, majority),
   );
-  const sources = new Set(agreeing.map((c) => (c.program ?? "").replace(/\s+/g, " ").trim()));
   const first = agreeing[0];
-  if (!first?.program || agreeing.length < 2 || sources.size < 2) return { reason: "no_agreement" };
+  if (!first?.program || agreeing.length < 2 || distinctPrograms(agreeing).length < 2)
+    return { reason: "no_agreement" };
   return {
     accepted: {
       answer: majority,
@@ -89,6 +89,19 @@ export function judge(
       seeds: agreeing.map((c) => c.seed),
     },
   };
+}
+
+/**
+ * One program per distinct source (whitespace runs aside) among `candidates`, in their order:
+ * the independent programs an agreement rests on.
+ */
+export function distinctPrograms(candidates: readonly Candidate[]): string[] {
+  const bySource = new Map<string, string>();
+  for (const c of candidates) {
+    const key = (c.program ?? "").replace(/\s+/g, " ").trim();
+    if (c.program && key && !bySource.has(key)) bySource.set(key, c.program);
+  }
+  return [...bySource.values()];
 }
 
 /** The candidates a merged solve gives acceptance to judge. */

@@ -21,6 +21,7 @@ import { ZodError } from "zod";
 import { answersEqual } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
+import { problemTemplate } from "../../shared/normalize.js";
 import type { SolveResult, SolveSample } from "../../shared/solve-protocol.js";
 import { tally } from "../../shared/vote.js";
 import {
@@ -34,7 +35,8 @@ import {
 import { findVerifiedByFingerprint } from "../db/library.js";
 import { systemClock } from "../http.js";
 import type { AdminDeps } from "./admin.service.js";
-import { candidatesOf, depositAccepted, judge, omitSolution } from "./flywheel-judge.js";
+import { agreementElsewhere } from "./flywheel-elsewhere.js";
+import { candidatesOf, depositAccepted, distinctPrograms, judge, omitSolution } from "./flywheel-judge.js";
 
 /** How much compute the flywheel spends per item. */
 export interface FlywheelBudget {
@@ -238,6 +240,25 @@ export async function processFlywheelItem(
     };
     const verdict = judge(candidates, reference);
     if ("reason" in verdict) return await close("rejected", { reason: verdict.reason, ...summary });
+    if (verdict.accepted.basis === "agreement") {
+      // Agreement at the problem's own numbers can be coincidence (flywheel-elsewhere.ts).
+      await step({ step: "checking" });
+      const agreeing = candidates.filter((c) => verdict.accepted.seeds.includes(c.seed));
+      const elsewhere = await agreementElsewhere(
+        deps.gpu,
+        distinctPrograms(agreeing),
+        problemTemplate(item.problem).literals,
+        verdict.accepted.answer,
+      );
+      if (!elsewhere.agrees) {
+        const { agrees: _, ...why } = elsewhere;
+        return await close("rejected", {
+          ...why,
+          rejectedCandidate: omitSolution(verdict.accepted),
+          ...summary,
+        });
+      }
+    }
     await step({ step: "depositing" });
     try {
       const deposited = await depositAccepted(deps, item.problem, verdict.accepted);
