@@ -15,10 +15,11 @@ import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import { adminPost } from "../../tools/eval/stack.js";
 import { requireFlag, UsageError } from "../args.js";
 import { command, localSandbox } from "../command.js";
+import evalAcceptance from "./eval-acceptance.js";
 import evalFlywheel from "./eval-flywheel.js";
 import evalSolve from "./eval-solve.js";
 
-const HELP = `usage: kvgraft eval router|solve|flywheel ... (each takes --help)
+const HELP = `usage: kvgraft eval router|solve|flywheel|acceptance ... (each takes --help)
 
 kvgraft eval router --library LIB.jsonl --queries Q.jsonl [--edge URL --admin-key K] [--json]
 
@@ -66,7 +67,7 @@ export interface RouterEval {
   p50RouteMs: number;
 }
 
-/** `kvgraft eval router|solve|flywheel`. */
+/** `kvgraft eval router|solve|flywheel|acceptance`. */
 export default async function evalCommand(argv: string[]): Promise<number> {
   const [which, ...rest] = argv;
   if (!which || which === "--help" || which === "-h") {
@@ -75,8 +76,9 @@ export default async function evalCommand(argv: string[]): Promise<number> {
   }
   if (which === "solve") return evalSolve(rest);
   if (which === "flywheel") return evalFlywheel(rest);
+  if (which === "acceptance") return evalAcceptance(rest);
   if (which !== "router")
-    throw new UsageError(`unknown evaluation '${which}' (available: router, solve, flywheel)`);
+    throw new UsageError(`unknown evaluation '${which}' (available: router, solve, flywheel, acceptance)`);
   return evalRouter(rest);
 }
 
