@@ -54,9 +54,12 @@ describe("kvgraft eval acceptance", () => {
     expect(r.stderr).toContain("1/1");
   }, 300_000);
 
-  it("refuses a bad flag with a usage error", () => {
+  it("refuses bad flags with a usage error", () => {
     const r = runCli(["eval", "acceptance", "--limit", "0"]);
     expect(r.status).toBe(2);
     expect(r.stderr).toContain("--limit must be an integer >= 1");
+    const c = runCli(["eval", "acceptance", "--condition", "trainedPhrasing"]);
+    expect(c.status).toBe(2);
+    expect(c.stderr).toContain("--condition must be one of freshPhrasing, heldOutFamily");
   });
 });

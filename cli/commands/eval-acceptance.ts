@@ -1,21 +1,33 @@
 /** `kvgraft eval acceptance`: what the flywheel deposits unchecked, and how much is wrong (tools/eval/acceptance-eval.ts). */
-import { runAcceptanceEval } from "../../tools/eval/acceptance-eval.js";
-import { intFlag } from "../args.js";
+import {
+  ACCEPTANCE_CONDITIONS,
+  type AcceptanceCondition,
+  runAcceptanceEval,
+} from "../../tools/eval/acceptance-eval.js";
+import { intFlag, UsageError } from "../args.js";
 import { command, modelOrEmbedded } from "../command.js";
 import { inheritedEnv } from "../config.js";
 
-const HELP = `usage: kvgraft eval acceptance [--model F.gguf] [--per-family N] [--seed S] [--limit L] [--json]
+const HELP = `usage: kvgraft eval acceptance [--model F.gguf] [--per-family N] [--seed S]
+                               [--condition freshPhrasing|heldOutFamily] [--limit L] [--json]
 
 Starts a GPU node (default the embedded model) and an edge in-process on loopback with a fresh
 libSQL file and an empty library, then queues new instances (numbers from --seed, default
 "acceptance") of the trained families on their second held-out phrasings (2 x N a family) and of
-the held-out families (N a family; default N 1), one at a time with no reference answer, and
+the held-out families (N a family; default N 1; --condition keeps one of the two), one at a time with no reference answer, and
 runs the flywheel worker on each. Counts what the agreement rule alone would have accepted
 and what was deposited with its check on nearby numbers, and how much of each is wrong
 (the generator's answer). --limit runs only the first L problems. Progress on stderr.
 Exit 1 when any deposited answer is wrong.
 JSON (last line): {total: {items, judgeAccepted, judgeWrong, deposited, depositedWrong,
 checkRejectedRight, checkRejectedWrong}, byCondition, model, settings, wallS, cases}.`;
+
+function conditionFlag(value: string): AcceptanceCondition {
+  const known = ACCEPTANCE_CONDITIONS.find((c) => c === value);
+  if (!known)
+    throw new UsageError(`--condition must be one of ${ACCEPTANCE_CONDITIONS.join(", ")}, got ${value}`);
+  return known;
+}
 
 /** `kvgraft eval acceptance`. */
 export default command(
@@ -25,6 +37,7 @@ export default command(
       model: { type: "string" },
       "per-family": { type: "string" },
       seed: { type: "string" },
+      condition: { type: "string" },
       limit: { type: "string" },
     },
   },
@@ -33,6 +46,7 @@ export default command(
       modelPath: modelOrEmbedded(flags.model),
       perFamily: intFlag(flags["per-family"], "per-family", 1),
       seed: flags.seed ?? "acceptance",
+      ...(flags.condition === undefined ? {} : { conditions: [conditionFlag(flags.condition)] }),
       ...(flags.limit === undefined ? {} : { limit: intFlag(flags.limit, "limit", 1) }),
       log: out.progress,
       gpuEnv: inheritedEnv(),

@@ -18,13 +18,19 @@ import { type ModelInfo, modelInfo, startEvalStack } from "./stack.js";
 
 /** The reasons the nearby-numbers check gives: the judge had accepted these. */
 const CHECK_REASONS = new Set(["programs_disagree_elsewhere", "agreement_untested"]);
-const CONDITIONS = ["freshPhrasing", "heldOutFamily"] as const satisfies readonly Condition[];
+export const ACCEPTANCE_CONDITIONS = [
+  "freshPhrasing",
+  "heldOutFamily",
+] as const satisfies readonly Condition[];
+export type AcceptanceCondition = (typeof ACCEPTANCE_CONDITIONS)[number];
 
 export interface AcceptanceEvalOptions {
   modelPath: string;
   /** Instances a family per condition (evalInstances); the trained families give two a draw. */
   perFamily: number;
   seed: string;
+  /** The conditions to draw from (both when absent). */
+  conditions?: readonly AcceptanceCondition[];
   /** Only the first this many instances (a quick run); all when absent. */
   limit?: number;
   log: (line: string) => void;
@@ -59,9 +65,9 @@ export interface AcceptanceCase {
 
 export interface AcceptanceEval {
   total: AcceptanceCounts;
-  byCondition: Record<(typeof CONDITIONS)[number], AcceptanceCounts>;
+  byCondition: Record<AcceptanceCondition, AcceptanceCounts>;
   model: ModelInfo;
-  settings: { perFamily: number; seed: string; limit: number | null };
+  settings: { perFamily: number; seed: string; conditions: AcceptanceCondition[]; limit: number | null };
   wallS: number;
   cases: AcceptanceCase[];
 }
@@ -106,7 +112,8 @@ function count(into: AcceptanceCounts, c: AcceptanceCase): void {
 export async function runAcceptanceEval(options: AcceptanceEvalOptions): Promise<AcceptanceEval> {
   const started = performance.now();
   const sets = evalInstances(options.perFamily, options.seed);
-  const instances = CONDITIONS.flatMap((condition) => sets[condition]).slice(0, options.limit);
+  const conditions = options.conditions ?? ACCEPTANCE_CONDITIONS;
+  const instances = conditions.flatMap((condition) => sets[condition]).slice(0, options.limit);
   const model = await modelInfo(options.modelPath);
   options.log(
     `${instances.length} problems through the flywheel, one at a time (model ${model.sha256.slice(0, 12)})`,
@@ -146,7 +153,12 @@ export async function runAcceptanceEval(options: AcceptanceEvalOptions): Promise
   return {
     ...countCases(cases),
     model,
-    settings: { perFamily: options.perFamily, seed: options.seed, limit: options.limit ?? null },
+    settings: {
+      perFamily: options.perFamily,
+      seed: options.seed,
+      conditions: [...conditions],
+      limit: options.limit ?? null,
+    },
     wallS: Math.round((performance.now() - started) / 1000),
     cases,
   };
