@@ -61,5 +61,8 @@ describe("kvgraft eval acceptance", () => {
     const c = runCli(["eval", "acceptance", "--condition", "trainedPhrasing"]);
     expect(c.status).toBe(2);
     expect(c.stderr).toContain("--condition must be one of freshPhrasing, heldOutFamily");
+    const missing = runCli(["eval", "acceptance", "--problems", "/nonexistent/problems.jsonl"]);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toContain("cannot read --problems /nonexistent/problems.jsonl: ENOENT");
   });
 });

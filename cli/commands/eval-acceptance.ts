@@ -1,4 +1,6 @@
 /** `kvgraft eval acceptance`: what the flywheel deposits unchecked, and how much is wrong (tools/eval/acceptance-eval.ts). */
+import { readFile } from "node:fs/promises";
+import { z } from "zod";
 import {
   ACCEPTANCE_CONDITIONS,
   type AcceptanceCondition,
@@ -9,12 +11,14 @@ import { command, modelOrEmbedded } from "../command.js";
 import { inheritedEnv } from "../config.js";
 
 const HELP = `usage: kvgraft eval acceptance [--model F.gguf] [--per-family N] [--seed S]
-                               [--condition freshPhrasing|heldOutFamily] [--limit L] [--json]
+                               [--condition freshPhrasing|heldOutFamily] [--problems F.jsonl]
+                               [--limit L] [--json]
 
 Starts a GPU node (default the embedded model) and an edge in-process on loopback with a fresh
 libSQL file and an empty library, then queues new instances (numbers from --seed, default
 "acceptance") of the trained families on their second held-out phrasings (2 x N a family) and of
-the held-out families (N a family; default N 1; --condition keeps one of the two), one at a time with no reference answer, and
+the held-out families (N a family; default N 1; --condition keeps one of the two), or the lines
+{problem, answer} of --problems (answer: the right one; condition "given"), one at a time with no reference answer, and
 runs the flywheel worker on each. Counts what the agreement rule alone would have accepted
 and what was deposited with its check on nearby numbers, and how much of each is wrong
 (the generator's answer). --limit runs only the first L problems. Progress on stderr.
@@ -29,6 +33,28 @@ function conditionFlag(value: string): AcceptanceCondition {
   return known;
 }
 
+const problemLine = z.object({ problem: z.string().min(1), answer: z.string().min(1) }).strict();
+
+/** The problems of a JSON-lines file, each line checked (a mistake names its line). */
+async function readProblems(path: string): Promise<{ problem: string; answer: string }[]> {
+  const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
+    throw new UsageError(`cannot read --problems ${path}: ${err.code ?? err.message}`);
+  });
+  const lines = text.split("\n").filter((l) => l.trim() !== "");
+  if (lines.length === 0) throw new UsageError(`--problems ${path} has no problems`);
+  return lines.map((line, i) => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(line);
+    } catch {
+      throw new UsageError(`--problems ${path}:${i + 1}: not JSON`);
+    }
+    const r = problemLine.safeParse(parsed);
+    if (!r.success) throw new UsageError(`--problems ${path}:${i + 1}: expected {problem, answer} strings`);
+    return r.data;
+  });
+}
+
 /** `kvgraft eval acceptance`. */
 export default command(
   {
@@ -38,6 +64,7 @@ export default command(
       "per-family": { type: "string" },
       seed: { type: "string" },
       condition: { type: "string" },
+      problems: { type: "string" },
       limit: { type: "string" },
     },
   },
@@ -47,6 +74,7 @@ export default command(
       perFamily: intFlag(flags["per-family"], "per-family", 1),
       seed: flags.seed ?? "acceptance",
       ...(flags.condition === undefined ? {} : { conditions: [conditionFlag(flags.condition)] }),
+      ...(flags.problems === undefined ? {} : { problems: await readProblems(flags.problems) }),
       ...(flags.limit === undefined ? {} : { limit: intFlag(flags.limit, "limit", 1) }),
       log: out.progress,
       gpuEnv: inheritedEnv(),

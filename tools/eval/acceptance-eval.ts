@@ -31,6 +31,8 @@ export interface AcceptanceEvalOptions {
   seed: string;
   /** The conditions to draw from (both when absent). */
   conditions?: readonly AcceptanceCondition[];
+  /** Problems of one's own with their right answers, in place of the drawn instances (condition `given`). */
+  problems?: readonly { problem: string; answer: string }[];
   /** Only the first this many instances (a quick run); all when absent. */
   limit?: number;
   log: (line: string) => void;
@@ -52,8 +54,9 @@ export interface AcceptanceCounts {
 }
 
 export interface AcceptanceCase {
-  condition: Condition;
-  family: string;
+  condition: Condition | "given";
+  /** The generator's family (null for a problem of one's own). */
+  family: string | null;
   problem: string;
   expected: string;
   status: string;
@@ -65,7 +68,8 @@ export interface AcceptanceCase {
 
 export interface AcceptanceEval {
   total: AcceptanceCounts;
-  byCondition: Record<AcceptanceCondition, AcceptanceCounts>;
+  /** By condition, for those present (`given`: the problems of `problems`). */
+  byCondition: Partial<Record<AcceptanceCondition | "given", AcceptanceCounts>>;
   model: ModelInfo;
   settings: { perFamily: number; seed: string; conditions: AcceptanceCondition[]; limit: number | null };
   wallS: number;
@@ -85,11 +89,12 @@ const zero = (): AcceptanceCounts => ({
 /** The totals and the per-condition counts of `cases`. */
 export function countCases(cases: readonly AcceptanceCase[]): Pick<AcceptanceEval, "total" | "byCondition"> {
   const total = zero();
-  const byCondition = { freshPhrasing: zero(), heldOutFamily: zero() };
+  const byCondition: AcceptanceEval["byCondition"] = {};
   for (const c of cases) {
     count(total, c);
-    if (c.condition === "freshPhrasing" || c.condition === "heldOutFamily")
-      count(byCondition[c.condition], c);
+    const key = c.condition as AcceptanceCondition | "given";
+    byCondition[key] ??= zero();
+    count(byCondition[key], c);
   }
   return { total, byCondition };
 }
@@ -113,7 +118,17 @@ export async function runAcceptanceEval(options: AcceptanceEvalOptions): Promise
   const started = performance.now();
   const sets = evalInstances(options.perFamily, options.seed);
   const conditions = options.conditions ?? ACCEPTANCE_CONDITIONS;
-  const instances = conditions.flatMap((condition) => sets[condition]).slice(0, options.limit);
+  const drawn = conditions.flatMap((condition) => sets[condition]);
+  const instances = (
+    options.problems
+      ? options.problems.map((p) => ({ ...p, condition: "given" as const, familyId: null }))
+      : drawn.map((i) => ({
+          problem: i.problem,
+          answer: i.answer,
+          condition: i.condition,
+          familyId: i.familyId,
+        }))
+  ).slice(0, options.limit);
   const model = await modelInfo(options.modelPath);
   options.log(
     `${instances.length} problems through the flywheel, one at a time (model ${model.sha256.slice(0, 12)})`,
@@ -143,7 +158,7 @@ export async function runAcceptanceEval(options: AcceptanceEvalOptions): Promise
       };
       cases.push(c);
       options.log(
-        `  ${i + 1}/${instances.length} ${c.family}: ${c.status}${reason ? ` (${reason})` : ""}` +
+        `  ${i + 1}/${instances.length} ${c.family ?? c.problem.slice(0, 50)}: ${c.status}${reason ? ` (${reason})` : ""}` +
           `${judged === null ? "" : ` ${judged} (${c.right ? "right" : `wrong, expected ${c.expected}`})`}`,
       );
     }
@@ -156,7 +171,7 @@ export async function runAcceptanceEval(options: AcceptanceEvalOptions): Promise
     settings: {
       perFamily: options.perFamily,
       seed: options.seed,
-      conditions: [...conditions],
+      conditions: options.problems ? [] : [...conditions],
       limit: options.limit ?? null,
     },
     wallS: Math.round((performance.now() - started) / 1000),
