@@ -12,6 +12,7 @@ import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { createGpuClient, type GpuError, type GpuNodeClient } from "../shared/gpu-client.js";
 import { silentLogger } from "../shared/http/logger.js";
 import type { SolveRequest } from "../shared/solve-protocol.js";
+import { metricsUntil, metricValue } from "./helpers/edge-gpu.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const SECRET = "background-test-secret-0123456789";
@@ -48,22 +49,13 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-/** A metric's value from the node's Prometheus text (0 when absent). */
-async function metric(name: string, labels = ""): Promise<number> {
-  const text = await client.metrics();
-  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `));
-  return line ? Number(line.split(" ")[1]) : 0;
-}
+/** A metric's value on the node now. */
+const metric = async (name: string, labels: Record<string, string> = {}) =>
+  metricValue(await client.metrics(), name, labels);
 
 /** Polls until `name{labels}` reads `value`, for at most 20 s. */
-async function until(name: string, labels: string, value: number): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if ((await metric(name, labels)) === value) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`${name}${labels} never read ${value}`);
-}
+const until = (name: string, labels: Record<string, string>, value: number) =>
+  metricsUntil(client, (text) => metricValue(text, name, labels) === value, 20_000);
 
 describe("background solves", () => {
   it("are stopped for a user's solve and run again after it, with the answer they give alone", async () => {
@@ -75,7 +67,7 @@ describe("background solves", () => {
       order.push("background");
       return r;
     });
-    await until("kvgraft_background_jobs", '{state="running"}', 1);
+    await until("kvgraft_background_jobs", { state: "running" }, 1);
     const user = await client.solve(USER);
     order.push("user");
     const again = await background;
@@ -88,16 +80,16 @@ describe("background solves", () => {
     const runs = (r: typeof alone) => r.samples.map((s) => s.run && { ...s.run, wallMs: 0 });
     expect(runs(again)).toEqual(runs(alone));
     expect(again.answer).toBe(alone.answer);
-    expect(await metric("kvgraft_background_jobs", '{state="running"}')).toBe(0);
+    expect(await metric("kvgraft_background_jobs", { state: "running" })).toBe(0);
   });
 
   it("wait while other model work runs, and never start beside it", async () => {
     const before = await metric("kvgraft_background_preempted_total");
     const order: string[] = [];
     const user = client.solve({ ...USER, samples: 4, maxTokens: 800 }).then(() => order.push("user"));
-    await until("kvgraft_queue_depth", "", 1);
+    await until("kvgraft_queue_depth", {}, 1);
     const background = client.solve(BACKGROUND).then(() => order.push("background"));
-    await until("kvgraft_background_jobs", '{state="waiting"}', 1);
+    await until("kvgraft_background_jobs", { state: "waiting" }, 1);
     await Promise.all([user, background]);
     expect(order).toEqual(["user", "background"]);
     // It never ran beside the user's solve, so there was nothing to stop.
