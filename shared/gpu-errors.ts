@@ -36,6 +36,8 @@ export const gpuErrorCodeSchema = z.enum([
   "shutting_down",
   "draining",
   "queue_full",
+  // A background solve waited for other model work to end for half its deadline (foreground.ts).
+  "background_deferred",
   "no_slots",
   "context_overflow",
   "block_too_long",

@@ -96,6 +96,19 @@ describe("background solves", () => {
     expect(await metric("kvgraft_background_preempted_total")).toBe(before);
   });
 
+  it("give up with 429 background_deferred after waiting half their deadline, and never ran", async () => {
+    const before = await metric("kvgraft_background_preempted_total");
+    const user = client.solve({ ...USER, samples: 4, maxTokens: 800 });
+    await until("kvgraft_queue_depth", {}, 1);
+    // 600 ms of deadline: it waits 300 ms for a user's solve that takes seconds here.
+    const err = (await client.solve(BACKGROUND, { deadlineMs: 600 }).catch((e: unknown) => e)) as GpuError;
+    expect(err.status).toBe(429);
+    expect(err.code).toBe("background_deferred");
+    expect(await metric("kvgraft_background_jobs", { state: "waiting" })).toBe(0);
+    await user;
+    expect(await metric("kvgraft_background_preempted_total")).toBe(before);
+  });
+
   it("refuses a background solve that asks to stream", async () => {
     const err = (await client.solveStream(BACKGROUND).catch((e: unknown) => e)) as GpuError;
     expect(err.status).toBe(400);

@@ -7,7 +7,9 @@ import {
   claimNextFlywheel,
   enqueueFlywheel,
   finishFlywheel,
+  getFlywheel,
   listFlywheel,
+  requeueFlywheel,
 } from "../edge/db/flywheel-queue.js";
 import {
   addSolution,
@@ -554,6 +556,16 @@ describe("flywheel queue", () => {
     expect(await claimNextFlywheel(db, { now: later, reclaimAfterMs: 120_000 })).toBeNull();
     const reclaimed = await claimNextFlywheel(db, { now: later, reclaimAfterMs: 30_000 });
     expect(reclaimed).toMatchObject({ id: first.item.id, attempts: 2 });
+  });
+
+  it("requeues a claimed item, giving its attempt back when asked", async () => {
+    const { item } = await enqueueFlywheel(db, { problem: "p3", fingerprint: "h1" });
+    expect(await claimNextFlywheel(db)).toMatchObject({ id: item.id, attempts: 1 });
+    await requeueFlywheel(db, item.id, new Date(2_000_000));
+    expect(await claimNextFlywheel(db)).toMatchObject({ id: item.id, attempts: 2 });
+    await requeueFlywheel(db, item.id, new Date(2_000_000), { refundAttempt: true });
+    expect(await getFlywheel(db, item.id)).toMatchObject({ status: "queued", attempts: 1 });
+    expect(await claimNextFlywheel(db)).toMatchObject({ id: item.id, attempts: 2 });
   });
 
   it("gives each item to exactly one of many concurrent claimers", async () => {

@@ -19,6 +19,8 @@ describe("gpuFailure", () => {
     expect(kind(new GpuError(409, "fingerprint_mismatch", "other model"))).toBe("verdict");
     expect(kind(new GpuError(400, "bad_request", "no"))).toBe("verdict");
     expect(kind(new GpuError(429, "queue_full", "busy"))).toBe("retry");
+    // A background solve that waited for users' work: the node is busy, not suspect.
+    expect(kind(new GpuError(429, "background_deferred", "busy"))).toBe("retry");
     expect(kind(new GpuError(503, "draining", "later"))).toBe("suspect");
     expect(kind(new TypeError("fetch failed"))).toBe("gone");
   });
@@ -27,6 +29,8 @@ describe("gpuFailure", () => {
     const full = gpuFailure(new GpuError(429, "queue_full", "busy", undefined, 2), 1000);
     expect(full.shed).toBe(true);
     expect(full.error).toMatchObject({ status: 503, code: "gpu_unavailable", retryAfterS: 2 });
+    const deferred = gpuFailure(new GpuError(429, "background_deferred", "busy", undefined, 1), 1000);
+    expect(deferred.error).toMatchObject({ status: 503, details: { upstreamCode: "background_deferred" } });
     expect(gpuFailure(new GpuError(501, "sandbox_unavailable", "none"), 1000).error).toMatchObject({
       status: 501,
       code: "sandbox_unavailable",

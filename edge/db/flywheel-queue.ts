@@ -166,10 +166,21 @@ export async function getFlywheel(db: Database, id: string): Promise<FlywheelIte
 }
 
 /** Puts a running item back in the queue (its worker failed or is stopping), its progress cleared. */
-export async function requeueFlywheel(db: Database, id: string, now: Date): Promise<void> {
+export async function requeueFlywheel(
+  db: Database,
+  id: string,
+  now: Date,
+  options: { refundAttempt?: boolean } = {},
+): Promise<void> {
   await db
     .update(flywheelQueue)
-    .set({ status: "queued", result: null, updatedAt: now })
+    .set({
+      status: "queued",
+      result: null,
+      updatedAt: now,
+      // A claim that came to nothing through no fault of the item does not count.
+      ...(options.refundAttempt ? { attempts: sql`max(${flywheelQueue.attempts} - 1, 0)` } : {}),
+    })
     .where(and(eq(flywheelQueue.id, id), eq(flywheelQueue.status, "running")));
 }
 

@@ -22,6 +22,7 @@ import { answersEqual } from "../../shared/answers.js";
 import { DomainError } from "../../shared/errors.js";
 import { createLogger, type Logger } from "../../shared/http/logger.js";
 import { problemTemplate } from "../../shared/normalize.js";
+import { GPU_ERROR } from "../../shared/protocol.js";
 import type { SolveResult, SolveSample } from "../../shared/solve-protocol.js";
 import { tally } from "../../shared/vote.js";
 import {
@@ -277,8 +278,11 @@ export async function processFlywheelItem(
     const refused = refusalCode(err);
     if (refused !== null && !signal?.aborted) return close("rejected", { reason: refused });
     const failed = err instanceof DomainError ? err.code : "internal_error";
-    if (signal?.aborted || item.attempts < MAX_ATTEMPTS) {
-      await requeueFlywheel(deps.db, item.id, new Date(deps.clock.now()));
+    // The node was busy with users' work the whole time its solve waited: not the item's failure.
+    const deferred =
+      err instanceof DomainError && err.details?.upstreamCode === GPU_ERROR.background_deferred;
+    if (signal?.aborted || deferred || item.attempts < MAX_ATTEMPTS) {
+      await requeueFlywheel(deps.db, item.id, new Date(deps.clock.now()), { refundAttempt: deferred });
       throw err;
     }
     return close("rejected", { reason: "gpu_failed", error: failed });

@@ -5,13 +5,21 @@
  * background job starts only while no other model job runs or waits, and one that is running
  * when another arrives is stopped and run again from its start once the node is free of other
  * work. Its samples are seeded, so the rerun gives the same answer; what a preemption costs is
- * the part already done. The job's own deadline bounds the whole wait.
+ * the part already done. A job waits at most half its deadline in all (the node then answers 429
+ * `background_deferred`, well before the caller's own timeout, which would count against the node).
  */
 
 /** The abort reason of a background job stopped for other work; never leaves this module. */
 class Preempted extends Error {
   constructor() {
     super("preempted by other model work");
+  }
+}
+
+/** A background job gave up waiting for the node to be free of other work. */
+export class BackgroundDeferred extends Error {
+  constructor() {
+    super("background work waited for other model work to end");
   }
 }
 
@@ -43,11 +51,18 @@ export class ForegroundGate {
   /**
    * Runs `job` as background work: when no foreground work is active, with a signal that aborts
    * on `signal` or on a preemption; a preempted run is started again. Rejects with `signal`'s
-   * reason when it aborts, and with the job's own errors.
+   * reason when it aborts, with `BackgroundDeferred` when `patience` aborts while it waits (never
+   * while it runs), and with the job's own errors.
    */
-  async yielding<T>(signal: AbortSignal, job: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async yielding<T>(
+    signal: AbortSignal,
+    patience: AbortSignal,
+    job: (signal: AbortSignal) => Promise<T>,
+  ): Promise<T> {
     while (true) {
-      await this.free(signal);
+      await this.free(AbortSignal.any([signal, patience])).catch((err: unknown) => {
+        throw signal.aborted ? err : new BackgroundDeferred();
+      });
       // Foreground work may have arrived in the turn since the node was free: wait again.
       if (this.active > 0) continue;
       const controller = new AbortController();

@@ -17,10 +17,10 @@ import {
   sseEvent,
 } from "../../shared/sse.js";
 import type { GenerationOptions } from "../blocks/types.js";
-import { badRequest, nodeError, unavailable } from "../errors.js";
+import { badRequest, nodeError, tooManyRequests, unavailable } from "../errors.js";
 import type { GpuEnv, ServerLimits } from "./context.js";
 import type { RequestTracker } from "./drain.js";
-import type { ForegroundGate } from "./foreground.js";
+import { BackgroundDeferred, type ForegroundGate } from "./foreground.js";
 import type { GpuMetrics } from "./metrics.js";
 import type { AdmissionQueue } from "./queue.js";
 
@@ -151,8 +151,9 @@ export class ModelWork {
   private async background<T>(c: Context<GpuEnv>, job: (signal: AbortSignal) => Promise<T>): Promise<T> {
     this.parts.tracker.assertAccepting();
     const { deadline, client, signal } = this.signals(c);
+    const patience = AbortSignal.timeout(Math.max(1, Math.floor(this.deadlineMs(c) / 2)));
     try {
-      return await this.parts.foreground.yielding(signal, async (yieldingSignal) => {
+      return await this.parts.foreground.yielding(signal, patience, async (yieldingSignal) => {
         const release = await this.parts.queue.acquire(yieldingSignal);
         try {
           return await job(yieldingSignal);
@@ -161,6 +162,12 @@ export class ModelWork {
         }
       });
     } catch (err) {
+      if (err instanceof BackgroundDeferred)
+        throw tooManyRequests(
+          "background_deferred",
+          "other model work kept this node busy for half the background solve's deadline; retry later",
+          this.parts.limits.retryAfterS,
+        );
       throw this.abortError(err, { deadline, client });
     }
   }
