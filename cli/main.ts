@@ -52,6 +52,7 @@ const commands: Record<string, Command> = {
       router: "routing accuracy, abstentions and transfer on a development set",
       solve: "the plain model's accuracy through the GPU node's solve path (held-in, held-out families)",
       flywheel: "the reference experiment: baseline, deposit, replay, transfer, graft, controls",
+      acceptance: "what the flywheel deposits without a reference answer, and how much of it is wrong",
     },
   },
   flywheel: { module: "./commands/flywheel.js", summary: "run the flywheel worker" },
