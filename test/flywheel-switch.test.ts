@@ -12,7 +12,7 @@ import { type EdgeContext, readEdgeConfig } from "../edge/config.js";
 import { flywheelQueue } from "../edge/db/schema.js";
 import { systemClock } from "../edge/http.js";
 import { startEdgeServer } from "../edge/runtime/node.js";
-import { startFlywheelWorker, withFlywheelWorker } from "../edge/services/flywheel.service.js";
+import { startFlywheelWorker, withFlywheelWorker } from "../edge/services/flywheel-worker.js";
 import { ConfigError } from "../shared/http/config.js";
 import { silentLogger } from "../shared/http/logger.js";
 

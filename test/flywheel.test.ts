@@ -12,12 +12,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGpuPool } from "../edge/cluster/gpu-pool.js";
 import { systemClock } from "../edge/http.js";
 import { type EdgeServer, startEdgeServer } from "../edge/runtime/node.js";
-import {
-  type FlywheelBudget,
-  runFlywheelOnce,
-  startFlywheelWorker,
-} from "../edge/services/flywheel.service.js";
+import { type FlywheelBudget, runFlywheelOnce } from "../edge/services/flywheel.service.js";
 import { type Candidate, judge } from "../edge/services/flywheel-judge.js";
+import { startFlywheelWorker } from "../edge/services/flywheel-worker.js";
 import { type RunningGpuNode, startGpuNode } from "../gpu-node/server/node.js";
 import { createGpuClient, type GpuNodeClient } from "../shared/gpu-client.js";
 import { createLogger, silentLogger } from "../shared/http/logger.js";

@@ -8,12 +8,9 @@ import { readEdgeConfig } from "../../edge/config.js";
 import { migrateDatabase, openDatabase } from "../../edge/db/client.js";
 import { systemClock } from "../../edge/http.js";
 import { DEFAULT_DB_URL, waitForStopSignal } from "../../edge/runtime/node.js";
-import {
-  DEFAULT_FLYWHEEL_BUDGET,
-  runFlywheelOnce,
-  startFlywheelWorker,
-} from "../../edge/services/flywheel.service.js";
+import { DEFAULT_FLYWHEEL_BUDGET, runFlywheelOnce } from "../../edge/services/flywheel.service.js";
 import { flywheelProgress } from "../../edge/services/flywheel-admin.service.js";
+import { startFlywheelWorker } from "../../edge/services/flywheel-worker.js";
 import { createLogger } from "../../shared/http/logger.js";
 import { intFlag, UsageError } from "../args.js";
 import { command } from "../command.js";

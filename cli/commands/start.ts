@@ -15,7 +15,7 @@ import { systemClock } from "../../edge/http.js";
 import { type EdgeServer, startEdgeServer, waitForStopSignal } from "../../edge/runtime/node.js";
 import { adminSolutionRequestSchema } from "../../edge/schemas.js";
 import { depositSolution } from "../../edge/services/admin.service.js";
-import { withFlywheelWorker } from "../../edge/services/flywheel.service.js";
+import { withFlywheelWorker } from "../../edge/services/flywheel-worker.js";
 import { ISOLATION_TEXT } from "../../gpu-node/sandbox/choices.js";
 import { DomainError } from "../../shared/errors.js";
 import { healthSchema } from "../../shared/protocol.js";
