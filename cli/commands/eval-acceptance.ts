@@ -1,5 +1,4 @@
 /** `kvgraft eval acceptance`: what the flywheel deposits unchecked, and how much is wrong (tools/eval/acceptance-eval.ts). */
-import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import {
   ACCEPTANCE_CONDITIONS,
@@ -9,6 +8,7 @@ import {
 import { intFlag, UsageError } from "../args.js";
 import { command, modelOrEmbedded } from "../command.js";
 import { inheritedEnv } from "../config.js";
+import { readJsonl } from "../jsonl.js";
 
 const HELP = `usage: kvgraft eval acceptance [--model F.gguf] [--per-family N] [--seed S]
                                [--condition freshPhrasing|heldOutFamily] [--problems F.jsonl]
@@ -35,24 +35,11 @@ function conditionFlag(value: string): AcceptanceCondition {
 
 const problemLine = z.object({ problem: z.string().min(1), answer: z.string().min(1) }).strict();
 
-/** The problems of a JSON-lines file, each line checked (a mistake names its line). */
+/** The problems of --problems, each line checked (a mistake names its line). */
 async function readProblems(path: string): Promise<{ problem: string; answer: string }[]> {
-  const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
-    throw new UsageError(`cannot read --problems ${path}: ${err.code ?? err.message}`);
-  });
-  const lines = text.split("\n").filter((l) => l.trim() !== "");
-  if (lines.length === 0) throw new UsageError(`--problems ${path} has no problems`);
-  return lines.map((line, i) => {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      throw new UsageError(`--problems ${path}:${i + 1}: not JSON`);
-    }
-    const r = problemLine.safeParse(parsed);
-    if (!r.success) throw new UsageError(`--problems ${path}:${i + 1}: expected {problem, answer} strings`);
-    return r.data;
-  });
+  const problems = await readJsonl(path, problemLine, `--problems ${path}`);
+  if (problems.length === 0) throw new UsageError(`--problems ${path} has no problems`);
+  return problems;
 }
 
 /** `kvgraft eval acceptance`. */

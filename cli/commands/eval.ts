@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
@@ -15,6 +15,7 @@ import { normalizeProblem, problemTemplate } from "../../shared/normalize.js";
 import { adminPost } from "../../tools/eval/stack.js";
 import { requireFlag, UsageError } from "../args.js";
 import { command, localSandbox } from "../command.js";
+import { readJsonl } from "../jsonl.js";
 import evalAcceptance from "./eval-acceptance.js";
 import evalFlywheel from "./eval-flywheel.js";
 import evalSolve from "./eval-solve.js";
@@ -293,28 +294,6 @@ async function routeOverEdge(
     routed.push(r);
   }
   return routed;
-}
-
-async function readJsonl<T>(path: string, schema: z.ZodType<T>): Promise<T[]> {
-  const text = await readFile(path, "utf8").catch((err: NodeJS.ErrnoException) => {
-    throw new UsageError(`cannot read ${path}: ${err.code ?? err.message}`);
-  });
-  return text
-    .split("\n")
-    .map((line, i) => [line, i + 1] as const)
-    .filter(([line]) => line.trim() !== "")
-    .map(([line, n]) => {
-      let value: unknown;
-      try {
-        value = JSON.parse(line);
-      } catch {
-        throw new UsageError(`${path}:${n}: not JSON`);
-      }
-      const parsed = schema.safeParse(value);
-      if (!parsed.success)
-        throw new UsageError(`${path}:${n}: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-      return parsed.data;
-    });
 }
 
 function median(xs: number[]): number {

@@ -74,10 +74,16 @@ export class ModelWork {
   }
 
   /** The signals of work that waits in its own queue (the sandbox's): deadline, client, shutdown. */
-  signals(c: Context<GpuEnv>): Signals & { signal: AbortSignal } {
-    const deadline = AbortSignal.timeout(this.deadlineMs(c));
+  signals(c: Context<GpuEnv>): Signals & { signal: AbortSignal; deadlineMs: number } {
+    const deadlineMs = this.deadlineMs(c);
+    const deadline = AbortSignal.timeout(deadlineMs);
     const client = c.var.clientSignal;
-    return { deadline, client, signal: AbortSignal.any([deadline, client, this.shutdown.signal]) };
+    return {
+      deadline,
+      deadlineMs,
+      client,
+      signal: AbortSignal.any([deadline, client, this.shutdown.signal]),
+    };
   }
 
   /** Maps an abort to the error its cause deserves; other errors pass through. */
@@ -150,8 +156,8 @@ export class ModelWork {
 
   private async background<T>(c: Context<GpuEnv>, job: (signal: AbortSignal) => Promise<T>): Promise<T> {
     this.parts.tracker.assertAccepting();
-    const { deadline, client, signal } = this.signals(c);
-    const patience = AbortSignal.timeout(Math.max(1, Math.floor(this.deadlineMs(c) / 2)));
+    const { deadline, deadlineMs, client, signal } = this.signals(c);
+    const patience = AbortSignal.timeout(Math.max(1, Math.floor(deadlineMs / 2)));
     try {
       return await this.parts.foreground.yielding(signal, patience, async (yieldingSignal) => {
         const release = await this.parts.queue.acquire(yieldingSignal);

@@ -116,13 +116,15 @@ function count(into: AcceptanceCounts, c: AcceptanceCase): void {
 /** Runs the evaluation (see the module comment). */
 export async function runAcceptanceEval(options: AcceptanceEvalOptions): Promise<AcceptanceEval> {
   const started = performance.now();
-  const sets = evalInstances(options.perFamily, options.seed);
   const conditions = options.conditions ?? ACCEPTANCE_CONDITIONS;
-  const drawn = conditions.flatMap((condition) => sets[condition]);
+  const drawn = () => {
+    const sets = evalInstances(options.perFamily, options.seed);
+    return conditions.flatMap((condition) => sets[condition]);
+  };
   const instances = (
     options.problems
       ? options.problems.map((p) => ({ ...p, condition: "given" as const, familyId: null }))
-      : drawn.map((i) => ({
+      : drawn().map((i) => ({
           problem: i.problem,
           answer: i.answer,
           condition: i.condition,
