@@ -16,6 +16,7 @@ import {
   type StepPhaseMeans,
 } from "../gpu-node/engine/decode-stats.js";
 import { Engine, type KvType, type LlamaBinary } from "../gpu-node/engine/engine.js";
+import type { StepFillMode } from "../gpu-node/engine/step-fill.js";
 import { randomTokens } from "../gpu-node/verify.js";
 import type { Tier } from "../shared/protocol.js";
 import { Xoshiro128 } from "../shared/random.js";
@@ -47,7 +48,7 @@ export interface DecodeBatchesOptions {
   binary?: LlamaBinary;
   threads?: number;
   /** The engine's `stepFill` (default: its own, on for a GPU backend). */
-  stepFill?: boolean;
+  stepFill?: StepFillMode;
 }
 
 /** How the engine's context was made (what a decode step's attention reads). */
@@ -65,7 +66,7 @@ export interface DecodeContext {
   /** Tokens per llama_decode at most. */
   batchSize: number;
   /** Idle slots between busy ones got a throwaway token a step (the engine's `stepFill`). */
-  stepFill: boolean;
+  stepFill: StepFillMode;
   /** node-llama-cpp's estimate of the context's memory (KV cache and compute buffers), bytes. */
   memoryBytes: { ram: number; vram: number };
 }

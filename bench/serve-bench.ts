@@ -82,6 +82,8 @@ export interface ServeSide extends Partial<StepPhaseMeans> {
   batchedSteps?: number;
   /** kvgraft only: throwaway tokens a batched step gave idle slots between busy ones (KV_STEP_FILL). */
   fillersPerStep?: number;
+  /** Forward passes a batched step (kvgraft_decode_passes_total: llama.cpp's split, estimated). */
+  passesPerStep?: number;
   /** llama-server only: prompt tokens it evaluated per answered request in the window (not from its cache). */
   promptTokensPerRequest?: number;
   statuses: Record<string, number>;
@@ -292,6 +294,8 @@ async function runKvgraft(
         batchedSteps,
         fillersPerStep:
           batchedSteps > 0 ? Number(((after.fillers - before.fillers) / batchedSteps).toFixed(2)) : 0,
+        passesPerStep:
+          batchedSteps > 0 ? Number(((after.passes - before.passes) / batchedSteps).toFixed(2)) : 0,
         ...stepPhaseMeans(batchedSteps, phaseMs),
       },
       blockTokens,
@@ -305,7 +309,8 @@ async function runKvgraft(
 
 /**
  * Generation decode steps and their sequences (batched and native paths) from /metrics, the
- * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total) and its fillers.
+ * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total), its fillers and
+ * its forward passes.
  */
 function decodeTotals(metrics: string): {
   steps: number;
@@ -313,8 +318,10 @@ function decodeTotals(metrics: string): {
   batchedSteps: number;
   batchedSeconds: Record<DecodePhase, number>;
   fillers: number;
+  passes: number;
 } {
   let steps = 0;
+  let passes = 0;
   let sequences = 0;
   let batchedSteps = 0;
   let fillers = 0;
@@ -322,6 +329,8 @@ function decodeTotals(metrics: string): {
   for (const line of metrics.split("\n")) {
     const fill = /^kvgraft_decode_fill_tokens_total (\S+)$/.exec(line);
     if (fill) fillers = Number(fill[1]);
+    const pass = /^kvgraft_decode_passes_total (\S+)$/.exec(line);
+    if (pass) passes = Number(pass[1]);
     const phase = /^kvgraft_decode_phase_seconds_total\{path="batched",phase="(\w+)"\} (\S+)$/.exec(line);
     if (phase && (DECODE_PHASES as readonly string[]).includes(phase[1] as string))
       batchedSeconds[phase[1] as DecodePhase] = Number(phase[2]);
@@ -332,7 +341,7 @@ function decodeTotals(metrics: string): {
       if (m[2] === "batched") batchedSteps = Number(m[3]);
     } else sequences += Number(m[3]);
   }
-  return { steps, sequences, batchedSteps, batchedSeconds, fillers };
+  return { steps, sequences, batchedSteps, batchedSeconds, fillers, passes };
 }
 
 /** llama-server's cumulative decode and prompt counters from its Prometheus text (`--metrics`). */

@@ -9,6 +9,7 @@
 import { join, resolve } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { type GpuEnv, stepFillSetting } from "../gpu-node/config.js";
+import type { StepFillMode } from "../gpu-node/engine/step-fill.js";
 import type { Sandbox, SandboxOptions } from "../gpu-node/sandbox/sandbox.js";
 import { EMBEDDED_MODEL } from "../tools/model/spec.js";
 import { parseFlags, printJson, requireGgufFile } from "./args.js";
@@ -65,7 +66,11 @@ export function command<O extends Options>(
 }
 
 /** The engine settings the environment gives a command that opens an engine (KV_LLAMA, KV_THREADS, KV_STEP_FILL). */
-export function engineSettings(): { binary: GpuEnv["KV_LLAMA"]; threads?: number; stepFill?: boolean } {
+export function engineSettings(): {
+  binary: GpuEnv["KV_LLAMA"];
+  threads?: number;
+  stepFill?: StepFillMode;
+} {
   const env = readCliGpuEnv();
   const stepFill = stepFillSetting(env.KV_STEP_FILL);
   return {

@@ -12,6 +12,7 @@ import { ConfigError, logLevelSetting, parseEnv } from "../shared/http/config.js
 import type { LogLevel } from "../shared/http/logger.js";
 import { formatValidationIssues } from "../shared/http/zod-issues.js";
 import type { BucketConfig } from "./blocks/bucket/bucket.js";
+import type { StepFillMode } from "./engine/step-fill.js";
 import { SANDBOX_CHOICES, type SandboxChoice } from "./sandbox/choices.js";
 
 const secret = z.string().min(16, "must be at least 16 characters").optional();
@@ -34,10 +35,10 @@ export const gpuEnvSchema = z
         "the llama.cpp binary (also `verify`, `bench`): `cpu`; `lastBuild`, node-llama-cpp's last local build ([our engine build](#the-engine-build), or a CUDA build installed as such on a GPU machine); `auto`",
       ),
     KV_STEP_FILL: z
-      .enum(["auto", "on", "off"])
+      .enum(["auto", "on", "fillers", "off"])
       .default("auto")
       .describe(
-        "whether a batched decode step gives idle slots between busy ones a throwaway token, so that the step is one forward pass (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `off`",
+        "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `off`",
       ),
     KV_THREADS: positiveInt
       .optional()
@@ -169,8 +170,8 @@ export const gpuEnvSchema = z
 export type GpuEnv = z.output<typeof gpuEnvSchema>;
 
 /** KV_STEP_FILL as the engine's `stepFill`: undefined leaves it to the engine's default. */
-export function stepFillSetting(value: GpuEnv["KV_STEP_FILL"]): boolean | undefined {
-  return value === "auto" ? undefined : value === "on";
+export function stepFillSetting(value: GpuEnv["KV_STEP_FILL"]): StepFillMode | undefined {
+  return value === "auto" ? undefined : value === "fillers" ? "fillers" : value === "on";
 }
 
 /** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
@@ -212,8 +213,8 @@ export interface GpuNodeConfig extends z.output<typeof gpuOptionsSchema> {
   modelPath: string;
   binary: GpuEnv["KV_LLAMA"];
   threads?: number | undefined;
-  /** KV_STEP_FILL: true or false as set, undefined for the engine's default (`auto`). */
-  stepFill?: boolean | undefined;
+  /** KV_STEP_FILL: as set, undefined for the engine's default (`auto`). */
+  stepFill?: StepFillMode | undefined;
   secret: string;
   /** The secret `secret` replaces: still accepted, and it signs heartbeats. */
   previousSecret?: string | undefined;

@@ -16,8 +16,10 @@
 #                                         # blocks of ~2,000 tokens; both servers' logs in $OUT/serve-logs-rRATE.
 #                                         # LLAMA_CACHE_RAM=MIB: llama-server's --cache-ram (0: off), files -crMIB.
 #                                         # SERVE_SLOTS=N SERVE_CONTEXT=CELLS: both servers' slots and cells a
-#                                         # slot (default 32 x 4096), files -sN. KV_STEP_FILL=off: no fillers in
-#                                         # kvgraft's steps, files -nofill; SERVE_ONLY=kvgraft: kvgraft's side alone.
+#                                         # slot (default 32 x 4096), files -sN / -cN. KV_STEP_FILL=off: no fillers or
+#                                         # joiners' pads in kvgraft's steps, files -nofill (=fillers: no pads,
+#                                         # -fillers); SERVE_ONLY=kvgraft: kvgraft's side alone;
+#                                         # SERVE_WORKLOADS (default hot-1,warm-12).
 #                                         # LLAMA_SERVER=path (absolute): a llama-server linked on the dev machine
 #                                         # against the CUDA build, so the round compiles nothing (unset: built
 #                                         # here by build-llama-server.sh cuda, minutes of device time). Stage it:
@@ -174,17 +176,19 @@ case "${1:-}" in
     # LLAMA_CACHE_RAM=MIB: llama-server's --cache-ram (0: off; its default saved a 771 MiB slot state
     # before each new prompt on 2026-12-02, and answered nothing in the window); files get -crMIB.
     tag=${LLAMA_CACHE_RAM:+-cr$LLAMA_CACHE_RAM}
-    # KV_STEP_FILL=off: kvgraft's steps without fillers (a pass per run of busy slots), files -nofill;
+    # KV_STEP_FILL=off: kvgraft's steps without fillers or joiners' pads (a pass per run of busy slots),
+    # files -nofill; KV_STEP_FILL=fillers: fillers without pads, files -fillers;
     # SERVE_ONLY=kvgraft: kvgraft's side alone.
-    [[ ${KV_STEP_FILL:-auto} != off ]] || tag+=-nofill
+    case ${KV_STEP_FILL:-auto} in off) tag+=-nofill ;; fillers) tag+=-fillers ;; esac
     # SERVE_SLOTS / SERVE_CONTEXT: both servers' slots and cells a slot (default 32 x 4,096); files
-    # get -sN when the slots differ from the default.
+    # get -sN / -cN when they differ from the default. SERVE_WORKLOADS (default hot-1,warm-12).
     slots=${SERVE_SLOTS:-32}
     [[ $slots == 32 ]] || tag+=-s$slots
+    [[ ${SERVE_CONTEXT:-4096} == 4096 ]] || tag+=-c$SERVE_CONTEXT
     only=()
     if [[ -n ${SERVE_ONLY:-} ]]; then only=(--only "$SERVE_ONLY"); tag+=-only-$SERVE_ONLY; fi
     for rate in ${SERVE_RATES:-50 100 200}; do
-      $cli bench serve --model "$(model 12b)" --llama-server "$server" "${only[@]}" --workloads hot-1,warm-12 \
+      $cli bench serve --model "$(model 12b)" --llama-server "$server" "${only[@]}" --workloads "${SERVE_WORKLOADS:-hot-1,warm-12}" \
         --rate "$rate" --duration 30 --slots "$slots" --context "${SERVE_CONTEXT:-4096}" --block-chars 5000 --max-tokens 16 \
         ${LLAMA_CACHE_RAM:+--llama-cache-ram "$LLAMA_CACHE_RAM"} --log-dir "$out/serve-logs-r$rate$tag" \
         --out "$out/serve-12b-h200-r$rate$tag.json" 2>"$out/serve-12b-r$rate$tag.log" | tee "$out/serve-12b-r$rate$tag.txt" ||

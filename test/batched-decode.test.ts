@@ -278,6 +278,50 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("one pass a step (stepFill
     expect(ra?.path).toBe("batched");
   });
 
+  it("pads queries joining in consecutive slots so that their remainder is one pass, and keeps no pad cell", async () => {
+    const rng = new Xoshiro128(`pad-${preset}`);
+    const [a, b, c] = [14, 23, 9].map((n) => randomTokens(rng, n, engine.vocabSize)) as [
+      Token[],
+      Token[],
+      Token[],
+    ];
+    const [aloneB, aloneC] = [await alone(1, b, MAX), await alone(2, c, MAX)];
+    for (let i = 0; i < 4; i++) await engine.slot(i).clearHistory();
+    const before = engine.decodeStats.snapshot();
+    // Slot 0 decodes; right after its first token, queries of 23 and 9 tokens join in slots 1 and 2
+    // at once: the next step holds both (and 0's token), the 9-token query padded to 23.
+    let joined: Promise<Decoded[]> | undefined;
+    await decode(engine, engine.slot(0), a, {
+      maxTokens: 4,
+      onToken: () => {
+        joined ??= Promise.all([
+          decode(engine, engine.slot(1), b, { maxTokens: MAX }),
+          decode(engine, engine.slot(2), c, { maxTokens: MAX }),
+        ]);
+      },
+    });
+    const [rb, rc] = (await joined) as Decoded[];
+    const since = decodeCountsSince(before, engine.decodeStats.snapshot()).batched;
+    expect(since.fillers).toBe(23 - 9);
+    // Every batched step is one pass but the joining one, two: one token of each slot, then both
+    // remainders of 22 tokens together (unpadded, the 22 and 8 would be two passes).
+    expect(since.passes).toBe(since.steps + 1);
+    // No pad cell is left: each slot ends at its last evaluated token.
+    const ctx = (engine.slot(2) as unknown as SequenceInternals)._context._ctx as unknown as {
+      getSequenceKvCacheMaxPosition(id: number): number;
+    };
+    for (const [i, input, got] of [
+      [1, b, rb],
+      [2, c, rc],
+    ] as const) {
+      expect(engine.slot(i).nextTokenIndex).toBe(input.length + (got?.tokens.length ?? 0) - 1);
+      expect(ctx.getSequenceKvCacheMaxPosition(i)).toBe(engine.slot(i).nextTokenIndex - 1);
+    }
+    const agree = (got: Token[], want: Token[]) => got.filter((t, k) => t === want[k]).length;
+    expect(agree(rb?.tokens ?? [], aloneB) + agree(rc?.tokens ?? [], aloneC)).toBeGreaterThanOrEqual(MAX);
+    for (let i = 0; i < 4; i++) await engine.slot(i).clearHistory();
+  });
+
   it("leaves out an idle slot whose evaluation lock is held", async () => {
     const rng = new Xoshiro128(`fill-locked-${preset}`);
     const [a, b] = [randomTokens(rng, 10, engine.vocabSize), randomTokens(rng, 10, engine.vocabSize)];

@@ -17,7 +17,9 @@
  * A step with a single greedy member takes the native greedy step on our engine build
  * (greedy-step.ts: one call instead of decode plus sample).
  *
- * One pass a step (`stepFill`): idle slots between busy ones get a throwaway token (step-fill.ts).
+ * One pass a step (`stepFill`): idle slots between busy ones get a throwaway token, and queries
+ * joining in consecutive slots are padded to one length so that their remainder is one more pass
+ * (step-fill.ts).
  *
  * Exactness: llama.cpp's result for a token depends on what shares its batch (exact-batching.ts),
  * so batched logits are not bit-identical to a sequence decoded alone; greedy and seeded tokens
@@ -30,7 +32,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import type { DecodeStats } from "./decode-stats.js";
 import { fitsWithoutShift, greedyStep } from "./greedy-step.js";
 import type { NativeStateApi, SequenceInternals } from "./state-memory.js";
-import { FILLER_TOKEN, StepFill } from "./step-fill.js";
+import { FILLER_TOKEN, forwardPasses, joinerPads, StepFill, type StepFillMode } from "./step-fill.js";
 
 /** How a member samples; temperature 0 is greedy. */
 export interface StepSampling {
@@ -98,7 +100,7 @@ export class DecodeBatcher {
     private readonly stats: DecodeStats,
     private readonly nativeApi: NativeStateApi | null,
     sequences: readonly LlamaContextSequence[] = [],
-    stepFill = false,
+    stepFill: StepFillMode = false,
   ) {
     this.stepFill = new StepFill(sequences, stepFill);
   }
@@ -230,20 +232,35 @@ export class DecodeBatcher {
       batch.map((a) => a.member.seq._sequenceId),
       this.context.batchSize - total,
     );
+    const pads = this.stepFill.padsJoiners
+      ? joinerPads(
+          batch.map(({ member, count }) => ({
+            id: member.seq._sequenceId,
+            tokens: count,
+            free: this.context.contextSize - 1 - (member.seq._nextTokenIndex + count),
+          })),
+          this.context.batchSize - total - fillers.length,
+        )
+      : batch.map(() => 0);
+    const padTotal = pads.reduce((sum, n) => sum + n, 0);
     const logitIndex = new Map<Member, number>();
     let decoding: number;
+    let passes = 0;
     try {
-      ctx.initBatch(total + fillers.length);
+      ctx.initBatch(total + padTotal + fillers.length);
       // In ascending sequence ids, members and fillers together: one run of consecutive ids.
       const adds = [
-        ...batch.map(({ member, count }) => ({
+        ...batch.map(({ member, count }, i) => ({
           id: member.seq._sequenceId,
+          tokens: count + (pads[i] as number),
           add: () => {
             const last = count === member.pending.length;
+            const tokens = member.pending.slice(0, count);
+            for (let p = 0; p < (pads[i] as number); p++) tokens.push(FILLER_TOKEN as Token);
             const indexes = ctx.addToBatch(
               member.seq._sequenceId,
               member.seq._nextTokenIndex,
-              Uint32Array.from(member.pending.slice(0, count)),
+              Uint32Array.from(tokens),
               Uint32Array.from(last ? [count - 1] : []),
             );
             if (last) logitIndex.set(member, indexes[0] as number);
@@ -251,11 +268,13 @@ export class DecodeBatcher {
         })),
         ...fillers.map((f) => ({
           id: f.sequenceId,
+          tokens: 1,
           add: () =>
             ctx.addToBatch(f.sequenceId, f.position, Uint32Array.of(FILLER_TOKEN), new Uint32Array(0)),
         })),
       ].sort((a, b) => a.id - b.id);
       for (const { add } of adds) add();
+      passes = forwardPasses(adds, this.context.batchSize);
       decoding = performance.now();
       this.stats.time("batched", "prepare", decoding - preparing);
       try {
@@ -267,7 +286,11 @@ export class DecodeBatcher {
         throw err;
       }
     } finally {
-      // The fillers' cells go whatever happened, and their slots are free again.
+      // The pads' and fillers' cells go whatever happened, and the fillers' slots are free again.
+      batch.forEach(({ member, count }, i) => {
+        if ((pads[i] as number) > 0)
+          ctx.removeTokenCellsFromSequence(member.seq._sequenceId, member.seq._nextTokenIndex + count, -1);
+      });
       for (const f of fillers) {
         ctx.removeTokenCellsFromSequence(f.sequenceId, f.position, -1);
         f.lock.dispose();
@@ -275,7 +298,7 @@ export class DecodeBatcher {
     }
     const decoded = performance.now();
     this.stats.time("batched", "decode", decoded - decoding);
-    this.stats.record("batched", batch.length, total, fillers.length);
+    this.stats.record("batched", batch.length, total, fillers.length + padTotal, passes);
     for (const { member, count } of batch) {
       const evaluated = member.pending.slice(0, count);
       member.pending = member.pending.slice(count);

@@ -34,10 +34,16 @@ export interface DecodePathCounts {
   /** Tokens summed over the calls. */
   tokens: number;
   /**
-   * Throwaway tokens given to idle slots between busy ones (batched path, `stepFill`), so that a
-   * step stays one forward pass; not in `sequences` or `tokens`.
+   * Throwaway tokens given to idle slots between busy ones and after queries joining in
+   * consecutive slots (batched path, `stepFill`), so that a step takes fewer forward passes; not
+   * in `sequences` or `tokens`.
    */
   fillers: number;
+  /**
+   * Forward passes llama.cpp makes of the decode calls, as its sequential split would cut them
+   * (step-fill.ts, forwardPasses: an estimate from its source); batched path only.
+   */
+  passes: number;
   /** Decode calls by the number of sequences they held ("1", "2", ...). */
   bySequences: Record<string, number>;
   /** Wall milliseconds of the batch loop's steps on this path, by phase. */
@@ -59,6 +65,7 @@ const empty = (): DecodePathCounts => ({
   sequences: 0,
   tokens: 0,
   fillers: 0,
+  passes: 0,
   bySequences: {},
   phaseMs: noPhases(),
 });
@@ -67,10 +74,14 @@ const empty = (): DecodePathCounts => ({
 export class DecodeStats {
   private counts: DecodeCounts = { batched: empty(), native: empty(), library: empty() };
 
-  /** One decode call of `sequences` sequences and `tokens` tokens in all, and `fillers` throwaway tokens. */
-  record(path: DecodePath, sequences: number, tokens: number, fillers = 0): void {
+  /**
+   * One decode call of `sequences` sequences and `tokens` tokens in all, `fillers` throwaway
+   * tokens and the `passes` it was cut into (0: not estimated).
+   */
+  record(path: DecodePath, sequences: number, tokens: number, fillers = 0, passes = 0): void {
     const c = this.counts[path];
     c.steps++;
+    c.passes += passes;
     c.sequences += sequences;
     c.tokens += tokens;
     c.fillers += fillers;
@@ -113,6 +124,7 @@ export function decodeCountsSince(before: DecodeCounts, after: DecodeCounts): De
       sequences: a.sequences - b.sequences,
       tokens: a.tokens - b.tokens,
       fillers: a.fillers - b.fillers,
+      passes: a.passes - b.passes,
       bySequences,
       phaseMs,
     };

@@ -26,6 +26,7 @@ import {
 import { hotSlotsForMemory, type SlotSizing } from "./hot-capacity.js";
 import { LAST_BUILD_ONLY, type LlamaBinary } from "./llama-binary.js";
 import { type NativeStateApi, nativeStateApi } from "./state-memory.js";
+import type { StepFillMode } from "./step-fill.js";
 
 /** Which llama.cpp binary to load: the CPU build, the last local build (CUDA on the GPU machine), or auto. */
 export type { LlamaBinary };
@@ -52,18 +53,19 @@ export interface EngineOptions {
   /** Where model hashes are cached. */
   hashCacheFile?: string;
   /**
-   * Idle slots between busy ones get a throwaway token in each batched step, so that the step is
-   * one forward pass (step-fill.ts). Default: on a GPU backend, off on the CPU (where a pass
-   * costs by its tokens). Never on a sliding-window cache without the full cache.
+   * Idle slots between busy ones get a throwaway token in each batched step, and queries joining
+   * in consecutive slots are padded to one length, so that the step takes fewer forward passes
+   * (step-fill.ts); `fillers`: the idle slots' tokens alone. Default: on a GPU backend, off on the
+   * CPU (where a pass costs by its tokens). Never on a sliding-window cache without the full cache.
    */
-  stepFill?: boolean;
+  stepFill?: StepFillMode;
 }
 
 /** The options as the engine runs them: every default applied and the slot count settled. */
 export type ResolvedEngineOptions = Required<Omit<EngineOptions, "hashCacheFile" | "slots" | "stepFill">> & {
   slots: number;
-  /** Whether the batched steps fill the gaps between busy slots (settled from the backend and model). */
-  stepFill: boolean;
+  /** How the batched steps fill the gaps between busy slots (settled from the backend and model). */
+  stepFill: StepFillMode;
 };
 
 let processLlama: Promise<Llama> | undefined;
@@ -270,11 +272,11 @@ export function tokenizeWithBos(model: LlamaModel, text: string): Token[] {
  * where a token can drop cells (a sliding-window cache without the full cache).
  */
 function stepFillFor(
-  asked: boolean | undefined,
+  asked: StepFillMode | undefined,
   llama: Llama,
   model: LlamaModel,
   swaFullCache: boolean,
-): boolean {
+): StepFillMode {
   const slidingWindow = (model.fileInsights.swaSize ?? 0) > 0;
   if (slidingWindow && !swaFullCache) return false;
   return asked ?? llama.gpu !== false;

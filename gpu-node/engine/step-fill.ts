@@ -19,6 +19,12 @@ import type { SequenceInternals } from "./state-memory.js";
 /** An idle slot's throwaway token in a step: its sequence id, position and evaluation lock. */
 export type StepFiller = { sequenceId: number; position: number; lock: { dispose(): void } };
 
+/**
+ * How batched steps fill: `true` gives idle slots between busy ones a throwaway token and pads
+ * joining queries (joinerPads), `"fillers"` the idle slots' tokens alone, `false` neither.
+ */
+export type StepFillMode = boolean | "fillers";
+
 /** The token a filler decodes: any id does, no logits are read. */
 export const FILLER_TOKEN = 0;
 
@@ -26,9 +32,13 @@ export const FILLER_TOKEN = 0;
 export class StepFill {
   private readonly slots: Map<number, SequenceInternals>;
 
-  constructor(sequences: readonly LlamaContextSequence[], enabled: boolean) {
+  /** Whether steps pad queries joining in consecutive slots (joinerPads). */
+  readonly padsJoiners: boolean;
+
+  constructor(sequences: readonly LlamaContextSequence[], mode: StepFillMode) {
+    this.padsJoiners = mode === true;
     this.slots = new Map(
-      enabled
+      mode !== false
         ? sequences.map((s) => {
             const seq = s as unknown as SequenceInternals;
             return [seq._sequenceId, seq] as const;
@@ -66,4 +76,90 @@ export class StepFill {
     }
     return Promise.all(pending.map(async (f) => ({ ...f, lock: await f.lock })));
   }
+}
+
+/** A step's entry as llama.cpp splits it: a sequence id and its tokens (contiguous in the batch). */
+export type StepEntry = { id: number; tokens: number };
+
+/**
+ * Throwaway tokens to pad each query joining this step, so that the joiners' remainders share a
+ * pass. After the first pass (one token of every busy slot) llama.cpp's sequential split takes
+ * the same number of tokens from each sequence of a run of consecutive ids, so joiners in
+ * consecutive slots with queries of 17 and 19 tokens still cost two more passes, and each pass
+ * reads all the weights (5.3 ms on the H200's `12b` preset: at 200 joiners a second, a pass per
+ * joiner alone would need more than the GPU's whole time). The pad tokens go after a joiner's
+ * query, at later positions of its own sequence, so no real token attends to them (the causal
+ * mask); the caller removes their cells after the step, as it does the fillers'. `entries`: the
+ * step's members in ascending ids, each with the tokens it evaluates and the cells it may use
+ * beyond them (`free`). Joiners are members with more than one token; a run of consecutive
+ * joiners is padded to its longest, a joiner only where its slot has the cells, within `room`
+ * tokens in all. Returns each entry's pad count (0 for most).
+ */
+export function joinerPads(
+  entries: readonly { id: number; tokens: number; free: number }[],
+  room: number,
+): number[] {
+  const pads = entries.map(() => 0);
+  let left = room;
+  for (let start = 0; start < entries.length; ) {
+    let end = start;
+    const joins = (i: number) => (entries[i] as { tokens: number }).tokens > 1;
+    if (!joins(start)) {
+      start++;
+      continue;
+    }
+    while (
+      end + 1 < entries.length &&
+      joins(end + 1) &&
+      entries[end + 1]?.id === (entries[end]?.id as number) + 1
+    )
+      end++;
+    if (end > start) {
+      const longest = Math.max(...entries.slice(start, end + 1).map((e) => e.tokens));
+      for (let i = start; i <= end; i++) {
+        const e = entries[i] as { tokens: number; free: number };
+        const pad = longest - e.tokens;
+        if (pad > 0 && pad <= e.free && pad <= left) {
+          pads[i] = pad;
+          left -= pad;
+        }
+      }
+    }
+    start = end + 1;
+  }
+  return pads;
+}
+
+/**
+ * How many forward passes llama.cpp makes of a batch with a KV stream per sequence: its
+ * `split_equal(n_ubatch, sequential = true)` (src/llama-batch.cpp) as it runs on `entries` in batch
+ * order. Each pass takes a run of consecutive sequence ids among the tokens not yet taken (a
+ * sequence with nothing left ends the run) and the same number of tokens from each, as many as
+ * all have and the ubatch holds. An estimate read from the source, not a count llama.cpp reports:
+ * `kvgraft_decode_passes_total`.
+ */
+export function forwardPasses(entries: readonly StepEntry[], nUbatch: number): number {
+  const left = entries.map((e) => e.tokens);
+  let passes = 0;
+  while (left.some((n) => n > 0)) {
+    const run: number[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      if ((left[i] as number) === 0) continue;
+      if (
+        run.length > 0 &&
+        (entries[i] as StepEntry).id !== (entries[run.at(-1) as number] as StepEntry).id + 1
+      )
+        break;
+      run.push(i);
+      if (run.length > nUbatch) break;
+    }
+    let take = 0;
+    while (run.every((i) => (left[i] as number) > take)) {
+      take++;
+      if ((take + 1) * run.length > nUbatch) break;
+    }
+    for (const i of run) left[i] = (left[i] as number) - take;
+    passes++;
+  }
+  return passes;
 }

@@ -130,9 +130,17 @@ export class GpuMetrics {
     );
     this.total(
       "kvgraft_decode_fill_tokens_total",
-      "Throwaway tokens the batch loop gave idle slots between busy ones, so that a step is one forward pass (KV_STEP_FILL).",
+      "Throwaway tokens the batch loop gave idle slots between busy ones and queries joining in consecutive slots, " +
+        "so that a step takes fewer forward passes (KV_STEP_FILL).",
       [],
       () => [{ value: snap().decode.batched.fillers }],
+    );
+    this.total(
+      "kvgraft_decode_passes_total",
+      "Forward passes of the batch loop's llama_decode calls, as llama.cpp's sequential split cuts a batch with a KV " +
+        "stream per slot (an estimate from its source; each pass reads all the weights).",
+      [],
+      () => [{ value: snap().decode.batched.passes }],
     );
     this.total(
       "kvgraft_decode_phase_seconds_total",
