@@ -670,6 +670,10 @@ describe("sandbox and metrics", () => {
     expect(steps).toBeGreaterThan(0);
     expect(metricValue(text, "kvgraft_decode_batch_steps_total")).toBe(steps);
     expect(metricValue(text, "kvgraft_decode_steps_total", { path: "library" })).toBeGreaterThan(0);
+    // A batched step is at least one forward pass (llama.cpp's split, estimated).
+    expect(metricValue(text, "kvgraft_decode_passes_total")).toBeGreaterThanOrEqual(
+      metricValue(text, "kvgraft_decode_steps_total", { path: "batched" }),
+    );
     // Those steps' wall time by phase: the decode took some; every path and phase is exposed.
     expect(metricValue(text, "kvgraft_decode_phase_seconds_total", { phase: "decode" })).toBeGreaterThan(0);
     for (const path of ["batched", "native"])
