@@ -3,7 +3,7 @@
 # pads of step-fill.ts) in the background, results in /root/results/r38; then poll with
 # serve-round-poll.sh as for serve-round-start.sh. hot-1 only, llama-server without its host-memory
 # prompt cache (--cache-ram 0, as in the third round), 16 tokens, blocks of ~2,000 tokens:
-#   1. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "40 120") req/s
+#   1. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s
 #   2. 32 slots of 4,096 cells (the fourth round's), kvgraft alone at 60 req/s: pads on, then
 #      KV_STEP_FILL=fillers (the fourth round's steps), one after the other
 #   3. SCALE_B (default 96; empty: skipped) slots of 2,304 cells, both servers, at 200 req/s
@@ -17,7 +17,7 @@ mkdir -p /root/results/r38
 cp scripts/gpu-round.sh /opt/kv/app/scripts/
 cd /opt/kv/app
 export KV_ENGINE_DIR=/root/engine-cuda LLAMA_SERVER=/root/llama-server/llama-server OUT=/root/results/r38
-export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-40 120}
+export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120}
 export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96}
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'r=/root/results/r38
