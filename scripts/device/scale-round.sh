@@ -4,8 +4,8 @@
 # serve-round-poll.sh as for serve-round-start.sh. hot-1 only, llama-server without its host-memory
 # prompt cache (--cache-ram 0, as in the third round), 16 tokens, blocks of ~2,000 tokens:
 #   1. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s
-#   2. 32 slots of 4,096 cells (the fourth round's), kvgraft alone at 60 req/s: pads on, then
-#      KV_STEP_FILL=fillers (the fourth round's steps), one after the other
+#   2. the same slots, kvgraft alone with KV_STEP_FILL=fillers (no joiners' pads: the fourth round's
+#      steps) at the last of SCALE_RATES, beside step 1's kvgraft side at that rate
 #   3. SCALE_B (default 96; empty: skipped) slots of 2,304 cells, both servers, at 200 req/s
 # 64 and 96 slots of the 12b preset need the H200 (~84 and ~113 GB with the weights); on an H100
 # (80 GB): SCALE_A=48 SCALE_B= (~69 GB).
@@ -22,8 +22,8 @@ export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96}
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'r=/root/results/r38
   SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 SERVE_RATES="$SCALE_RATES" bash scripts/gpu-round.sh serve > $r/sA.out 2>&1
-  SERVE_ONLY=kvgraft SERVE_RATES=60 bash scripts/gpu-round.sh serve > $r/pads.out 2>&1
-  KV_STEP_FILL=fillers SERVE_ONLY=kvgraft SERVE_RATES=60 bash scripts/gpu-round.sh serve > $r/fillers.out 2>&1
+  KV_STEP_FILL=fillers SERVE_ONLY=kvgraft SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 SERVE_RATES="${SCALE_RATES##* }" \
+    bash scripts/gpu-round.sh serve > $r/fillers.out 2>&1
   [[ -z $SCALE_B ]] || SERVE_SLOTS=$SCALE_B SERVE_CONTEXT=2304 SERVE_RATES=200 bash scripts/gpu-round.sh serve > $r/sB.out 2>&1
   echo "exit $?" > /root/results/r38.done' > /dev/null 2>&1 < /dev/null &
 sleep 5
