@@ -5,7 +5,7 @@
 import { createLogger, type Logger } from "../../shared/http/logger.js";
 import { systemClock } from "../http.js";
 import type { AdminDeps } from "./admin.service.js";
-import { type FlywheelBudget, runFlywheelOnce } from "./flywheel.service.js";
+import { type FlywheelBudget, isBackgroundDeferred, runFlywheelOnce } from "./flywheel.service.js";
 
 export interface FlywheelWorker {
   /** Items finished by this worker. */
@@ -62,10 +62,16 @@ export function startFlywheelWorker(
         }
       } catch (err) {
         if (stopping.signal.aborted) break;
-        options.logger?.error("flywheel item failed", {
-          error: err instanceof Error ? err.message : String(err),
-        });
         waitMs = failureBackoffMs;
+        // Users' work kept the GPU node busy: the item is queued again, nothing failed.
+        if (isBackgroundDeferred(err))
+          options.logger?.info("flywheel item deferred: the GPU node is busy with users' work", {
+            retryInMs: waitMs,
+          });
+        else
+          options.logger?.error("flywheel item failed", {
+            error: err instanceof Error ? err.message : String(err),
+          });
       }
       await pause(waitMs, stopping.signal);
     }

@@ -278,14 +278,18 @@ export async function processFlywheelItem(
     if (refused !== null && !signal?.aborted) return close("rejected", { reason: refused });
     const failed = err instanceof DomainError ? err.code : "internal_error";
     // The node was busy with users' work the whole time its solve waited: not the item's failure.
-    const deferred =
-      err instanceof DomainError && err.details?.upstreamCode === GPU_ERROR.background_deferred;
+    const deferred = isBackgroundDeferred(err);
     if (signal?.aborted || deferred || item.attempts < MAX_ATTEMPTS) {
       await requeueFlywheel(deps.db, item.id, new Date(deps.clock.now()), { refundAttempt: deferred });
       throw err;
     }
     return close("rejected", { reason: "gpu_failed", error: failed });
   }
+}
+
+/** Whether `err` is a GPU node's 429 `background_deferred`: it was busy with users' work. */
+export function isBackgroundDeferred(err: unknown): boolean {
+  return err instanceof DomainError && err.details?.upstreamCode === GPU_ERROR.background_deferred;
 }
 
 /** Claims and processes the next queued item; null when the queue is empty. */
