@@ -6,8 +6,8 @@
  * probabilities within 0.1% of each other): a wrong position, cell or sampler would differ at once
  * and by far. Real llama.cpp (the npm CPU build) on generated models; nothing timed but the
  * steps' phase totals (decode-stats.ts), which must be there and fit in the wall time around them.
- * CI runs it again on our engine build, where a step's greedy members take one native pick
- * (step-sample.ts, greedyPick) instead of a sampler call each.
+ * CI runs it again on our engine build, where a lone greedy step is one native call
+ * (greedy-step.ts) and a greedy sampler reads its logit row without a candidate array.
  */
 import { acquireLock } from "lifecycle-utils";
 import type { Token } from "node-llama-cpp";

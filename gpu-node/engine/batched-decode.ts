@@ -90,7 +90,7 @@ export class DecodeBatcher {
     stepFill: StepFillMode = false,
   ) {
     this.stepFill = new StepFill(sequences, stepFill);
-    this.sampler = new StepSampler(model, nativeApi);
+    this.sampler = new StepSampler(model);
   }
 
   /** Decodes running through the loop now. */

@@ -1,15 +1,10 @@
 /**
  * Sampling a batched step (batched-decode.ts): each member's next token from its logit row of the
- * step's decode. On our engine build the greedy members' tokens come from one native call for all
- * of them (`greedyPick` in native/addon/KvgraftState.cpp: the rows split over a few threads),
- * where a sampler call each costs a pass through libuv's four threads and a promise: on the
- * H200's `12b` preset (262,144 logits a row) that was 1.4 to 5.6 ms of a step of 29 sequences,
- * linear in them. The pick is the same: the first token of highest logit, as llama.cpp's greedy
- * sampler (and node-llama-cpp's path on our build, addon/greedy-token.diff) picks it. The
- * others, and every member on a build without the native API, sample with their own samplers.
+ * step's decode, with its own node-llama-cpp sampler (made on first use), all at once on libuv's
+ * thread pool. On our engine build a greedy member's sampler takes the first token of highest
+ * logit straight from the row (addon/greedy-token.diff), without a candidate array.
  */
 import type { LlamaModel, Token } from "node-llama-cpp";
-import type { NativeStateApi } from "./state-memory.js";
 
 /** How a member samples; temperature 0 is greedy. */
 export interface StepSampling {
@@ -37,50 +32,26 @@ export type Sampled<M> = { member: M; token: Token | null; err?: unknown };
 
 /** Samples the members of each step of one context. */
 export class StepSampler {
-  constructor(
-    private readonly model: LlamaModel,
-    private readonly nativeApi: NativeStateApi | null,
-  ) {}
+  constructor(private readonly model: LlamaModel) {}
 
   /** Each member's token from its row (`rows`: member and batch index); an error is the member's alone. */
-  async sample<M extends SamplingMember>(
+  sample<M extends SamplingMember>(
     ctx: { sampleToken(batchLogitIndex: number, sampler: AddonSampler): Promise<number> },
     rows: ReadonlyArray<readonly [M, number]>,
   ): Promise<Sampled<M>[]> {
-    const picks = (m: M) => this.nativeApi !== null && m.sampling.temperature === 0;
-    const greedy = rows.filter(([m]) => picks(m));
-    const others = rows.filter(([m]) => !picks(m));
-    const [fromPick, fromSamplers] = await Promise.all([
-      greedy.length > 0 ? this.pickGreedy(ctx, greedy) : [],
-      Promise.all(
-        others.map(async ([member, index]): Promise<Sampled<M>> => {
-          try {
-            member.sampler ??= this.newSampler();
-            member.sampler.applyConfig(member.config);
-            const token = await ctx.sampleToken(index, member.sampler);
-            if (token === -1) throw new Error("failed to sample the next token");
-            return { member, token: token as Token };
-          } catch (err) {
-            return { member, token: null, err };
-          }
-        }),
-      ),
-    ]);
-    return [...fromPick, ...fromSamplers];
-  }
-
-  /** The greedy members' tokens in one greedyPick; on failure, each of them gets the error. */
-  private async pickGreedy<M>(
-    ctx: unknown,
-    rows: ReadonlyArray<readonly [M, number]>,
-  ): Promise<Sampled<M>[]> {
-    try {
-      const api = this.nativeApi as NativeStateApi;
-      const tokens = await api.greedyPick(ctx, Uint32Array.from(rows.map(([, index]) => index)));
-      return rows.map(([member], i) => ({ member, token: tokens[i] as Token }));
-    } catch (err) {
-      return rows.map(([member]) => ({ member, token: null, err }));
-    }
+    return Promise.all(
+      rows.map(async ([member, index]): Promise<Sampled<M>> => {
+        try {
+          member.sampler ??= this.newSampler();
+          member.sampler.applyConfig(member.config);
+          const token = await ctx.sampleToken(index, member.sampler);
+          if (token === -1) throw new Error("failed to sample the next token");
+          return { member, token: token as Token };
+        } catch (err) {
+          return { member, token: null, err };
+        }
+      }),
+    );
   }
 
   private newSampler(): AddonSampler {
