@@ -100,10 +100,10 @@ export function joinerPads(
   room: number,
 ): number[] {
   const pads = entries.map(() => 0);
+  const joins = (i: number) => (entries[i] as { tokens: number }).tokens > 1;
   let left = room;
   for (let start = 0; start < entries.length; ) {
     let end = start;
-    const joins = (i: number) => (entries[i] as { tokens: number }).tokens > 1;
     if (!joins(start)) {
       start++;
       continue;
