@@ -8,7 +8,7 @@
 #      steps) at the last of SCALE_RATES, beside step 1's kvgraft side at that rate
 #   3. SCALE_B (default 96; empty: skipped) slots of 2,304 cells, both servers, at 200 req/s
 # 64 and 96 slots of the 12b preset need the H200 (~84 and ~113 GB with the weights); on an H100
-# (80 GB): SCALE_A=48 SCALE_B= (~69 GB).
+# (80 GB) it picks SCALE_A=SCALE_B=48 (~69 GB) by itself.
 set -euo pipefail
 while [[ ! -f /root/results/synth.done ]]; do sleep 2; done
 cat /root/results/synth.done
@@ -18,7 +18,11 @@ cp scripts/gpu-round.sh /opt/kv/app/scripts/
 cd /opt/kv/app
 export KV_ENGINE_DIR=/root/engine-cuda LLAMA_SERVER=/root/llama-server/llama-server OUT=/root/results/r38
 export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120}
+# An 80 GB card (H100) takes 48 slots (steps 1-3), not 64 and 96, unless SCALE_A/SCALE_B are given.
+gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
+if ((gpu_mib < 100000)); then export SCALE_A=${SCALE_A:-48} SCALE_B=${SCALE_B-48}; fi
 export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96}
+echo "scale-round: ${gpu_mib} MiB on the card: SCALE_A=$SCALE_A SCALE_B=${SCALE_B:-none}"
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'r=/root/results/r38
   SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 SERVE_RATES="$SCALE_RATES" bash scripts/gpu-round.sh serve > $r/sA.out 2>&1
