@@ -8,7 +8,7 @@
  */
 import { join, resolve } from "node:path";
 import type { ParseArgsConfig } from "node:util";
-import { type GpuEnv, stepFillSetting } from "../gpu-node/config.js";
+import { type GpuEnv, greedyPickSetting, stepFillSetting } from "../gpu-node/config.js";
 import type { StepFillMode } from "../gpu-node/engine/step-fill.js";
 import type { Sandbox, SandboxOptions } from "../gpu-node/sandbox/sandbox.js";
 import { EMBEDDED_MODEL } from "../tools/model/spec.js";
@@ -65,18 +65,24 @@ export function command<O extends Options>(
   };
 }
 
-/** The engine settings the environment gives a command that opens an engine (KV_LLAMA, KV_THREADS, KV_STEP_FILL). */
+/**
+ * The engine settings the environment gives a command that opens an engine (KV_LLAMA, KV_THREADS,
+ * KV_STEP_FILL, KV_GREEDY_PICK).
+ */
 export function engineSettings(): {
   binary: GpuEnv["KV_LLAMA"];
   threads?: number;
   stepFill?: StepFillMode;
+  greedyPick?: boolean;
 } {
   const env = readCliGpuEnv();
   const stepFill = stepFillSetting(env.KV_STEP_FILL);
+  const greedyPick = greedyPickSetting(env.KV_GREEDY_PICK);
   return {
     binary: env.KV_LLAMA,
     ...(env.KV_THREADS ? { threads: env.KV_THREADS } : {}),
     ...(stepFill !== undefined ? { stepFill } : {}),
+    ...(greedyPick !== undefined ? { greedyPick } : {}),
   };
 }
 

@@ -40,6 +40,12 @@ export const gpuEnvSchema = z
       .describe(
         "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `off`",
       ),
+    KV_GREEDY_PICK: z
+      .enum(["auto", "on", "off"])
+      .default("auto")
+      .describe(
+        "whether a batched decode step's greedy slots take their tokens in one native call on [our engine build](#the-engine-build) rather than a sampler call each (the same tokens; also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `off`",
+      ),
     KV_THREADS: positiveInt
       .optional()
       .describe(
@@ -174,6 +180,11 @@ export function stepFillSetting(value: GpuEnv["KV_STEP_FILL"]): StepFillMode | u
   return value === "auto" ? undefined : value === "fillers" ? "fillers" : value === "on";
 }
 
+/** KV_GREEDY_PICK as the engine's `greedyPick`: undefined leaves it to the engine's default. */
+export function greedyPickSetting(value: GpuEnv["KV_GREEDY_PICK"]): boolean | undefined {
+  return value === "auto" ? undefined : value === "on";
+}
+
 /** Parses the environment (empty variables unset); throws a ConfigError listing every invalid variable. */
 export function readGpuEnv(env: Record<string, string | undefined> = process.env): GpuEnv {
   return parseEnv(gpuEnvSchema, env);
@@ -215,6 +226,8 @@ export interface GpuNodeConfig extends z.output<typeof gpuOptionsSchema> {
   threads?: number | undefined;
   /** KV_STEP_FILL: as set, undefined for the engine's default (`auto`). */
   stepFill?: StepFillMode | undefined;
+  /** KV_GREEDY_PICK: as set, undefined for the engine's default (`auto`). */
+  greedyPick?: boolean | undefined;
   secret: string;
   /** The secret `secret` replaces: still accepted, and it signs heartbeats. */
   previousSecret?: string | undefined;
@@ -256,6 +269,7 @@ export function resolveGpuNodeConfig({ env: vars, ...options }: GpuNodeInput): G
     binary: env.KV_LLAMA,
     threads: env.KV_THREADS,
     stepFill: stepFillSetting(env.KV_STEP_FILL),
+    greedyPick: greedyPickSetting(env.KV_GREEDY_PICK),
     secret: env.KVGRAFT_GPU_SECRET as string,
     previousSecret: env.KVGRAFT_GPU_SECRET_PREVIOUS,
     access:

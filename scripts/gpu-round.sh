@@ -18,7 +18,8 @@
 #                                         # SERVE_SLOTS=N SERVE_CONTEXT=CELLS: both servers' slots and cells a
 #                                         # slot (default 32 x 4096), files -sN / -cN. KV_STEP_FILL=off: no fillers or
 #                                         # joiners' pads in kvgraft's steps, files -nofill (=fillers: no pads,
-#                                         # -fillers); SERVE_ONLY=kvgraft: kvgraft's side alone;
+#                                         # -fillers); KV_GREEDY_PICK=off: a sampler call a greedy slot, files
+#                                         # -nopick; SERVE_ONLY=kvgraft: kvgraft's side alone;
 #                                         # SERVE_WORKLOADS (default hot-1,warm-12).
 #                                         # LLAMA_SERVER=path (absolute): a llama-server linked on the dev machine
 #                                         # against the CUDA build, so the round compiles nothing (unset: built
@@ -180,6 +181,8 @@ case "${1:-}" in
     # files -nofill; KV_STEP_FILL=fillers: fillers without pads, files -fillers;
     # SERVE_ONLY=kvgraft: kvgraft's side alone.
     case ${KV_STEP_FILL:-auto} in off) tag+=-nofill ;; fillers) tag+=-fillers ;; esac
+    # KV_GREEDY_PICK=off: a sampler call for each greedy slot of a step, files -nopick.
+    [[ ${KV_GREEDY_PICK:-auto} != off ]] || tag+=-nopick
     # SERVE_SLOTS / SERVE_CONTEXT: both servers' slots and cells a slot (default 32 x 4,096); files
     # get -sN / -cN when they differ from the default. SERVE_WORKLOADS (default hot-1,warm-12).
     slots=${SERVE_SLOTS:-32}

@@ -7,7 +7,9 @@
  * and by far. Real llama.cpp (the npm CPU build) on generated models; nothing timed but the
  * steps' phase totals (decode-stats.ts), which must be there and fit in the wall time around them.
  * CI runs it again on our engine build, where a lone greedy step is one native call
- * (greedy-step.ts) and a greedy sampler reads its logit row without a candidate array.
+ * (greedy-step.ts), a greedy sampler reads its logit row without a candidate array, and with
+ * `greedyPick` a step's greedy members take their tokens in one native call (step-sample.ts)
+ * beside sampled ones: a wrong row would give other tokens at once.
  */
 import { acquireLock } from "lifecycle-utils";
 import type { Token } from "node-llama-cpp";
@@ -26,14 +28,24 @@ import { syntheticModel } from "./helpers/models.js";
 const SLOTS = 4;
 const MAX = 24;
 
-describe.each(["tiny-llama", "tiny-gemma3"] as const)("batched decoding on %s", (preset) => {
+describe.each([
+  ["tiny-llama", false],
+  ["tiny-gemma3", false],
+  ["tiny-llama", true],
+] as const)("batched decoding on %s (greedyPick %s)", (preset, greedyPick) => {
   let engine: Engine;
   let inputs: Token[][];
   /** Each input's greedy tokens decoded alone by node-llama-cpp's own evaluation (not the batch loop). */
   let alone: Token[][];
 
   beforeAll(async () => {
-    engine = await Engine.open({ modelPath: syntheticModel(preset), slots: SLOTS, contextSize: 256 });
+    engine = await Engine.open({
+      modelPath: syntheticModel(preset),
+      slots: SLOTS,
+      contextSize: 256,
+      greedyPick,
+    });
+    expect(engine.options.greedyPick).toBe(greedyPick);
     inputs = Array.from({ length: SLOTS }, (_, i) =>
       randomTokens(new Xoshiro128(`batched-${preset}-${i}`), 12 + 9 * i, engine.vocabSize),
     );
@@ -343,11 +355,12 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("one pass a step (stepFill
   });
 });
 
-describe("stepFill's default", () => {
-  it("is off on the CPU", async () => {
+describe("stepFill's and greedyPick's defaults", () => {
+  it("are off on the CPU", async () => {
     const engine = await Engine.open({ modelPath: syntheticModel("tiny-llama"), slots: 2, contextSize: 128 });
     try {
       expect(engine.options.stepFill).toBe(false);
+      expect(engine.options.greedyPick).toBe(false);
     } finally {
       await engine.dispose();
     }

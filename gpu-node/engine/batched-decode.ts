@@ -15,7 +15,8 @@
  * takes the context's lock for each step and releases it between steps, so restores, deposits
  * and probes (node-llama-cpp's queue, exact-batching.ts) run between steps, never inside one.
  * A step with a single greedy member takes the native greedy step on our engine build
- * (greedy-step.ts: one call instead of decode plus sample).
+ * (greedy-step.ts: one call instead of decode plus sample); with `greedyPick`, a step's greedy
+ * members take their tokens in one native call (step-sample.ts).
  *
  * One pass a step (`stepFill`): idle slots between busy ones get a throwaway token, and queries
  * joining in consecutive slots are padded to one length so that their remainder is one more pass
@@ -33,20 +34,9 @@ import type { DecodeStats } from "./decode-stats.js";
 import { fitsWithoutShift, greedyStep } from "./greedy-step.js";
 import type { NativeStateApi, SequenceInternals } from "./state-memory.js";
 import { FILLER_TOKEN, forwardPasses, joinerPads, StepFill, type StepFillMode } from "./step-fill.js";
+import { type AddonSampler, StepSampler, type StepSampling } from "./step-sample.js";
 
-/** How a member samples; temperature 0 is greedy. */
-export interface StepSampling {
-  temperature: number;
-  topK?: number;
-  topP?: number;
-  seed?: number;
-}
-
-/** node-llama-cpp 3.21.1's addon context and sampler, as the batch loop calls them. */
-interface AddonSampler {
-  applyConfig(config: object): void;
-  dispose(): void;
-}
+/** node-llama-cpp 3.21.1's addon context, as the batch loop calls it. */
 interface AddonContext {
   initBatch(size: number): void;
   addToBatch(
@@ -82,17 +72,16 @@ interface Member {
 /** Members in one step and how many of their pending tokens go in. */
 type Allotment = { member: Member; count: number };
 
-/** A member's sampled token, or why it has none. */
-type Sampled = { member: Member; token: Token | null; err?: unknown };
-
 export class DecodeBatcher {
   private readonly members = new Set<Member>();
   private looping = false;
   private readonly stepFill: StepFill;
+  private readonly sampler: StepSampler;
 
   /**
    * `sequences`: every slot of the context; `stepFill`: give idle slots between busy ones a
-   * throwaway token so that a step is one pass (see the module's comment).
+   * throwaway token so that a step is one pass (see the module's comment); `greedyPick`: a step's
+   * greedy members take their tokens in one native call on our engine build (step-sample.ts).
    */
   constructor(
     private readonly context: LlamaContext,
@@ -101,8 +90,10 @@ export class DecodeBatcher {
     private readonly nativeApi: NativeStateApi | null,
     sequences: readonly LlamaContextSequence[] = [],
     stepFill: StepFillMode = false,
+    greedyPick = false,
   ) {
     this.stepFill = new StepFill(sequences, stepFill);
+    this.sampler = new StepSampler(model, greedyPick ? nativeApi : null);
   }
 
   /** Decodes running through the loop now. */
@@ -311,30 +302,11 @@ export class DecodeBatcher {
     }
     const sampling = performance.now();
     this.stats.time("batched", "prepare", sampling - decoded);
-    const sampled = await Promise.all(
-      [...logitIndex].map(async ([member, index]): Promise<Sampled> => {
-        try {
-          member.sampler ??= this.newSampler();
-          member.sampler.applyConfig(member.config);
-          const token = await ctx.sampleToken(index, member.sampler);
-          if (token === -1) throw new Error("failed to sample the next token");
-          return { member, token: token as Token };
-        } catch (err) {
-          return { member, token: null, err };
-        }
-      }),
-    );
+    const sampled = await this.sampler.sample(ctx, [...logitIndex]);
     this.stats.time("batched", "sample", performance.now() - sampling);
     // Delivered once all are sampled: a consumer's work on its token (microtasks of the resolve)
     // runs outside the sample phase, in the gap before the next step.
     for (const { member, token, err } of sampled) this.settle(member, token, err);
-  }
-
-  private newSampler(): AddonSampler {
-    const llama = (
-      this.model as unknown as { _llama: { _bindings: { AddonSampler: new (m: unknown) => AddonSampler } } }
-    )._llama;
-    return new llama._bindings.AddonSampler((this.model as unknown as { _model: unknown })._model);
   }
 
   private settle(member: Member, token: Token | null, err?: unknown): void {

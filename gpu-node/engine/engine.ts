@@ -59,6 +59,12 @@ export interface EngineOptions {
    * CPU (where a pass costs by its tokens). Never on a sliding-window cache without the full cache.
    */
   stepFill?: StepFillMode;
+  /**
+   * A batched step's greedy members take their tokens in one native call on our engine build
+   * (step-sample.ts; the same tokens). Default: on a GPU backend; off on the CPU, where its
+   * threads compete with llama.cpp's (docs/benchmarks.md).
+   */
+  greedyPick?: boolean;
 }
 
 /** The options as the engine runs them: every default applied and the slot count settled. */
@@ -110,7 +116,15 @@ export class Engine {
     this.vocabularySize = tokenizer?.ggml?.tokens?.length ?? 0;
     if (this.vocabularySize === 0) throw new Error("the model file has no tokenizer vocabulary");
     this.nativeApi = nativeStateApi(llama);
-    this.batcher = new DecodeBatcher(context, model, decodeStats, this.nativeApi, slots, options.stepFill);
+    this.batcher = new DecodeBatcher(
+      context,
+      model,
+      decodeStats,
+      this.nativeApi,
+      slots,
+      options.stepFill,
+      options.greedyPick,
+    );
   }
 
   /** Loads the model and creates the context; disposes what it made if any step fails. */
@@ -126,7 +140,7 @@ export class Engine {
       threads,
       binary: options.binary ?? "cpu",
       swaFullCache: options.swaFullCache ?? true,
-    } satisfies Required<Omit<EngineOptions, "hashCacheFile" | "stepFill">>;
+    } satisfies Required<Omit<EngineOptions, "hashCacheFile" | "stepFill" | "greedyPick">>;
     const [llama, fileHash] = await Promise.all([
       llamaFor(resolved.binary, threads),
       modelFileSha256(options.modelPath, options.hashCacheFile ?? DEFAULT_HASH_CACHE),
@@ -197,7 +211,12 @@ export class Engine {
           name: String(insights.name ?? ""),
         },
         await engineFingerprint(llama, contextConfig),
-        { ...resolved, slots, stepFill: stepFillFor(options.stepFill, llama, model, resolved.swaFullCache) },
+        {
+          ...resolved,
+          slots,
+          stepFill: stepFillFor(options.stepFill, llama, model, resolved.swaFullCache),
+          greedyPick: options.greedyPick ?? llama.gpu !== false,
+        },
       );
     } catch (err) {
       await context?.dispose();

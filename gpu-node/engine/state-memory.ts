@@ -64,6 +64,12 @@ export interface NativeStateApi {
     batchSize: number,
   ): Promise<number>;
   /**
+   * The greedy token (the first of highest logit) of each logit row of the last decode, by batch
+   * index, in one call on the thread pool (the rows split over a few threads). The caller holds
+   * the context's lock.
+   */
+  greedyPick(context: unknown, batchIndexes: Uint32Array): Promise<Uint32Array>;
+  /**
    * Reads `readLength` bytes of the file at `fileOffset` into the arena at `offset` and resolves
    * to the SHA-256 of `arena[offset, offset + length)`; on the thread pool.
    */
@@ -117,7 +123,7 @@ export interface ArenaRange {
 }
 
 /** The addon API version this code speaks. */
-const API_VERSION = 5;
+const API_VERSION = 6;
 /** LLAMA_STATE_SEQ_MAGIC ('ggsq') and LLAMA_STATE_SEQ_VERSION of the bundled llama.cpp. */
 const SEQ_MAGIC = 0x67677371;
 const SEQ_VERSION = 3;

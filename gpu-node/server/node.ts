@@ -52,6 +52,7 @@ export async function startGpuNode(input: GpuNodeInput, logger?: Logger): Promis
     binary: config.binary,
     ...(config.threads ? { threads: config.threads } : {}),
     ...(config.stepFill !== undefined ? { stepFill: config.stepFill } : {}),
+    ...(config.greedyPick !== undefined ? { greedyPick: config.greedyPick } : {}),
   });
   let blocks: BlockService | undefined;
   try {
