@@ -455,6 +455,42 @@ describe("deadlines, cancellation and backpressure", () => {
     expect(quick.tokensOut).toBe(2);
   });
 
+  it("drops a waiting request whose client gave up, so it never runs", async () => {
+    const small = createGpuApp(appOptions({ limits: { concurrency: 1, maxWaiting: 2 } }));
+    const smallServer = await listen(small.app);
+    try {
+      const c = createGpuClient({ baseUrl: smallServer.url, secret: SECRET });
+      const hold = new AbortController();
+      let started!: () => void;
+      const first = new Promise<void>((r) => {
+        started = r;
+      });
+      const running = c
+        .generateStream(
+          { prompt: "Hold the slot:", maxTokens: 800 },
+          { signal: hold.signal, onToken: () => started() },
+        )
+        .catch((e: unknown) => e);
+      await first;
+      const generated0 = metricValue(await c.metrics(), "kvgraft_generations_total", { kind: "generate" });
+      // Its client's timeout passes while it waits behind the held slot: the close takes it off
+      // the wait list, and the slot it would have had goes to the next request.
+      const impatient = createGpuClient({ baseUrl: smallServer.url, secret: SECRET, timeoutMs: 300 });
+      const gaveUp = await impatient.generate({ prompt: "I leave", maxTokens: 2 }).catch((e: unknown) => e);
+      expect(gaveUp).toBeInstanceOf(Error);
+      await until(() => small.queue.depth === 1, 3000);
+      hold.abort();
+      await running;
+      expect((await c.generate({ prompt: "after", maxTokens: 2 })).tokensOut).toBe(2);
+      // The held one and "after" ran; the one that left did not.
+      const generated = metricValue(await c.metrics(), "kvgraft_generations_total", { kind: "generate" });
+      expect(generated - generated0).toBe(2);
+    } finally {
+      await smallServer.close();
+      await small.close();
+    }
+  });
+
   it("refuses work beyond the queue with 429 and recovers", async () => {
     const small = createGpuApp(appOptions({ limits: { concurrency: 1, maxWaiting: 1 } }));
     const smallServer = await listen(small.app);
