@@ -274,11 +274,12 @@ async function runKvgraft(
     for (const id of ids) await client.graft({ blockId: id, query: query(0), maxTokens: options.maxTokens });
     const before = decodeTotals(await client.metrics());
     const run = await openLoop(options.rate, options.durationS, async (i) => {
-      const r = await client.graft({
-        blockId: ids[i % ids.length] as string,
-        query: query(i),
-        maxTokens: options.maxTokens,
-      });
+      // The deadline tells the node the client's patience (as the edge's calls do), so that it
+      // refuses at once what it could not finish in time instead of starting it.
+      const r = await client.graft(
+        { blockId: ids[i % ids.length] as string, query: query(i), maxTokens: options.maxTokens },
+        { deadlineMs: options.timeoutMs },
+      );
       return { status: "200", tokens: r.tokensOut };
     });
     const after = decodeTotals(await client.metrics());

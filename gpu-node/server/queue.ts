@@ -1,7 +1,10 @@
 /**
  * Admission control for model work: at most `concurrency` jobs run (one per engine slot) and at
  * most `maxWaiting` wait in FIFO order; one more is refused at once with 429 `queue_full`, so a
- * burst turns into fast, retryable refusals instead of unbounded latency.
+ * burst turns into fast, retryable refusals instead of unbounded latency. A job with a deadline is
+ * refused the same way when, at the mean time a job has held its place so far, the jobs ahead of
+ * it and its own would take longer than that: it would be cut before its end, and the slot time
+ * it took would be lost to the jobs behind it (the fifth serve round, docs/benchmarks.md).
  */
 import type { GpuErrorCode } from "../../shared/protocol.js";
 import { tooManyRequests } from "../errors.js";
@@ -11,6 +14,8 @@ export class AdmissionQueue {
   private running = 0;
   private readonly waiting: (() => void)[] = [];
   private rejectedCount = 0;
+  /** Mean milliseconds from admission to release (a moving average); 0 until a job has ended. */
+  private serviceMs = 0;
 
   constructor(
     readonly concurrency: number,
@@ -44,11 +49,21 @@ export class AdmissionQueue {
   }
 
   /**
-   * Waits for a free slot. Throws 429 (`queue_full` unless told otherwise) when the wait list is full, or the signal's
+   * How long a job queued now would wait before it starts, from the mean time a job has held its
+   * place (0 while a place is free or before any job has ended).
+   */
+  expectedWaitMs(): number {
+    if (this.running < this.concurrency) return 0;
+    return ((this.waiting.length + 1) * this.serviceMs) / this.concurrency;
+  }
+
+  /**
+   * Waits for a free slot. Throws 429 (`queue_full` unless told otherwise) when the wait list is
+   * full or, given `deadlineMs`, when the expected wait and a mean job are longer; or the signal's
    * reason when it aborts while waiting (the job then never runs). Call the returned function
    * when the job ends; later calls are ignored.
    */
-  async acquire(signal?: AbortSignal): Promise<() => void> {
+  async acquire(signal?: AbortSignal, deadlineMs?: number): Promise<() => void> {
     signal?.throwIfAborted();
     if (this.running < this.concurrency) {
       this.running++;
@@ -57,6 +72,15 @@ export class AdmissionQueue {
     if (this.waiting.length >= this.maxWaiting) {
       this.rejectedCount++;
       throw tooManyRequests(this.refusal.code, this.refusal.message, this.retryAfterS);
+    }
+    const expectedMs = this.expectedWaitMs() + this.serviceMs;
+    if (deadlineMs !== undefined && expectedMs > deadlineMs) {
+      this.rejectedCount++;
+      throw tooManyRequests(
+        this.refusal.code,
+        `the model work ahead and this request's own would take ~${Math.round(expectedMs)} ms, longer than its deadline of ${deadlineMs} ms; retry later`,
+        Math.max(this.retryAfterS, Math.ceil(expectedMs / 1000)),
+      );
     }
     await new Promise<void>((resolve, reject) => {
       const admit = () => {
@@ -76,9 +100,12 @@ export class AdmissionQueue {
 
   private releaser(): () => void {
     let released = false;
+    const admitted = performance.now();
     return () => {
       if (released) return;
       released = true;
+      const heldMs = performance.now() - admitted;
+      this.serviceMs = this.serviceMs === 0 ? heldMs : 0.9 * this.serviceMs + 0.1 * heldMs;
       const next = this.waiting.shift();
       // The slot passes straight to the next job, so `running` is unchanged.
       if (next) next();

@@ -104,10 +104,11 @@ export class ModelWork {
    */
   async admit(c: Context<GpuEnv>): Promise<Work> {
     this.parts.tracker.assertAccepting();
-    const { deadline, client, signal } = this.signals(c);
+    const { deadline, deadlineMs, client, signal } = this.signals(c);
     const leave = this.parts.foreground.enter();
     try {
-      const release = await this.parts.queue.acquire(signal);
+      // Work that cannot start within its deadline is refused now, not cut after it has begun.
+      const release = await this.parts.queue.acquire(signal, deadlineMs);
       return {
         signal,
         deadline,
