@@ -108,6 +108,23 @@ function rawPost(
   });
 }
 
+/** Starts a long streamed generation and resolves once it holds a slot (its first token). */
+async function holdSlot(c: GpuNodeClient): Promise<{ hold: AbortController; running: Promise<unknown> }> {
+  const hold = new AbortController();
+  let started!: () => void;
+  const first = new Promise<void>((r) => {
+    started = r;
+  });
+  const running = c
+    .generateStream(
+      { prompt: "Hold the slot:", maxTokens: 800 },
+      { signal: hold.signal, onToken: () => started() },
+    )
+    .catch((e: unknown) => e);
+  await first;
+  return { hold, running };
+}
+
 async function errorCode(res: Response): Promise<string> {
   return errorBodySchema.parse(await res.json()).error.code;
 }
@@ -460,18 +477,7 @@ describe("deadlines, cancellation and backpressure", () => {
     const smallServer = await listen(small.app);
     try {
       const c = createGpuClient({ baseUrl: smallServer.url, secret: SECRET });
-      const hold = new AbortController();
-      let started!: () => void;
-      const first = new Promise<void>((r) => {
-        started = r;
-      });
-      const running = c
-        .generateStream(
-          { prompt: "Hold the slot:", maxTokens: 800 },
-          { signal: hold.signal, onToken: () => started() },
-        )
-        .catch((e: unknown) => e);
-      await first;
+      const { hold, running } = await holdSlot(c);
       const generated0 = metricValue(await c.metrics(), "kvgraft_generations_total", { kind: "generate" });
       // Its client's timeout passes while it waits behind the held slot: the close takes it off
       // the wait list, and the slot it would have had goes to the next request.
@@ -496,18 +502,7 @@ describe("deadlines, cancellation and backpressure", () => {
     const smallServer = await listen(small.app);
     try {
       const c = createGpuClient({ baseUrl: smallServer.url, secret: SECRET });
-      const hold = new AbortController();
-      let started!: () => void;
-      const first = new Promise<void>((r) => {
-        started = r;
-      });
-      const running = c
-        .generateStream(
-          { prompt: "Hold the slot:", maxTokens: 800 },
-          { signal: hold.signal, onToken: () => started() },
-        )
-        .catch((e: unknown) => e);
-      await first;
+      const { hold, running } = await holdSlot(c);
       // A deadline that passes in the queue: 504, and the job never runs.
       const late = await c
         .generate({ prompt: "too slow", maxTokens: 2 }, { deadlineMs: 150 })
