@@ -107,7 +107,7 @@ export class ModelWork {
     const { deadline, deadlineMs, client, signal } = this.signals(c);
     const leave = this.parts.foreground.enter();
     try {
-      // Work that cannot start within its deadline is refused now, not cut after it has begun.
+      // Work that could not finish within its deadline is refused now, not cut after it has begun.
       const release = await this.parts.queue.acquire(signal, deadlineMs);
       return {
         signal,

@@ -7,7 +7,8 @@
 set -euo pipefail
 case ${1:-} in
   1)
-    rm -rf /root/stage && mkdir -p /root/stage
+    # Only the app's parts: setup-node.sh keeps rel.part.00 here for setup-cuda.sh.
+    mkdir -p /root/stage && rm -f /root/stage/app.part.*
     cp .device/s2a/app.part.* /root/stage/
     echo "setup: first part of the app kept; next, carrying .device/s2b: setup-app.sh 2" ;;
   2)

@@ -14,7 +14,8 @@ rm -rf .device/s1 .device/s2 .device/s2a .device/s2b .device/s3
 mkdir -p .device/s1 .device/s2a .device/s2b .device/s3
 mv .device/a/node.xz .device/b/rel.part.00 .device/s1/
 split -b 30000000 -d .device/a/app.tar.xz .device/s2a/app.part.
-mv .device/s2a/app.part.01 .device/s2b/
+# The first part stays in s2a, the rest (one, while app.tar.xz is under 60 MB) go to s2b.
+find .device/s2a -name 'app.part.*' ! -name app.part.00 -exec mv {} .device/s2b/ \;
 rm .device/a/app.tar.xz
 mv .device/b/rel.part.* .device/b/SHA256SUMS .device/s3/
 # The working tree travels with each call: tracked files and untracked ones git does not ignore.
