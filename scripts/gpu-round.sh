@@ -39,6 +39,10 @@
 #                                         # greedy step, 1,000 steps at 5,977 and 11,994 tokens, twice each
 #   bash scripts/gpu-round.sh kernel-trace # 12b preset, 5,977 f16 tokens: Nsight Compute's GPU time of every
 #                                         # kernel of a native hot-step loop; the last steps' kernels summed
+#   bash scripts/gpu-round.sh batch-trace # 12b preset: kvgraft bench batches hot-1 at TRACE_SLOTS (default "48")
+#                                         # slots of 2,304 cells, 1 round, 16 tokens, blocks of 2,000 tokens,
+#                                         # once as it runs (the step's wall time) and once under Nsight Compute
+#                                         # (every kernel's GPU time); the last steps' kernels summed and grouped
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
@@ -128,6 +132,18 @@ case "${1:-}" in
       --csv --print-units base $node dist/bench/hot-step-loop.js --model "$m" --tokens 5977 --steps 2 \
       --binary "$KV_LLAMA" --path native > "$out/ncu-12b-5977.csv" 2> "$out/ncu-12b-5977.log"
     python3 scripts/kernel-steps.py "$out/ncu-12b-5977.csv" | tee "$out/kernels-12b-f16-5977-h200.txt" ;;
+  batch-trace) # where a batched step's time goes: its kernels' GPU time against its wall time
+    m=$(model 12b)
+    ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    for s in ${TRACE_SLOTS:-48}; do
+      args=(bench batches --model "$m" --slots "$s" --clients "$s" --rounds 1 --max-tokens 16 --context 2304
+        --block-tokens 2000 --workload hot-1 --json)
+      $cli "${args[@]}" 2>"$out/batch-trace-wall-$s.log" | tee "$out/batch-trace-wall-$s.json"
+      "$ncu" --clock-control none --cache-control none --target-processes all --metrics gpu__time_duration.sum \
+        --csv --print-units base $cli "${args[@]}" > "$out/ncu-batch-$s.csv" 2> "$out/ncu-batch-$s.log"
+      python3 scripts/kernel-steps.py "$out/ncu-batch-$s.csv" | tee "$out/kernels-batch-$s.txt"
+      gzip -f "$out/ncu-batch-$s.csv"
+    done ;;
   swa)
     rm -f "$models"/12b.gguf # the disk holds one 12B model at a time
     m=$(model gemma3-12b)

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# On the device after setup-{node,app,cuda}.sh: issue 38's fifth round (more slots, and the joiners'
-# pads of step-fill.ts) in the background, results in /root/results/r38; then poll with
-# serve-round-poll.sh as for serve-round-start.sh. hot-1 only, llama-server without its host-memory
-# prompt cache (--cache-ram 0, as in the third round), 16 tokens, blocks of ~2,000 tokens:
-#   1. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s
-#   2. SCALE_B (default 96; empty: skipped) slots of 2,304 cells, both servers, at 200 req/s
-#   3. SCALE_A slots, kvgraft alone with KV_STEP_FILL=fillers (no joiners' pads: the fourth round's
-#      steps) at the last of SCALE_RATES, beside step 1's kvgraft side at that rate (SCALE_FILLERS=0:
+# On the device after setup-{node,app,cuda}.sh: issue 38's round in the background, results in
+# /root/results/r38; then poll with serve-round-poll.sh as for serve-round-start.sh. hot-1 only,
+# llama-server without its host-memory prompt cache (--cache-ram 0, as in the third round), 16
+# tokens, blocks of ~2,000 tokens:
+#   1. SCALE_B (default 96; empty: skipped) slots of 2,304 cells, both servers, at 200 req/s
+#   2. gpu-round.sh batch-trace at SCALE_TRACE (default "48"; empty: skipped) slots: a batched
+#      step's kernels' GPU time against its wall time
+#   3. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s
+#   4. SCALE_A slots, kvgraft alone with KV_STEP_FILL=fillers (no joiners' pads: the fourth round's
+#      steps) at the last of SCALE_RATES, beside step 3's kvgraft side at that rate (SCALE_FILLERS=0:
 #      skipped)
-# The order puts the issue's target (200 req/s) before the pads' comparison, so a round cut short by
-# the device budget still has it.
+# The order puts the issue's target (200 req/s) first, so a round cut short by the device budget
+# still has it.
 # 64 and 96 slots of the 12b preset need the H200 (~84 and ~113 GB with the weights); on an H100
 # (80 GB) it picks SCALE_A=SCALE_B=48 (~69 GB) by itself.
 set -euo pipefail
@@ -24,12 +26,13 @@ export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120
 # An 80 GB card (H100) takes 48 slots (steps 1-3), not 64 and 96, unless SCALE_A/SCALE_B are given.
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 if ((gpu_mib < 100000)); then export SCALE_A=${SCALE_A:-48} SCALE_B=${SCALE_B-48}; fi
-export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1}
+export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1} SCALE_TRACE=${SCALE_TRACE-48}
 echo "scale-round: ${gpu_mib} MiB on the card: SCALE_A=$SCALE_A SCALE_B=${SCALE_B:-none}"
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'r=/root/results/r38
-  SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 SERVE_RATES="$SCALE_RATES" bash scripts/gpu-round.sh serve > $r/sA.out 2>&1
   [[ -z $SCALE_B ]] || SERVE_SLOTS=$SCALE_B SERVE_CONTEXT=2304 SERVE_RATES=200 bash scripts/gpu-round.sh serve > $r/sB.out 2>&1
+  [[ -z $SCALE_TRACE ]] || TRACE_SLOTS=$SCALE_TRACE bash scripts/gpu-round.sh batch-trace > $r/trace.out 2>&1
+  SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 SERVE_RATES="$SCALE_RATES" bash scripts/gpu-round.sh serve > $r/sA.out 2>&1
   [[ $SCALE_FILLERS == 0 ]] || KV_STEP_FILL=fillers SERVE_ONLY=kvgraft SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 \
     SERVE_RATES="${SCALE_RATES##* }" bash scripts/gpu-round.sh serve > $r/fillers.out 2>&1
   echo "exit $?" > /root/results/r38.done' > /dev/null 2>&1 < /dev/null &
