@@ -42,7 +42,9 @@
 #   bash scripts/gpu-round.sh batch-trace # 12b preset: kvgraft bench batches hot-1 at TRACE_SLOTS (default "48")
 #                                         # slots of 2,304 cells, 1 round, 16 tokens, blocks of 2,000 tokens,
 #                                         # once as it runs (the step's wall time) and once under Nsight Compute
-#                                         # (every kernel's GPU time); the last steps' kernels summed and grouped
+#                                         # (every kernel's GPU time); the last steps' kernels summed and grouped;
+#                                         # also without CUDA graphs, and LLAMA_BATCHED_BENCH=bin runs llama.cpp's
+#                                         # batched-bench on the same shapes (distinct prompts; -kvu -pps)
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
@@ -96,6 +98,14 @@ if [[ -n ${KV_ENGINE_DIR:-} ]]; then
     cp "$KV_ENGINE_DIR"/llama-addon.node node_modules/node-llama-cpp/llama/localBuilds/*/Release/
   echo "gpu-round: kvgraft engine build installed from $KV_ENGINE_DIR" >&2
 fi
+stock_release() { # the CUDA build installed here (lastBuild) as it came, without our patches
+  local folder rel
+  folder=$(sed -n 's/.*"folderName": *"\([^"]*\)".*/\1/p' node_modules/node-llama-cpp/llama/lastBuild.json)
+  rel=$PWD/node_modules/node-llama-cpp/llama/localBuilds/$folder/Release
+  # with KV_ENGINE_DIR that folder holds our patched libllama: the stock copy is kept beside it
+  [[ ! -d $rel.stock ]] || rel=$rel.stock
+  echo "$rel"
+}
 swa_graft() { # gemma3-12b, SWA full cache off: bench graft with f16 and q8_0 KV
   local m kv
   m=$(model gemma3-12b)
@@ -139,9 +149,20 @@ case "${1:-}" in
       args=(bench batches --model "$m" --slots "$s" --clients "$s" --rounds 1 --max-tokens 16 --context 2304
         --block-tokens 2000 --workload hot-1 --json)
       $cli "${args[@]}" 2>"$out/batch-trace-wall-$s.log" | tee "$out/batch-trace-wall-$s.json"
-      "$ncu" --clock-control none --cache-control none --target-processes all --metrics gpu__time_duration.sum \
-        --csv --print-units base $cli "${args[@]}" > "$out/ncu-batch-$s.csv" 2> "$out/ncu-batch-$s.log"
-      python3 scripts/kernel-steps.py "$out/ncu-batch-$s.csv" | tee "$out/kernels-batch-$s.txt"
+      # the same without CUDA graphs: whether the batched steps replay graphs at all
+      GGML_CUDA_DISABLE_GRAPHS=1 $cli "${args[@]}" 2>"$out/batch-trace-nographs-$s.log" |
+        tee "$out/batch-trace-nographs-$s.json"
+      if [[ -n ${LLAMA_BATCHED_BENCH:-} ]]; then # llama.cpp's own batched steps, same model and shapes
+        for kvu in "" "-kvu -pps"; do
+          LLAMA_RELEASE_DIR=$(stock_release) "$LLAMA_BATCHED_BENCH" -m "$m" -c $((s * 2304)) -b 2048 -ub 512 -npp 2000 -ntg 16 -npl "$s" -fa on \
+            -ngl 999 $kvu > "$out/batched-bench-$s${kvu:+-kvu}.txt" 2>&1 || echo "gpu-round: batched-bench $kvu failed" >&2
+        done
+      fi
+      # bounded: a cut trace still ends in whole steps for kernel-steps.py
+      timeout "${TRACE_NCU_S:-300}" "$ncu" --clock-control none --cache-control none --target-processes all \
+        --metrics gpu__time_duration.sum --csv --print-units base $cli "${args[@]}" > "$out/ncu-batch-$s.csv" \
+        2> "$out/ncu-batch-$s.log" || echo "gpu-round: ncu exit $?" >&2
+      python3 scripts/kernel-steps.py "$out/ncu-batch-$s.csv" | tee "$out/kernels-batch-$s.txt" || true
       gzip -f "$out/ncu-batch-$s.csv"
     done ;;
   swa)
@@ -181,10 +202,8 @@ case "${1:-}" in
     # The same model file, slots and arrivals for both servers; one document per rate.
     # A linked llama-server runs on the libraries of the CUDA build installed here (lastBuild), not the
     # dev machine's copy it was linked against.
-    folder=$(sed -n 's/.*"folderName": *"\([^"]*\)".*/\1/p' node_modules/node-llama-cpp/llama/lastBuild.json)
-    export LLAMA_RELEASE_DIR=$PWD/node_modules/node-llama-cpp/llama/localBuilds/$folder/Release
-    # with KV_ENGINE_DIR that folder holds our patched libllama: llama-server gets the stock copy
-    [[ ! -d $LLAMA_RELEASE_DIR.stock ]] || LLAMA_RELEASE_DIR=$LLAMA_RELEASE_DIR.stock
+    LLAMA_RELEASE_DIR=$(stock_release)
+    export LLAMA_RELEASE_DIR
     server=${LLAMA_SERVER:-$(bash scripts/build-llama-server.sh cuda "${LLAMA_SERVER_DIR:-/root/llama-server-cuda}" 2>"$out/llama-server-build.log" | tail -n 1)}
     # 5,000 characters of block text are ~2,000 tokens on the 12b preset's vocabulary (8,000 made 3,212).
     # bench serve exits 1 when a side answered nothing at a rate: note it and go on to the next rate

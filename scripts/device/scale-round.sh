@@ -5,7 +5,8 @@
 # tokens, blocks of ~2,000 tokens:
 #   1. SCALE_B (default 96; empty: skipped) slots of 2,304 cells, both servers, at 200 req/s
 #   2. gpu-round.sh batch-trace at SCALE_TRACE (default "48"; empty: skipped) slots: a batched
-#      step's kernels' GPU time against its wall time
+#      step's kernels' GPU time against its wall time, without CUDA graphs, and llama.cpp's
+#      batched-bench on the same shapes where carried
 #   3. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s
 #   4. SCALE_A slots, kvgraft alone with KV_STEP_FILL=fillers (no joiners' pads: the fourth round's
 #      steps) at the last of SCALE_RATES, beside step 3's kvgraft side at that rate (SCALE_FILLERS=0:
@@ -22,6 +23,9 @@ mkdir -p /root/results/r38
 cp scripts/gpu-round.sh /opt/kv/app/scripts/
 cd /opt/kv/app
 export KV_ENGINE_DIR=/root/engine-cuda LLAMA_SERVER=/root/llama-server/llama-server OUT=/root/results/r38
+# llama.cpp's batched-bench beside the trace, where it was linked into .device/llama-server too
+# (LLAMA_TOOL=llama-batched-bench bash scripts/build-llama-server.sh linked .data/cuda/Release <dir>)
+[[ ! -x /root/llama-server/llama-batched-bench ]] || export LLAMA_BATCHED_BENCH=/root/llama-server/llama-batched-bench
 export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120}
 # An 80 GB card (H100) takes 48 slots (steps 1-3), not 64 and 96, unless SCALE_A/SCALE_B are given.
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
