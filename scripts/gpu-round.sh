@@ -225,10 +225,14 @@ case "${1:-}" in
     [[ ${SERVE_CONTEXT:-4096} == 4096 ]] || tag+=-c$SERVE_CONTEXT
     only=()
     if [[ -n ${SERVE_ONLY:-} ]]; then only=(--only "$SERVE_ONLY"); tag+=-only-$SERVE_ONLY; fi
+    # SERVE_TIMEOUT_MS: both clients' timeout (default 30,000; kvgraft's side sends it as the
+    # deadline), so the answered requests' p99 is within it on both sides: files get -tMS.
+    timeout_ms=${SERVE_TIMEOUT_MS:-30000}
+    [[ $timeout_ms == 30000 ]] || tag+=-t$timeout_ms
     for rate in ${SERVE_RATES:-50 100 200}; do
       $cli bench serve --model "$(model 12b)" --llama-server "$server" "${only[@]}" --workloads "${SERVE_WORKLOADS:-hot-1,warm-12}" \
         --rate "$rate" --duration 30 --slots "$slots" --context "${SERVE_CONTEXT:-4096}" --block-chars 5000 --max-tokens 16 \
-        ${LLAMA_CACHE_RAM:+--llama-cache-ram "$LLAMA_CACHE_RAM"} --log-dir "$out/serve-logs-r$rate$tag" \
+        --timeout-ms "$timeout_ms" ${LLAMA_CACHE_RAM:+--llama-cache-ram "$LLAMA_CACHE_RAM"} --log-dir "$out/serve-logs-r$rate$tag" \
         --out "$out/serve-12b-h200-r$rate$tag.json" 2>"$out/serve-12b-r$rate$tag.log" | tee "$out/serve-12b-r$rate$tag.txt" ||
         { echo "gpu-round: serve at $rate req/s: a side answered nothing (see serve-12b-r$rate$tag.log)" >&2; status=1; }
     done

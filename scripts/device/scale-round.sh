@@ -7,7 +7,9 @@
 #   2. gpu-round.sh batch-trace at SCALE_TRACE (default "48"; empty: skipped) slots: a batched
 #      step's kernels' GPU time against its wall time, without CUDA graphs, and llama.cpp's
 #      batched-bench on the same shapes where carried
-#   3. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s
+#   3. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s,
+#      once for each client timeout in SCALE_TIMEOUTS (default "30000" ms; "1000 2000": the answered
+#      requests' p99 within 1 s and 2 s on both sides, so their rates compare at the same p99)
 #   4. SCALE_A slots, kvgraft alone with KV_STEP_FILL=fillers (no joiners' pads: the fourth round's
 #      steps) at the last of SCALE_RATES, beside step 3's kvgraft side at that rate (SCALE_FILLERS=0:
 #      skipped)
@@ -31,12 +33,15 @@ export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 if ((gpu_mib < 100000)); then export SCALE_A=${SCALE_A:-48} SCALE_B=${SCALE_B-48}; fi
 export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1} SCALE_TRACE=${SCALE_TRACE-48}
+export SCALE_TIMEOUTS=${SCALE_TIMEOUTS:-30000}
 echo "scale-round: ${gpu_mib} MiB on the card: SCALE_A=$SCALE_A SCALE_B=${SCALE_B:-none}"
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'r=/root/results/r38
   [[ -z $SCALE_B ]] || SERVE_SLOTS=$SCALE_B SERVE_CONTEXT=2304 SERVE_RATES=200 bash scripts/gpu-round.sh serve > $r/sB.out 2>&1
   [[ -z $SCALE_TRACE ]] || TRACE_SLOTS=$SCALE_TRACE bash scripts/gpu-round.sh batch-trace > $r/trace.out 2>&1
-  SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 SERVE_RATES="$SCALE_RATES" bash scripts/gpu-round.sh serve > $r/sA.out 2>&1
+  for t in $SCALE_TIMEOUTS; do
+    SERVE_TIMEOUT_MS=$t SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 SERVE_RATES="$SCALE_RATES" bash scripts/gpu-round.sh serve >> $r/sA.out 2>&1
+  done
   [[ $SCALE_FILLERS == 0 ]] || KV_STEP_FILL=fillers SERVE_ONLY=kvgraft SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 \
     SERVE_RATES="${SCALE_RATES##* }" bash scripts/gpu-round.sh serve > $r/fillers.out 2>&1
   echo "exit $?" > /root/results/r38.done' > /dev/null 2>&1 < /dev/null &
