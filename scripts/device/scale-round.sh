@@ -8,7 +8,7 @@
 #      step's kernels' GPU time against its wall time, without CUDA graphs, and llama.cpp's
 #      batched-bench on the same shapes where carried
 #   3. SCALE_A (default 64) slots of 2,304 cells, both servers, at SCALE_RATES (default "30 120") req/s,
-#      once for each client timeout in SCALE_TIMEOUTS (default "30000" ms; "1000 2000": the answered
+#      once for each client timeout in SCALE_TIMEOUTS (default "30000" ms; empty: skipped; "1000 2000": the answered
 #      requests' p99 within 1 s and 2 s on both sides, so their rates compare at the same p99)
 #   4. SCALE_A slots, kvgraft alone with KV_STEP_FILL=fillers (no joiners' pads: the fourth round's
 #      steps) at the last of SCALE_RATES, beside step 3's kvgraft side at that rate (SCALE_FILLERS=0:
@@ -33,7 +33,7 @@ export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 if ((gpu_mib < 100000)); then export SCALE_A=${SCALE_A:-48} SCALE_B=${SCALE_B-48}; fi
 export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1} SCALE_TRACE=${SCALE_TRACE-48}
-export SCALE_TIMEOUTS=${SCALE_TIMEOUTS:-30000}
+export SCALE_TIMEOUTS=${SCALE_TIMEOUTS-30000}
 echo "scale-round: ${gpu_mib} MiB on the card: SCALE_A=$SCALE_A SCALE_B=${SCALE_B:-none}"
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'r=/root/results/r38
