@@ -158,7 +158,8 @@ case "${1:-}" in
             -ngl 999 $kvu > "$out/batched-bench-$s${kvu:+-kvu}.txt" 2>&1 || echo "gpu-round: batched-bench $kvu failed" >&2
         done
       fi
-      # bounded: a cut trace still ends in whole steps for kernel-steps.py
+      # bounded: a trace cut inside a step still repeats (its last steps are a rotation of one), which
+      # is all kernel-steps.py needs
       timeout "${TRACE_NCU_S:-300}" "$ncu" --clock-control none --cache-control none --target-processes all \
         --metrics gpu__time_duration.sum --csv --print-units base $cli "${args[@]}" > "$out/ncu-batch-$s.csv" \
         2> "$out/ncu-batch-$s.log" || echo "gpu-round: ncu exit $?" >&2
