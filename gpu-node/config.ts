@@ -35,10 +35,10 @@ export const gpuEnvSchema = z
         "the llama.cpp binary (also `verify`, `bench`): `cpu`; `lastBuild`, node-llama-cpp's last local build ([our engine build](#the-engine-build), or a CUDA build installed as such on a GPU machine); `auto`",
       ),
     KV_STEP_FILL: z
-      .enum(["auto", "on", "fillers", "off"])
+      .enum(["auto", "on", "fillers", "whole", "off"])
       .default("auto")
       .describe(
-        "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `off`",
+        "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `whole` (`on`, and a step a query joins pads every slot to the longest query: one pass; not yet measured on a GPU), `off`",
       ),
     KV_GREEDY_PICK: z
       .enum(["auto", "on", "off"])
@@ -177,7 +177,8 @@ export type GpuEnv = z.output<typeof gpuEnvSchema>;
 
 /** KV_STEP_FILL as the engine's `stepFill`: undefined leaves it to the engine's default. */
 export function stepFillSetting(value: GpuEnv["KV_STEP_FILL"]): StepFillMode | undefined {
-  return value === "auto" ? undefined : value === "fillers" ? "fillers" : value === "on";
+  if (value === "auto") return undefined;
+  return value === "fillers" || value === "whole" ? value : value === "on";
 }
 
 /** KV_GREEDY_PICK as the engine's `greedyPick`: undefined leaves it to the engine's default. */

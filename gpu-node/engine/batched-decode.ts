@@ -33,7 +33,14 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import type { DecodeStats } from "./decode-stats.js";
 import { fitsWithoutShift, greedyStep } from "./greedy-step.js";
 import type { NativeStateApi, SequenceInternals } from "./state-memory.js";
-import { FILLER_TOKEN, forwardPasses, joinerPads, StepFill, type StepFillMode } from "./step-fill.js";
+import {
+  FILLER_TOKEN,
+  forwardPasses,
+  joinerPads,
+  StepFill,
+  type StepFillMode,
+  wholeStepPads,
+} from "./step-fill.js";
 import { type AddonSampler, StepSampler, type StepSampling } from "./step-sample.js";
 
 /** node-llama-cpp 3.21.1's addon context, as the batch loop calls it. */
@@ -218,27 +225,32 @@ export class DecodeBatcher {
     const ctx = (ready[0] as Member).seq._context._ctx as AddonContext;
     const batch = allot(bySequenceId(ready), this.context.batchSize);
     const total = batch.reduce((sum, a) => sum + a.count, 0);
+    const size = this.context.batchSize;
+    // stepFill "whole": a step a query joins is one pass of every slot at the longest's width.
+    const longest = Math.max(...batch.map((a) => a.count));
+    const width = this.stepFill.padsWholeStep && longest > 1 && batch.length * longest <= size ? longest : 1;
     const fillers = await this.stepFill.take(
       ctx,
       batch.map((a) => a.member.seq._sequenceId),
-      this.context.batchSize - total,
+      width > 1 ? size - batch.length * width : size - total,
+      width,
     );
-    const pads = this.stepFill.padsJoiners
-      ? joinerPads(
-          batch.map(({ member, count }) => ({
-            id: member.seq._sequenceId,
-            tokens: count,
-            free: this.context.contextSize - 1 - (member.seq._nextTokenIndex + count),
-          })),
-          this.context.batchSize - total - fillers.length,
-        )
-      : batch.map(() => 0);
+    const entries = batch.map(({ member, count }) => ({
+      id: member.seq._sequenceId,
+      tokens: count,
+      free: this.context.contextSize - 1 - (member.seq._nextTokenIndex + count),
+    }));
+    const whole = width > 1 ? wholeStepPads(entries, width) : null;
+    const fillerTokens = whole ? width : 1;
+    const pads =
+      whole ??
+      (this.stepFill.padsJoiners ? joinerPads(entries, size - total - fillers.length) : batch.map(() => 0));
     const padTotal = pads.reduce((sum, n) => sum + n, 0);
     const logitIndex = new Map<Member, number>();
     let decoding: number;
     let passes = 0;
     try {
-      ctx.initBatch(total + padTotal + fillers.length);
+      ctx.initBatch(total + padTotal + fillers.length * fillerTokens);
       // In ascending sequence ids, members and fillers together: one run of consecutive ids.
       const adds = [
         ...batch.map(({ member, count }, i) => ({
@@ -259,9 +271,14 @@ export class DecodeBatcher {
         })),
         ...fillers.map((f) => ({
           id: f.sequenceId,
-          tokens: 1,
+          tokens: fillerTokens,
           add: () =>
-            ctx.addToBatch(f.sequenceId, f.position, Uint32Array.of(FILLER_TOKEN), new Uint32Array(0)),
+            ctx.addToBatch(
+              f.sequenceId,
+              f.position,
+              new Uint32Array(fillerTokens).fill(FILLER_TOKEN),
+              new Uint32Array(0),
+            ),
         })),
       ].sort((a, b) => a.id - b.id);
       for (const { add } of adds) add();
@@ -289,7 +306,7 @@ export class DecodeBatcher {
     }
     const decoded = performance.now();
     this.stats.time("batched", "decode", decoded - decoding);
-    this.stats.record("batched", batch.length, total, fillers.length + padTotal, passes);
+    this.stats.record("batched", batch.length, total, fillers.length * fillerTokens + padTotal, passes);
     for (const { member, count } of batch) {
       const evaluated = member.pending.slice(0, count);
       member.pending = member.pending.slice(count);
