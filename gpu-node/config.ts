@@ -38,7 +38,7 @@ export const gpuEnvSchema = z
       .enum(["auto", "on", "fillers", "whole", "off"])
       .default("auto")
       .describe(
-        "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `whole` (`on`, and a step a query joins pads every slot to the longest query: one pass; not yet measured on a GPU), `off`",
+        "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `whole` (`on`, and a step a query joins pads every slot to the longest query or what the batch holds: one pass; much slower on a CPU, not yet measured on a GPU), `off`",
       ),
     KV_GREEDY_PICK: z
       .enum(["auto", "on", "off"])

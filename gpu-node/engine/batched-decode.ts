@@ -223,12 +223,16 @@ export class DecodeBatcher {
   private async decodeAndSample(ready: Member[]): Promise<void> {
     const preparing = performance.now();
     const ctx = (ready[0] as Member).seq._context._ctx as AddonContext;
-    const batch = allot(bySequenceId(ready), this.context.batchSize);
-    const total = batch.reduce((sum, a) => sum + a.count, 0);
     const size = this.context.batchSize;
-    // stepFill "whole": a step a query joins is one pass of every slot at the longest's width.
+    const batch = allot(bySequenceId(ready), size);
+    // stepFill "whole": a step a query joins is one pass of every slot from the first member to
+    // the last at one width, the longest query's or what the batch holds (a longer query's rest
+    // waits for the next step).
+    const span = (batch.at(-1)?.member.seq._sequenceId ?? 0) - (batch[0]?.member.seq._sequenceId ?? 0) + 1;
     const longest = Math.max(...batch.map((a) => a.count));
-    const width = this.stepFill.padsWholeStep && longest > 1 && batch.length * longest <= size ? longest : 1;
+    const width = this.stepFill.padsWholeStep ? Math.max(1, Math.min(longest, Math.floor(size / span))) : 1;
+    if (width > 1) for (const a of batch) a.count = Math.min(a.count, width);
+    const total = batch.reduce((sum, a) => sum + a.count, 0);
     const fillers = await this.stepFill.take(
       ctx,
       batch.map((a) => a.member.seq._sequenceId),
