@@ -14,6 +14,7 @@ import { Engine } from "../gpu-node/engine/engine.js";
 import type { SequenceInternals } from "../gpu-node/engine/state-memory.js";
 import { randomTokens } from "../gpu-node/verify.js";
 import { Xoshiro128 } from "../shared/random.js";
+import { greedyAlone } from "./helpers/greedy-alone.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const MAX = 24;
@@ -39,19 +40,6 @@ describe.each([
     });
     afterAll(() => engine?.dispose());
 
-    /** Greedy tokens of `input` decoded alone by node-llama-cpp's own evaluation in slot `i`. */
-    async function alone(i: number, input: Token[]): Promise<Token[]> {
-      const seq = engine.slot(i);
-      await seq.clearHistory();
-      const out: Token[] = [];
-      for await (const t of seq.evaluate(input, { temperature: 0 })) {
-        out.push(t);
-        if (out.length >= MAX) break;
-      }
-      await seq.clearHistory();
-      return out;
-    }
-
     /**
      * Slot `decoding` decodes 4 tokens; right after its first, queries of 23 and 9 tokens join in
      * slots `joiners` at once. Returns the joiners' results and the batched steps' counts.
@@ -63,7 +51,10 @@ describe.each([
         Token[],
         Token[],
       ];
-      const want = [await alone(joiners[0], b), await alone(joiners[1], c)];
+      const want = [
+        await greedyAlone(engine.slot(joiners[0]), b, MAX),
+        await greedyAlone(engine.slot(joiners[1]), c, MAX),
+      ];
       for (let i = 0; i < 4; i++) await engine.slot(i).clearHistory();
       const before = engine.decodeStats.snapshot();
       let joined: Promise<Decoded[]> | undefined;

@@ -138,8 +138,9 @@ export function joinerPads(
 }
 
 /**
- * Throwaway tokens that pad every member of a step a query joins to the longest member's tokens
- * (`width`), the step's fillers to `width` tokens each as well, so that the whole step is one
+ * Throwaway tokens that pad every member of a step a query joins to `width` tokens (the longest
+ * member's, or what the batch holds; the caller cuts longer ones to it), the step's fillers to
+ * `width` tokens each as well, so that the whole step is one
  * forward pass of (members + fillers) x width tokens: a run of consecutive ids with the same
  * count each (forwardPasses). joinerPads leaves a joiner apart from other joiners a pass of its
  * own, a read of all the weights for a few tokens (~20 ms a pass on an H100's `12b` preset in
