@@ -166,6 +166,13 @@ case "${1:-}" in
       python3 scripts/kernel-steps.py "$out/ncu-batch-$s.csv" | tee "$out/kernels-batch-$s.txt" || true
       gzip -f "$out/ncu-batch-$s.csv"
     done ;;
+  kvu-sweep) # llama.cpp's batched-bench with one shared prompt in one unified stream (-kvu -pps) at
+    # KVU_NPL sequences (default 48,96,192,256): how a step scales when a hot block's cells are read once
+    m=$(model 12b)
+    npl=${KVU_NPL:-48,96,192,256}
+    LLAMA_RELEASE_DIR=$(stock_release) "${LLAMA_BATCHED_BENCH:?carry llama-batched-bench}" -m "$m" -c $((2000 + ${npl##*,} * 16 + 512)) \
+      -b 2048 -ub 512 -npp 2000 -ntg 16 -npl "$npl" -fa on -ngl 999 -kvu -pps > "$out/batched-bench-kvu-sweep.txt" 2>&1 ||
+      echo "gpu-round: batched-bench -kvu -pps failed" >&2 ;;
   swa)
     rm -f "$models"/12b.gguf # the disk holds one 12B model at a time
     m=$(model gemma3-12b)
