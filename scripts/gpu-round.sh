@@ -167,12 +167,16 @@ case "${1:-}" in
       gzip -f "$out/ncu-batch-$s.csv"
     done ;;
   kvu-sweep) # llama.cpp's batched-bench with one shared prompt in one unified stream (-kvu -pps) at
-    # KVU_NPL sequences (default 48,96,192,256): how a step scales when a hot block's cells are read once
+    # KVU_NPL sequences (default 48,96,192,256): how a step scales when a hot block's cells are read
+    # once; and with 16-token prompts in a stream each at 1-96 sequences: the step's cost without
+    # attention's KV reads (the weights' matrix products), to set against its cost at 2,000 tokens
     m=$(model 12b)
     npl=${KVU_NPL:-48,96,192,256}
     LLAMA_RELEASE_DIR=$(stock_release) "${LLAMA_BATCHED_BENCH:?carry llama-batched-bench}" -m "$m" -c $((2000 + ${npl##*,} * 16 + 512)) \
       -b 2048 -ub 512 -npp 2000 -ntg 16 -npl "$npl" -fa on -ngl 999 -kvu -pps > "$out/batched-bench-kvu-sweep.txt" 2>&1 ||
-      echo "gpu-round: batched-bench -kvu -pps failed" >&2 ;;
+      echo "gpu-round: batched-bench -kvu -pps failed" >&2
+    LLAMA_RELEASE_DIR=$(stock_release) "$LLAMA_BATCHED_BENCH" -m "$m" -c $((96 * 64)) -b 2048 -ub 512 -npp 16 -ntg 16 \
+      -npl 1,16,48,96 -fa on -ngl 999 > "$out/batched-bench-short.txt" 2>&1 || echo "gpu-round: batched-bench short failed" >&2 ;;
   swa)
     rm -f "$models"/12b.gguf # the disk holds one 12B model at a time
     m=$(model gemma3-12b)
