@@ -28,6 +28,9 @@ import {
 import { createGpuClient } from "../shared/gpu-client.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 
+/** The timeout of what is not measured: deposits, warm-up requests, metrics. */
+const SETUP_TIMEOUT_MS = 600_000;
+
 export interface ServeBenchOptions {
   modelPath: string;
   /** The llama-server binary; null runs kvgraft's side alone (`--only kvgraft`). */
@@ -262,7 +265,9 @@ async function runKvgraft(
   });
   try {
     const url = await node.ready;
-    const client = createGpuClient({ baseUrl: url, secret, timeoutMs: options.timeoutMs });
+    // The client timeout bounds the measured requests only: a deposit of a ~2,000-token block or the
+    // warm-up takes longer than a tight one (2,000 ms aborted every deposit on 2026-12-07).
+    const client = createGpuClient({ baseUrl: url, secret, timeoutMs: SETUP_TIMEOUT_MS });
     const ids: string[] = [];
     let blockTokens = 0;
     for (const text of texts) {
@@ -278,7 +283,7 @@ async function runKvgraft(
       // refuses at once what it could not finish in time instead of starting it.
       const r = await client.graft(
         { blockId: ids[i % ids.length] as string, query: query(i), maxTokens: options.maxTokens },
-        { deadlineMs: options.timeoutMs },
+        { deadlineMs: options.timeoutMs, signal: AbortSignal.timeout(options.timeoutMs) },
       );
       return { status: "200", tokens: r.tokensOut };
     });
@@ -415,12 +420,12 @@ async function runLlamaServer(
       if (Date.now() > deadline) throw new Error("llama-server was not ready within 600 s");
       await new Promise((r) => setTimeout(r, 250));
     }
-    const complete = async (prompt: string) => {
+    const complete = async (prompt: string, timeoutMs = options.timeoutMs) => {
       const res = await fetch(`${base}/completion`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ prompt, n_predict: options.maxTokens, temperature: 0, cache_prompt: true }),
-        signal: AbortSignal.timeout(options.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
       if (!res.ok) return { status: String(res.status), tokens: 0 };
       const body = (await res.json()) as { tokens_predicted?: number };
@@ -433,7 +438,7 @@ async function runLlamaServer(
     for (let j = 0; j < warm; j += slots)
       await Promise.all(
         Array.from({ length: Math.min(slots, warm - j) }, (_, k) =>
-          complete((texts[(j + k) % texts.length] as string) + query(0)),
+          complete((texts[(j + k) % texts.length] as string) + query(0), SETUP_TIMEOUT_MS),
         ),
       );
     const metrics = async () => llamaServerTotals(await (await fetch(`${base}/metrics`)).text());

@@ -35,10 +35,10 @@ export const gpuEnvSchema = z
         "the llama.cpp binary (also `verify`, `bench`): `cpu`; `lastBuild`, node-llama-cpp's last local build ([our engine build](#the-engine-build), or a CUDA build installed as such on a GPU machine); `auto`",
       ),
     KV_STEP_FILL: z
-      .enum(["auto", "on", "fillers", "whole", "off"])
+      .enum(["auto", "on", "fillers", "off"])
       .default("auto")
       .describe(
-        "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `whole` (`on`, and a step a query joins pads every slot to the longest query or what the batch holds: one pass; much slower on a CPU, not yet measured on a GPU), `off`",
+        "whether a batched decode step gives idle slots between busy ones a throwaway token and pads queries joining in consecutive slots to one length, so that the step takes fewer forward passes (also `bench`): `auto` (on a GPU backend, off on the CPU), `on`, `fillers` (the idle slots' tokens alone), `off`",
       ),
     KV_GREEDY_PICK: z
       .enum(["auto", "on", "off"])
@@ -177,8 +177,7 @@ export type GpuEnv = z.output<typeof gpuEnvSchema>;
 
 /** KV_STEP_FILL as the engine's `stepFill`: undefined leaves it to the engine's default. */
 export function stepFillSetting(value: GpuEnv["KV_STEP_FILL"]): StepFillMode | undefined {
-  if (value === "auto") return undefined;
-  return value === "fillers" || value === "whole" ? value : value === "on";
+  return value === "auto" ? undefined : value === "fillers" ? "fillers" : value === "on";
 }
 
 /** KV_GREEDY_PICK as the engine's `greedyPick`: undefined leaves it to the engine's default. */

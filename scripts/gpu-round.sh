@@ -225,10 +225,9 @@ case "${1:-}" in
     # before each new prompt on 2026-12-02, and answered nothing in the window); files get -crMIB.
     tag=${LLAMA_CACHE_RAM:+-cr$LLAMA_CACHE_RAM}
     # KV_STEP_FILL=off: kvgraft's steps without fillers or joiners' pads (a pass per run of busy slots),
-    # files -nofill; KV_STEP_FILL=fillers: fillers without pads, files -fillers; KV_STEP_FILL=whole: a
-    # joining step padded whole to one pass, files -whole;
+    # files -nofill; KV_STEP_FILL=fillers: fillers without pads, files -fillers;
     # SERVE_ONLY=kvgraft: kvgraft's side alone.
-    case ${KV_STEP_FILL:-auto} in off) tag+=-nofill ;; fillers) tag+=-fillers ;; whole) tag+=-whole ;; esac
+    case ${KV_STEP_FILL:-auto} in off) tag+=-nofill ;; fillers) tag+=-fillers ;; esac
     # KV_GREEDY_PICK=off: a sampler call for each greedy slot of a step, files -nopick.
     [[ ${KV_GREEDY_PICK:-auto} != off ]] || tag+=-nopick
     # SERVE_SLOTS / SERVE_CONTEXT: both servers' slots and cells a slot (default 32 x 4,096); files

@@ -92,6 +92,52 @@ describe("kvgraft bench serve and batches", () => {
     }
   });
 
+  it("bounds the measured requests by --timeout-ms, not the deposits and warm-up before them", () => {
+    // 1 ms: no request can be answered in it, and no deposit either (before 2026-12-07 the deposit
+    // was aborted too, and the run ended with an internal error instead of its document).
+    const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
+    const out = join(dir, "serve.json");
+    const r = runCli([
+      "bench",
+      "serve",
+      "--model",
+      syntheticModel("tiny-llama"),
+      "--only",
+      "kvgraft",
+      "--workloads",
+      "hot-1",
+      "--rate",
+      "8",
+      "--duration",
+      "1",
+      "--slots",
+      "2",
+      "--context",
+      "512",
+      "--block-chars",
+      "200",
+      "--max-tokens",
+      "4",
+      "--timeout-ms",
+      "1",
+      "--out",
+      out,
+    ]);
+    // nothing answered within 1 ms: exit 1, with the document of what happened
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).not.toContain("internal error");
+    const doc = JSON.parse(readFileSync(out, "utf8")) as {
+      workloads: Array<{
+        blockTokens: number;
+        kvgraft: { sent: number; ok: number; statuses: Record<string, number> };
+      }>;
+    };
+    const side = doc.workloads[0]?.kvgraft;
+    expect(doc.workloads[0]?.blockTokens).toBeGreaterThan(0);
+    expect([side?.sent, side?.ok]).toEqual([8, 0]);
+    expect(Object.values(side?.statuses ?? {}).reduce((a, b) => a + b, 0)).toBe(8);
+  });
+
   it("warms every llama-server slot and reads its decode batch and prompt tokens from --metrics", () => {
     const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
     const log = join(dir, "stand-in.json");

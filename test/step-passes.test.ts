@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { stepFillSetting } from "../gpu-node/config.js";
-import { forwardPasses, joinerPads, StepFill, wholeStepPads } from "../gpu-node/engine/step-fill.js";
+import { forwardPasses, joinerPads, StepFill } from "../gpu-node/engine/step-fill.js";
 
 const entries = (...spec: Array<[number, number]>) => spec.map(([id, tokens]) => ({ id, tokens }));
 
@@ -59,52 +59,15 @@ describe("joinerPads", () => {
   });
 });
 
-describe("wholeStepPads", () => {
-  it("pads every member to the widest, so that the step is one pass", () => {
-    // Slots 0 and 2 decode a token; 1 and 3 join with queries of 17 and 12 tokens.
-    const step = [
-      { id: 0, tokens: 1, free: 100 },
-      { id: 1, tokens: 17, free: 100 },
-      { id: 2, tokens: 1, free: 100 },
-      { id: 3, tokens: 12, free: 100 },
-    ];
-    const pads = wholeStepPads(step, 17) as number[];
-    expect(pads).toEqual([16, 0, 16, 5]);
-    expect(
-      forwardPasses(
-        entries(...step.map((e, i) => [e.id, e.tokens + (pads[i] as number)] as [number, number])),
-        512,
-      ),
-    ).toBe(1);
-    // Unpadded the same step is three passes (forwardPasses above).
-    expect(forwardPasses(step, 512)).toBe(3);
-  });
-
-  it("gives up when a member lacks the cells for its pads", () => {
-    expect(
-      wholeStepPads(
-        [
-          { tokens: 1, free: 15 },
-          { tokens: 17, free: 100 },
-        ],
-        17,
-      ),
-    ).toBeNull();
-  });
-});
-
 describe("KV_STEP_FILL", () => {
-  it("pads joiners when on or whole, the whole step only when whole: `fillers` keeps the idle slots' tokens alone", () => {
+  it("pads joiners only when on: `fillers` keeps the idle slots' tokens alone", () => {
     expect(stepFillSetting("auto")).toBeUndefined();
     expect(stepFillSetting("off")).toBe(false);
-    for (const [value, pads, whole] of [
-      ["on", true, false],
-      ["whole", true, true],
-      ["fillers", false, false],
-      ["off", false, false],
-    ] as const) {
-      const fill = new StepFill([], stepFillSetting(value) as boolean | "fillers" | "whole");
-      expect([fill.padsJoiners, fill.padsWholeStep]).toEqual([pads, whole]);
-    }
+    for (const [value, pads] of [
+      ["on", true],
+      ["fillers", false],
+      ["off", false],
+    ] as const)
+      expect(new StepFill([], stepFillSetting(value) as boolean | "fillers").padsJoiners).toBe(pads);
   });
 });

@@ -33,14 +33,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import type { DecodeStats } from "./decode-stats.js";
 import { fitsWithoutShift, greedyStep } from "./greedy-step.js";
 import type { NativeStateApi, SequenceInternals } from "./state-memory.js";
-import {
-  FILLER_TOKEN,
-  forwardPasses,
-  joinerPads,
-  StepFill,
-  type StepFillMode,
-  wholeStepPads,
-} from "./step-fill.js";
+import { FILLER_TOKEN, forwardPasses, joinerPads, StepFill, type StepFillMode } from "./step-fill.js";
 import { type AddonSampler, StepSampler, type StepSampling } from "./step-sample.js";
 
 /** node-llama-cpp 3.21.1's addon context, as the batch loop calls it. */
@@ -223,38 +216,29 @@ export class DecodeBatcher {
   private async decodeAndSample(ready: Member[]): Promise<void> {
     const preparing = performance.now();
     const ctx = (ready[0] as Member).seq._context._ctx as AddonContext;
-    const size = this.context.batchSize;
-    const batch = allot(bySequenceId(ready), size);
-    // stepFill "whole": a step a query joins is one pass of every slot from the first member to
-    // the last at one width, the longest query's or what the batch holds (a longer query's rest
-    // waits for the next step).
-    const span = (batch.at(-1)?.member.seq._sequenceId ?? 0) - (batch[0]?.member.seq._sequenceId ?? 0) + 1;
-    const longest = Math.max(...batch.map((a) => a.count));
-    const width = this.stepFill.padsWholeStep ? Math.max(1, Math.min(longest, Math.floor(size / span))) : 1;
-    if (width > 1) for (const a of batch) a.count = Math.min(a.count, width);
+    const batch = allot(bySequenceId(ready), this.context.batchSize);
     const total = batch.reduce((sum, a) => sum + a.count, 0);
     const fillers = await this.stepFill.take(
       ctx,
       batch.map((a) => a.member.seq._sequenceId),
-      width > 1 ? size - batch.length * width : size - total,
-      width,
+      this.context.batchSize - total,
     );
-    const entries = batch.map(({ member, count }) => ({
-      id: member.seq._sequenceId,
-      tokens: count,
-      free: this.context.contextSize - 1 - (member.seq._nextTokenIndex + count),
-    }));
-    const whole = width > 1 ? wholeStepPads(entries, width) : null;
-    const fillerTokens = whole ? width : 1;
-    const pads =
-      whole ??
-      (this.stepFill.padsJoiners ? joinerPads(entries, size - total - fillers.length) : batch.map(() => 0));
+    const pads = this.stepFill.padsJoiners
+      ? joinerPads(
+          batch.map(({ member, count }) => ({
+            id: member.seq._sequenceId,
+            tokens: count,
+            free: this.context.contextSize - 1 - (member.seq._nextTokenIndex + count),
+          })),
+          this.context.batchSize - total - fillers.length,
+        )
+      : batch.map(() => 0);
     const padTotal = pads.reduce((sum, n) => sum + n, 0);
     const logitIndex = new Map<Member, number>();
     let decoding: number;
     let passes = 0;
     try {
-      ctx.initBatch(total + padTotal + fillers.length * fillerTokens);
+      ctx.initBatch(total + padTotal + fillers.length);
       // In ascending sequence ids, members and fillers together: one run of consecutive ids.
       const adds = [
         ...batch.map(({ member, count }, i) => ({
@@ -275,14 +259,9 @@ export class DecodeBatcher {
         })),
         ...fillers.map((f) => ({
           id: f.sequenceId,
-          tokens: fillerTokens,
+          tokens: 1,
           add: () =>
-            ctx.addToBatch(
-              f.sequenceId,
-              f.position,
-              new Uint32Array(fillerTokens).fill(FILLER_TOKEN),
-              new Uint32Array(0),
-            ),
+            ctx.addToBatch(f.sequenceId, f.position, Uint32Array.of(FILLER_TOKEN), new Uint32Array(0)),
         })),
       ].sort((a, b) => a.id - b.id);
       for (const { add } of adds) add();
@@ -310,7 +289,7 @@ export class DecodeBatcher {
     }
     const decoded = performance.now();
     this.stats.time("batched", "decode", decoded - decoding);
-    this.stats.record("batched", batch.length, total, fillers.length * fillerTokens + padTotal, passes);
+    this.stats.record("batched", batch.length, total, fillers.length + padTotal, passes);
     for (const { member, count } of batch) {
       const evaluated = member.pending.slice(0, count);
       member.pending = member.pending.slice(count);

@@ -21,11 +21,9 @@ export type StepFiller = { sequenceId: number; position: number; lock: { dispose
 
 /**
  * How batched steps fill: `true` gives idle slots between busy ones a throwaway token and pads
- * joining queries (joinerPads), `"fillers"` the idle slots' tokens alone, `false` neither;
- * `"whole"` is `true` but a step that a query joins pads every slot to the longest query
- * (wholeStepPads).
+ * joining queries (joinerPads), `"fillers"` the idle slots' tokens alone, `false` neither.
  */
-export type StepFillMode = boolean | "fillers" | "whole";
+export type StepFillMode = boolean | "fillers";
 
 /** The token a filler decodes: any id does, no logits are read. */
 export const FILLER_TOKEN = 0;
@@ -37,12 +35,8 @@ export class StepFill {
   /** Whether steps pad queries joining in consecutive slots (joinerPads). */
   readonly padsJoiners: boolean;
 
-  /** Whether a step that a query joins pads every slot to the longest query (wholeStepPads). */
-  readonly padsWholeStep: boolean;
-
   constructor(sequences: readonly LlamaContextSequence[], mode: StepFillMode) {
-    this.padsJoiners = mode === true || mode === "whole";
-    this.padsWholeStep = mode === "whole";
+    this.padsJoiners = mode === true;
     this.slots = new Map(
       mode !== false
         ? sequences.map((s) => {
@@ -55,28 +49,27 @@ export class StepFill {
 
   /**
    * Fillers for the idle slots between the step's first and last member (`busy`: the members'
-   * sequence ids in ascending order), `width` tokens each and `room` tokens in all at most, each
-   * holding its slot's evaluation lock until the caller disposes it. A slot is left out when its
-   * lock is held, when it has token predictions loaded, or when its context has no `width` cells.
+   * sequence ids in ascending order), at most `room` of them, each holding its slot's evaluation
+   * lock until the caller disposes it. A slot is left out when its lock is held, when it has token
+   * predictions loaded, or when its context is full.
    */
   async take(
     ctx: { getSequenceKvCacheMaxPosition(sequenceId: number): number },
     busy: readonly number[],
     room: number,
-    width = 1,
   ): Promise<StepFiller[]> {
     if (this.slots.size === 0 || busy.length < 2) return [];
     const members = new Set(busy);
     const first = busy[0] as number;
     const last = busy.at(-1) as number;
     const pending: Array<Omit<StepFiller, "lock"> & { lock: Promise<{ dispose(): void }> }> = [];
-    for (let id = first + 1; id < last && (pending.length + 1) * width <= room; id++) {
+    for (let id = first + 1; id < last && pending.length < room; id++) {
       const seq = this.slots.get(id);
       if (!seq || members.has(id) || seq._loadedTokenPredictions.length > 0) continue;
       const scope = [seq._lock, "evaluate"] as const;
       if (isLockActive(scope)) continue;
       const position = ctx.getSequenceKvCacheMaxPosition(id) + 1;
-      if (position + width > seq._context.contextSize) continue;
+      if (position + 1 > seq._context.contextSize) continue;
       // The lock is free: acquireLock takes it before it returns (nothing can run in between),
       // and its promise settles at once.
       pending.push({ sequenceId: id, position, lock: acquireLock(scope) });
@@ -135,26 +128,6 @@ export function joinerPads(
     start = end + 1;
   }
   return pads;
-}
-
-/**
- * Throwaway tokens that pad every member of a step a query joins to `width` tokens (the longest
- * member's, or what the batch holds; the caller cuts longer ones to it), the step's fillers to
- * `width` tokens each as well, so that the whole step is one
- * forward pass of (members + fillers) x width tokens: a run of consecutive ids with the same
- * count each (forwardPasses). joinerPads leaves a joiner apart from other joiners a pass of its
- * own, a read of all the weights for a few tokens (~20 ms a pass on an H100's `12b` preset in
- * the fifth round's serving, docs/benchmarks.md); here the pass grows by the pads' tokens
- * instead. A decoding member's pads go after its one token, as a joiner's go after its query, so
- * no real token attends to them. Null when a member lacks the cells (`free`) for its pads: the
- * step then pads as joinerPads does. The caller keeps the step within its batch size.
- */
-export function wholeStepPads(
-  entries: readonly { tokens: number; free: number }[],
-  width: number,
-): number[] | null {
-  const pads = entries.map((e) => width - e.tokens);
-  return pads.every((pad, i) => pad <= (entries[i] as { free: number }).free) ? pads : null;
 }
 
 /**

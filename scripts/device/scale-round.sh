@@ -14,9 +14,6 @@
 #   4. SCALE_A slots, kvgraft alone with KV_STEP_FILL=fillers (no joiners' pads: the fourth round's
 #      steps) at the last of SCALE_RATES, beside step 3's kvgraft side at that rate (SCALE_FILLERS=0:
 #      skipped)
-#   5. SCALE_WHOLE=1 (default 0: skipped): SCALE_A slots, kvgraft alone with KV_STEP_FILL=whole (a joining
-#      step padded whole to one pass) at every rate of SCALE_RATES and the first of SCALE_TIMEOUTS, beside
-#      step 3's kvgraft side (the default fill) at the same rates and timeout
 # The order puts the issue's target (200 req/s) first, so a round cut short by the device budget
 # still has it.
 # 64 and 96 slots of the 12b preset need the H200 (~84 and ~113 GB with the weights); on an H100
@@ -36,7 +33,7 @@ export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120
 # An 80 GB card (H100) takes 48 slots (steps 1-3), not 64 and 96, unless SCALE_A/SCALE_B are given.
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 if ((gpu_mib < 100000)); then export SCALE_A=${SCALE_A:-48} SCALE_B=${SCALE_B-48}; fi
-export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1} SCALE_WHOLE=${SCALE_WHOLE:-0} SCALE_KVU=${SCALE_KVU:-} SCALE_TRACE=${SCALE_TRACE-48}
+export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1} SCALE_KVU=${SCALE_KVU:-} SCALE_TRACE=${SCALE_TRACE-48}
 export SCALE_TIMEOUTS=${SCALE_TIMEOUTS-30000}
 echo "scale-round: ${gpu_mib} MiB on the card: SCALE_A=$SCALE_A SCALE_B=${SCALE_B:-none}"
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
@@ -49,9 +46,6 @@ setsid nohup bash -c 'r=/root/results/r38
   done
   [[ $SCALE_FILLERS == 0 ]] || KV_STEP_FILL=fillers SERVE_ONLY=kvgraft SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 \
     SERVE_RATES="${SCALE_RATES##* }" bash scripts/gpu-round.sh serve > $r/fillers.out 2>&1
-  t=${SCALE_TIMEOUTS%% *}
-  [[ $SCALE_WHOLE == 0 ]] || KV_STEP_FILL=whole SERVE_ONLY=kvgraft SERVE_SLOTS=$SCALE_A SERVE_CONTEXT=2304 \
-    SERVE_TIMEOUT_MS=${t:-30000} SERVE_RATES="$SCALE_RATES" bash scripts/gpu-round.sh serve > $r/whole.out 2>&1
   echo "exit $?" > /root/results/r38.done' > /dev/null 2>&1 < /dev/null &
 sleep 5
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader
