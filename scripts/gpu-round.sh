@@ -45,6 +45,11 @@
 #                                         # (every kernel's GPU time); the last steps' kernels summed and grouped;
 #                                         # also without CUDA graphs, and LLAMA_BATCHED_BENCH=bin runs llama.cpp's
 #                                         # batched-bench on the same shapes (distinct prompts; -kvu -pps)
+#   bash scripts/gpu-round.sh kvu-sweep   # 12b preset: llama-batched-bench (LLAMA_BATCHED_BENCH) with one shared
+#                                         # 2,000-token prompt in one stream (-kvu -pps) at KVU_NPL sequences, and
+#                                         # with 16-token prompts a stream each at 1-96 (the step without KV reads)
+#   bash scripts/gpu-round.sh gemm-bound  # no Node: the 12b step's weight products in cuBLAS (PyTorch) at 1-256
+#                                         # sequences against the weights' read (scripts/device/gemm-bound.py)
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
@@ -177,6 +182,8 @@ case "${1:-}" in
       echo "gpu-round: batched-bench -kvu -pps failed" >&2
     LLAMA_RELEASE_DIR=$(stock_release) "$LLAMA_BATCHED_BENCH" -m "$m" -c $((96 * 64)) -b 2048 -ub 512 -npp 16 -ntg 16 \
       -npl 1,16,48,96 -fa on -ngl 999 > "$out/batched-bench-short.txt" 2>&1 || echo "gpu-round: batched-bench short failed" >&2 ;;
+  gemm-bound) # the 12b step's weight products in cuBLAS (PyTorch) at 1-256 sequences, against the weights' read
+    python3 scripts/device/gemm-bound.py | tee "$out/gemm-bound-12b.txt" ;;
   swa)
     rm -f "$models"/12b.gguf # the disk holds one 12B model at a time
     m=$(model gemma3-12b)
