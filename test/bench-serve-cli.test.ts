@@ -13,6 +13,25 @@ import { describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
 
+/** A short open-loop run on the tiny model: 8 requests in 1 s, 2 slots, 4 tokens each. */
+const smallRun = [
+  "--rate",
+  "8",
+  "--duration",
+  "1",
+  "--slots",
+  "2",
+  "--context",
+  "512",
+  "--block-chars",
+  "200",
+  "--max-tokens",
+  "4",
+];
+
+/** `bench serve` of kvgraft's side alone on the tiny model. */
+const kvgraftAlone = () => ["bench", "serve", "--model", syntheticModel("tiny-llama"), "--only", "kvgraft"];
+
 describe("kvgraft bench serve and batches", () => {
   it("refuses without a llama-server binary, naming what to do", () => {
     const r = runCli(["bench", "serve", "--model", syntheticModel("tiny-llama")]);
@@ -34,29 +53,13 @@ describe("kvgraft bench serve and batches", () => {
     const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
     const out = join(dir, "serve.json");
     const r = runCli([
-      "bench",
-      "serve",
-      "--model",
-      syntheticModel("tiny-llama"),
-      "--only",
-      "kvgraft",
+      ...kvgraftAlone(),
       // --only wins over a peer given beside it (this binary is not a llama-server: it must not run).
       "--llama-server",
       process.execPath,
       "--workloads",
       "hot-1,warm-3",
-      "--rate",
-      "8",
-      "--duration",
-      "1",
-      "--slots",
-      "2",
-      "--context",
-      "512",
-      "--block-chars",
-      "200",
-      "--max-tokens",
-      "4",
+      ...smallRun,
       "--log-dir",
       join(dir, "logs"),
       "--out",
@@ -98,26 +101,10 @@ describe("kvgraft bench serve and batches", () => {
     const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
     const out = join(dir, "serve.json");
     const r = runCli([
-      "bench",
-      "serve",
-      "--model",
-      syntheticModel("tiny-llama"),
-      "--only",
-      "kvgraft",
+      ...kvgraftAlone(),
       "--workloads",
       "hot-1",
-      "--rate",
-      "8",
-      "--duration",
-      "1",
-      "--slots",
-      "2",
-      "--context",
-      "512",
-      "--block-chars",
-      "200",
-      "--max-tokens",
-      "4",
+      ...smallRun,
       "--timeout-ms",
       "1",
       "--out",
