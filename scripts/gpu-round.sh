@@ -50,6 +50,9 @@
 #                                         # with 16-token prompts a stream each at 1-96 (the step without KV reads)
 #   bash scripts/gpu-round.sh gemm-bound  # no Node: the 12b step's weight products in cuBLAS (PyTorch) at 1-256
 #                                         # sequences against the weights' read (scripts/device/gemm-bound.py)
+#   bash scripts/gpu-round.sh fa-alias    # no model: one step's flash attention (12b shapes, 2,048 cells) over S
+#                                         # streams' copies of one block against one copy all of them read
+#                                         # (FA_STREAMS, default 16,48,96,192); outputs compared bit for bit
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone
@@ -184,6 +187,10 @@ case "${1:-}" in
       -npl 1,16,48,96 -fa on -ngl 999 > "$out/batched-bench-short.txt" 2>&1 || echo "gpu-round: batched-bench short failed" >&2 ;;
   gemm-bound) # the 12b step's weight products in cuBLAS (PyTorch) at 1-256 sequences, against the weights' read
     python3 scripts/device/gemm-bound.py | tee "$out/gemm-bound-12b.txt" ;;
+  fa-alias) # a step's attention over a hot block's copies in S streams against one copy all streams read
+    # (scripts/device/fa-alias-bench.cpp, built by build-fa-alias.sh and carried beside llama-server)
+    LD_LIBRARY_PATH=$(stock_release) "${FA_ALIAS_BENCH:-/root/llama-server/fa-alias-bench}" --streams "${FA_STREAMS:-16,48,96,192}" \
+      --budget-gib "${FA_BUDGET_GIB:-30}" | tee "$out/fa-alias-12b.txt" ;;
   swa)
     rm -f "$models"/12b.gguf # the disk holds one 12B model at a time
     m=$(model gemma3-12b)
