@@ -4,6 +4,7 @@
 # llama-server without its host-memory prompt cache (--cache-ram 0, as in the third round), 16
 # tokens, blocks of ~2,000 tokens:
 #   0. SCALE_FA=1 (default 0: skipped): gpu-round.sh fa-alias (fa-alias-bench carried in .device/llama-server)
+#      SCALE_GEMM=1 (default 0: skipped): gpu-round.sh gemm-bound (PyTorch's cuBLAS on the step's weight products)
 #      SCALE_KVU (default empty: skipped; "48,96,192"): gpu-round.sh kvu-sweep at those sequence counts
 #   1. SCALE_B (default 96; empty: skipped) slots of 2,304 cells, both servers, at 200 req/s
 #   2. gpu-round.sh batch-trace at SCALE_TRACE (default "48"; empty: skipped) slots: a batched
@@ -24,7 +25,7 @@ while [[ ! -f /root/results/synth.done ]]; do sleep 2; done
 cat /root/results/synth.done
 rm -rf /root/results/r38 /root/results/r38.done
 mkdir -p /root/results/r38
-cp scripts/gpu-round.sh /opt/kv/app/scripts/
+cp scripts/gpu-round.sh /opt/kv/app/scripts/ && mkdir -p /opt/kv/app/scripts/device && cp scripts/device/gemm-bound.py /opt/kv/app/scripts/device/
 cd /opt/kv/app
 export KV_ENGINE_DIR=/root/engine-cuda LLAMA_SERVER=/root/llama-server/llama-server OUT=/root/results/r38
 # llama.cpp's batched-bench beside the trace, where it was linked into .device/llama-server too
@@ -34,12 +35,13 @@ export LLAMA_CACHE_RAM=0 SERVE_WORKLOADS=hot-1 SCALE_RATES=${SCALE_RATES:-30 120
 # An 80 GB card (H100) takes 48 slots (steps 1-3), not 64 and 96, unless SCALE_A/SCALE_B are given.
 gpu_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1)
 if ((gpu_mib < 100000)); then export SCALE_A=${SCALE_A:-48} SCALE_B=${SCALE_B-48}; fi
-export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1} SCALE_KVU=${SCALE_KVU:-} SCALE_FA=${SCALE_FA:-0} SCALE_TRACE=${SCALE_TRACE-48}
+export SCALE_A=${SCALE_A:-64} SCALE_B=${SCALE_B-96} SCALE_FILLERS=${SCALE_FILLERS:-1} SCALE_KVU=${SCALE_KVU:-} SCALE_FA=${SCALE_FA:-0} SCALE_GEMM=${SCALE_GEMM:-0} SCALE_TRACE=${SCALE_TRACE-48}
 export SCALE_TIMEOUTS=${SCALE_TIMEOUTS-30000}
 echo "scale-round: ${gpu_mib} MiB on the card: SCALE_A=$SCALE_A SCALE_B=${SCALE_B:-none}"
 # setsid: when a call returns, the device tool kills its whole session, background jobs included.
 setsid nohup bash -c 'r=/root/results/r38
   [[ $SCALE_FA == 0 ]] || bash scripts/gpu-round.sh fa-alias > $r/fa.out 2>&1
+  [[ $SCALE_GEMM == 0 ]] || bash scripts/gpu-round.sh gemm-bound > $r/gemm.out 2>&1
   [[ -z $SCALE_KVU ]] || KVU_NPL=$SCALE_KVU bash scripts/gpu-round.sh kvu-sweep > $r/kvu.out 2>&1
   [[ -z $SCALE_B ]] || SERVE_SLOTS=$SCALE_B SERVE_CONTEXT=2304 SERVE_RATES=200 bash scripts/gpu-round.sh serve > $r/sB.out 2>&1
   [[ -z $SCALE_TRACE ]] || TRACE_SLOTS=$SCALE_TRACE bash scripts/gpu-round.sh batch-trace > $r/trace.out 2>&1
