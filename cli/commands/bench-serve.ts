@@ -17,6 +17,9 @@ workload's blocks deposited on the node (their texts are llama-server's prompt p
 its prompt cache), then --rate requests a second for --duration seconds, each latency from its due
 time. hot-1: one block for every request; warm-N: N blocks in turn. Greedy, --max-tokens each.
 --block-chars sets each block's text length; the result reports the tokens it made (blockTokens).
+--timeout-ms is both clients' patience with a measured request (kvgraft's requests carry it as
+their deadline); a request past it counts as a timeout. The deposits and warm-up before the window
+wait up to 600 s.
 --llama-cache-ram passes llama-server's --cache-ram (its host-memory prompt cache, MiB; 0 turns it
 off; default: llama-server's own), which saves a slot's whole state before the slot takes a new prompt.
 Per workload and server: throughput, p50/p99 of the answered requests, generated tokens a second,
