@@ -29,8 +29,17 @@ const smallRun = [
   "4",
 ];
 
-/** `bench serve` of kvgraft's side alone on the tiny model. */
-const kvgraftAlone = () => ["bench", "serve", "--model", syntheticModel("tiny-llama"), "--only", "kvgraft"];
+/**
+ * `bench serve` of kvgraft's side alone on the tiny model, `args` after the model, its document
+ * written to `out` in a new directory.
+ */
+function serveAlone(...args: string[]) {
+  const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
+  const out = join(dir, "serve.json");
+  const model = syntheticModel("tiny-llama");
+  const r = runCli(["bench", "serve", "--model", model, "--only", "kvgraft", ...args, "--out", out]);
+  return { out, r };
+}
 
 describe("kvgraft bench serve and batches", () => {
   it("refuses without a llama-server binary, naming what to do", () => {
@@ -50,10 +59,8 @@ describe("kvgraft bench serve and batches", () => {
   });
 
   it("runs kvgraft's side of the hot-1 and warm-3 workloads and writes the serving document", () => {
-    const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
-    const out = join(dir, "serve.json");
-    const r = runCli([
-      ...kvgraftAlone(),
+    const logs = mkdtempSync(join(tmpdir(), "kvgraft-serve-logs-"));
+    const { out, r } = serveAlone(
       // --only wins over a peer given beside it (this binary is not a llama-server: it must not run).
       "--llama-server",
       process.execPath,
@@ -61,10 +68,8 @@ describe("kvgraft bench serve and batches", () => {
       "hot-1,warm-3",
       ...smallRun,
       "--log-dir",
-      join(dir, "logs"),
-      "--out",
-      out,
-    ]);
+      logs,
+    );
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/\| hot-1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \| - \| - \| - \| - \| - \|/);
     const doc = JSON.parse(readFileSync(out, "utf8")) as {
@@ -91,25 +96,14 @@ describe("kvgraft bench serve and batches", () => {
         expect(w.kvgraft[k]).toBeGreaterThan(0);
       for (const k of ["gapMsPerStep", "lockMsPerStep", "prepareMsPerStep"])
         expect(w.kvgraft[k]).toBeGreaterThanOrEqual(0);
-      expect(readdirSync(join(dir, "logs"))).toContain(`kvgraft-${w.name}.log`);
+      expect(readdirSync(logs)).toContain(`kvgraft-${w.name}.log`);
     }
   });
 
   it("bounds the measured requests by --timeout-ms, not the deposits and warm-up before them", () => {
     // 1 ms: no request can be answered in it, and no deposit either (before 2026-12-07 the deposit
     // was aborted too, and the run ended with an internal error instead of its document).
-    const dir = mkdtempSync(join(tmpdir(), "kvgraft-serve-cli-"));
-    const out = join(dir, "serve.json");
-    const r = runCli([
-      ...kvgraftAlone(),
-      "--workloads",
-      "hot-1",
-      ...smallRun,
-      "--timeout-ms",
-      "1",
-      "--out",
-      out,
-    ]);
+    const { out, r } = serveAlone("--workloads", "hot-1", ...smallRun, "--timeout-ms", "1");
     // nothing answered within 1 ms: exit 1, with the document of what happened
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).not.toContain("internal error");
