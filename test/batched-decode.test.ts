@@ -23,7 +23,6 @@ import { evaluateProbe } from "../gpu-node/engine/probe.js";
 import type { SequenceInternals } from "../gpu-node/engine/state-memory.js";
 import { randomTokens } from "../gpu-node/verify.js";
 import { Xoshiro128 } from "../shared/random.js";
-import { greedyAlone } from "./helpers/greedy-alone.js";
 import { syntheticModel } from "./helpers/models.js";
 
 const SLOTS = 4;
@@ -241,7 +240,17 @@ describe.each(["tiny-llama", "tiny-gemma3"] as const)("one pass a step (stepFill
   afterAll(() => engine?.dispose());
 
   /** Greedy tokens of `input` decoded alone by node-llama-cpp's own evaluation in slot `i`. */
-  const alone = (i: number, input: Token[], n: number) => greedyAlone(engine.slot(i), input, n);
+  async function alone(i: number, input: Token[], n: number): Promise<Token[]> {
+    const seq = engine.slot(i);
+    await seq.clearHistory();
+    const out: Token[] = [];
+    for await (const t of seq.evaluate(input, { temperature: 0 })) {
+      out.push(t);
+      if (out.length >= n) break;
+    }
+    await seq.clearHistory();
+    return out;
+  }
 
   it("fills the idle slots between busy ones, leaves what they hold exact, and decodes as alone", async () => {
     expect(engine.options.stepFill).toBe(true);

@@ -16,7 +16,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -112,7 +111,8 @@ struct Step {
     }
 };
 
-// The same pseudo-random cells in every stream (a hot block's copies), random queries, no mask.
+// The same pseudo-random cells in every stream (a hot block's copies), random queries, a mask of
+// zeros (every cell visible).
 void fill(Step& s, int streams, int cells) {
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
