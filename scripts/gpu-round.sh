@@ -52,7 +52,8 @@
 #                                         # sequences against the weights' read (scripts/device/gemm-bound.py)
 #   bash scripts/gpu-round.sh fa-alias    # no model: one step's flash attention (12b shapes, 2,048 cells) over S
 #                                         # streams' copies of one block against one copy all of them read
-#                                         # (FA_STREAMS, default 16,48,96,192); outputs compared bit for bit
+#                                         # (stride 0) and against the copies' ranges mapped onto one copy's
+#                                         # pages (FA_STREAMS, default 16,48,96,192); outputs compared bit for bit
 #   bash scripts/gpu-round.sh swa         # gemma3-12b preset: verify (10 trials) and bench graft at 5,977 and
 #                                         # 11,994 tokens, SWA full cache off (bench graft with f16 and q8_0 KV)
 #   bash scripts/gpu-round.sh swa-graft   # the bench graft part of swa alone

@@ -9,6 +9,8 @@
 //   fa-alias-bench [--streams 16,48,96] [--cells 2048] [--layers 48] [--runs 10] [--budget-gib 40] [--cpu]
 //
 // The 12b preset's attention: 16 query heads, 8 KV heads of 256, f16 KV, one token a stream.
+// A third layout, "mapped" (fa-alias-pages.h), keeps the copies' views and addresses but maps every
+// stream's range onto one physical copy: route (b) itself, where "shared" is its upper bound.
 // Each layer has its own tensors (a step reads 48 layers' cells, not one layer's 48 times); where
 // the copies would not fit in --budget-gib, fewer layers run and the time is scaled to --layers.
 #include <algorithm>
@@ -23,6 +25,8 @@
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml.h"
+
+#include "fa-alias-pages.h"
 
 namespace {
 constexpr int64_t kHeadDim = 256, kHeads = 16, kKvHeads = 8, kEmbdKv = kHeadDim * kKvHeads;
@@ -69,15 +73,21 @@ struct Step {
     ggml_backend_buffer_t buf = nullptr;
     ggml_cgraph* copies = nullptr;
     ggml_cgraph* shared = nullptr;
-    std::vector<ggml_tensor*> caches, queries, copies_out, shared_out;
+    ggml_cgraph* mapped = nullptr;
+    ggml_backend_buffer_t mapped_buf = nullptr;
+    std::vector<ggml_tensor*> caches, mapped_caches, queries, copies_out, shared_out, mapped_out;
     ggml_tensor* mask = nullptr;
 
-    Step(ggml_backend_t backend, int streams, int cells, int layers) {
-        ggml_init_params params{ggml_tensor_overhead() * (size_t)(layers * 20 + 8) + 2 * ggml_graph_overhead(), nullptr, true};
+    Step(ggml_backend_t backend, bool gpu, int streams, int cells, int layers) {
+        ggml_init_params params{ggml_tensor_overhead() * (size_t)(layers * 30 + 8) + 3 * ggml_graph_overhead(), nullptr, true};
         ctx = ggml_init(params);
         mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F16, cells, 1, 1, streams);
         copies = ggml_new_graph(ctx);
         shared = ggml_new_graph(ctx);
+        mapped = ggml_new_graph(ctx);
+        const size_t stream_bytes = ggml_row_size(GGML_TYPE_F16, kEmbdKv * cells);
+        mapped_buf = alias_pages::aliased_buffer(backend, gpu, 2 * (size_t)layers, streams, stream_bytes);
+        char* mapped_base = (char*)ggml_backend_buffer_get_base(mapped_buf);
         for (int l = 0; l < layers; ++l) {
             ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kEmbdKv, cells, streams);
             ggml_tensor* v = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kEmbdKv, cells, streams);
@@ -89,17 +99,26 @@ struct Step {
                                                       ggml_row_size(GGML_TYPE_F16, kEmbdKv), stream_stride, 0),
                                     0, 2, 1, 3);
             };
-            auto attend = [&](size_t stream_stride, ggml_cgraph* graph, std::vector<ggml_tensor*>& outs) {
+            auto attend = [&](ggml_tensor* k, ggml_tensor* v, size_t stream_stride, ggml_cgraph* graph, std::vector<ggml_tensor*>& outs) {
                 ggml_tensor* out = ggml_flash_attn_ext(ctx, q, view(k, stream_stride), view(v, stream_stride), mask,
                                                        1.0f / std::sqrt((float)kHeadDim), 0.0f, 0.0f);
                 ggml_flash_attn_ext_set_prec(out, GGML_PREC_F32);
                 ggml_build_forward_expand(graph, out);
                 outs.push_back(out);
             };
-            attend(ggml_row_size(GGML_TYPE_F16, kEmbdKv * cells), copies, copies_out);
-            attend(0, shared, shared_out);
+            attend(k, v, stream_bytes, copies, copies_out);
+            attend(k, v, 0, shared, shared_out);
             caches.push_back(k);
             caches.push_back(v);
+            // the mapped layout's K and V: tensor 2l and 2l + 1 of the aliased buffer, allocated before
+            // their views are made, so that ggml_backend_alloc_ctx_tensors initializes the views on them
+            ggml_tensor* mk = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kEmbdKv, cells, streams);
+            ggml_tensor* mv = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kEmbdKv, cells, streams);
+            ggml_backend_tensor_alloc(mapped_buf, mk, mapped_base + (2 * l) * streams * stream_bytes);
+            ggml_backend_tensor_alloc(mapped_buf, mv, mapped_base + (2 * l + 1) * streams * stream_bytes);
+            attend(mk, mv, stream_bytes, mapped, mapped_out);
+            mapped_caches.push_back(mk);
+            mapped_caches.push_back(mv);
             queries.push_back(q);
         }
         buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
@@ -107,6 +126,7 @@ struct Step {
     }
     ~Step() {
         ggml_backend_buffer_free(buf);
+        ggml_backend_buffer_free(mapped_buf);
         ggml_free(ctx);
     }
 };
@@ -118,9 +138,11 @@ void fill(Step& s, int streams, int cells) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::vector<ggml_fp16_t> cache((size_t)kEmbdKv * cells);
     const size_t stream_bytes = cache.size() * sizeof(ggml_fp16_t);
-    for (ggml_tensor* t : s.caches) {
+    for (size_t c = 0; c < s.caches.size(); ++c) {
         for (auto& x : cache) x = ggml_fp32_to_fp16(normal(rng));
-        for (int i = 0; i < streams; ++i) ggml_backend_tensor_set(t, cache.data(), i * stream_bytes, stream_bytes);
+        for (int i = 0; i < streams; ++i) ggml_backend_tensor_set(s.caches[c], cache.data(), i * stream_bytes, stream_bytes);
+        // one write reaches every stream of the mapped layout: their pages are the same
+        ggml_backend_tensor_set(s.mapped_caches[c], cache.data(), 0, stream_bytes);
     }
     std::vector<float> q((size_t)kHeadDim * kHeads * streams);
     for (ggml_tensor* t : s.queries) {
@@ -161,24 +183,28 @@ int main(int argc, char** argv) {
     if (!backend) { std::fprintf(stderr, "fa-alias-bench: no %s backend\n", o.cpu ? "CPU" : "GPU"); return 1; }
     std::printf("backend %s, %d cells a stream, f16 KV, %d query heads, %d KV heads of %d, one token a stream; ms a step of %d layers (median of %d)\n",
                 ggml_backend_name(backend), o.cells, (int)kHeads, (int)kKvHeads, (int)kHeadDim, o.layers, o.runs);
-    std::printf("| streams | layers run | copies ms | shared ms | copies / shared | copies' KV read GB/s | outputs bit-identical |\n|---:|---:|---:|---:|---:|---:|---|\n");
+    std::printf("| streams | layers run | copies ms | shared ms | mapped ms | copies / shared | copies / mapped | copies' KV read GB/s | "
+                "shared, mapped outputs bit-identical to copies' |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     int status = 0;
     for (int streams : o.streams) {
         const double layer_bytes = 2.0 * kEmbdKv * o.cells * sizeof(ggml_fp16_t) * streams;
         const int layers = std::max(1, std::min(o.layers, (int)(o.budget_gib * (1 << 30) / layer_bytes)));
         const double scale = (double)o.layers / layers;
-        Step step(backend, streams, o.cells, layers);
+        Step step(backend, !o.cpu, streams, o.cells, layers);
         fill(step, streams, o.cells);
-        // alternating, twice each, the better median of each kept: one order's warm-up does not favour the other
-        double ms_copies = 1e30, ms_shared = 1e30;
+        // alternating, twice each, the better median of each kept: one order's warm-up does not favour another
+        double ms_copies = 1e30, ms_shared = 1e30, ms_mapped = 1e30;
         for (int round = 0; round < 2; ++round) {
             ms_copies = std::min(ms_copies, median_ms(backend, step.copies, o.runs) * scale);
             ms_shared = std::min(ms_shared, median_ms(backend, step.shared, o.runs) * scale);
+            ms_mapped = std::min(ms_mapped, median_ms(backend, step.mapped, o.runs) * scale);
         }
-        const bool same = bytes(step.copies_out) == bytes(step.shared_out);
-        status |= same ? 0 : 1;
-        std::printf("| %d | %d | %.3f | %.3f | %.2f | %.0f | %s |\n", streams, layers, ms_copies, ms_shared, ms_copies / ms_shared,
-                    layer_bytes * o.layers / (ms_copies / 1e3) / 1e9, same ? "yes" : "NO");
+        const std::vector<char> copies = bytes(step.copies_out);
+        const bool shared_same = copies == bytes(step.shared_out), mapped_same = copies == bytes(step.mapped_out);
+        status |= shared_same && mapped_same ? 0 : 1;
+        std::printf("| %d | %d | %.3f | %.3f | %.3f | %.2f | %.2f | %.0f | %s, %s |\n", streams, layers, ms_copies, ms_shared, ms_mapped,
+                    ms_copies / ms_shared, ms_copies / ms_mapped, layer_bytes * o.layers / (ms_copies / 1e3) / 1e9,
+                    shared_same ? "yes" : "NO", mapped_same ? "yes" : "NO");
         std::fflush(stdout);
     }
     ggml_backend_free(backend);
