@@ -144,6 +144,7 @@ void fill(Step& s, int streams, int cells) {
         // one write reaches every stream of the mapped layout: their pages are the same
         ggml_backend_tensor_set(s.mapped_caches[c], cache.data(), 0, stream_bytes);
     }
+    alias_pages::settle(s.mapped_buf);
     std::vector<float> q((size_t)kHeadDim * kHeads * streams);
     for (ggml_tensor* t : s.queries) {
         for (auto& x : q) x = normal(rng);

@@ -42,6 +42,7 @@ struct Driver {
     decltype(&cuMemUnmap) unmap;
     decltype(&cuMemAddressFree) addressFree;
     decltype(&cuMemRelease) release;
+    decltype(&cuCtxSynchronize) synchronize;
 };
 
 inline void check(CUresult r, const char* what) {
@@ -73,6 +74,7 @@ inline const Driver& driver() {
         r.unmap = (decltype(r.unmap))sym("cuMemUnmap");
         r.addressFree = (decltype(r.addressFree))sym("cuMemAddressFree");
         r.release = (decltype(r.release))sym("cuMemRelease");
+        r.synchronize = (decltype(r.synchronize))sym("cuCtxSynchronize");
         check(r.init(0), "cuInit");
         CUdevice dev;
         check(r.deviceGet(&dev, 0), "cuDeviceGet");
@@ -149,6 +151,11 @@ inline void unmap_aliased(Mapping* m) {
         check(d.release(m->handle), "cuMemRelease");
     }
     delete m;
+}
+
+// Waits for the writes into the mapping (a copy from pageable memory may return before its DMA ends).
+inline void settle(ggml_backend_buffer_t b) {
+    if (((Mapping*)b->context)->gpu) check(driver().synchronize(), "cuCtxSynchronize");
 }
 
 inline Mapping* of(ggml_backend_buffer_t b) { return (Mapping*)b->context; }
