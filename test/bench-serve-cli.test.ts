@@ -13,14 +13,14 @@ import { describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
 import { syntheticModel } from "./helpers/models.js";
 
-/** A short open-loop run on the tiny model: 8 requests in 1 s, 2 slots, 4 tokens each. */
-const smallRun = [
+/** A short open-loop run on the tiny model: 8 requests in 1 s, `slots` slots, 4 tokens each. */
+const smallRun = (slots = 2) => [
   "--rate",
   "8",
   "--duration",
   "1",
   "--slots",
-  "2",
+  String(slots),
   "--context",
   "512",
   "--block-chars",
@@ -66,7 +66,7 @@ describe("kvgraft bench serve and batches", () => {
       process.execPath,
       "--workloads",
       "hot-1,warm-3",
-      ...smallRun,
+      ...smallRun(),
       "--log-dir",
       logs,
     );
@@ -103,7 +103,7 @@ describe("kvgraft bench serve and batches", () => {
   it("bounds the measured requests by --timeout-ms, not the deposits and warm-up before them", () => {
     // 1 ms: no request can be answered in it, and no deposit either (before 2026-12-07 the deposit
     // was aborted too, and the run ended with an internal error instead of its document).
-    const { out, r } = serveAlone("--workloads", "hot-1", ...smallRun, "--timeout-ms", "1");
+    const { out, r } = serveAlone("--workloads", "hot-1", ...smallRun(), "--timeout-ms", "1");
     // nothing answered within 1 ms: exit 1, with the document of what happened
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).not.toContain("internal error");
@@ -132,18 +132,7 @@ describe("kvgraft bench serve and batches", () => {
         join(import.meta.dirname, "fixtures", "stand-in-llama-server.mjs"),
         "--workloads",
         "hot-1",
-        "--rate",
-        "8",
-        "--duration",
-        "1",
-        "--slots",
-        "3",
-        "--context",
-        "512",
-        "--block-chars",
-        "200",
-        "--max-tokens",
-        "4",
+        ...smallRun(3),
         "--llama-cache-ram",
         "0",
         "--out",
