@@ -6,7 +6,8 @@
 // shared view's time.
 //
 // On the GPU the pages come from CUDA's virtual memory calls (cuMemCreate, cuMemAddressReserve,
-// cuMemMap: 2 MiB granules), loaded with dlopen so that the --cpu check runs where there is no
+// cuMemMap: 2 MiB granules; one physical allocation a tensor, since cuMemMap maps an allocation
+// from its offset 0 only: CUDA_ERROR_NOT_SUPPORTED otherwise, as on the H100 on 2026-12-08), loaded with dlopen so that the --cpu check runs where there is no
 // driver; on the CPU from a memfd mapped once a stream (4 KiB pages). The tensors live in a ggml
 // buffer of the backend's own buffer type, so its kernels read them as any of its buffers.
 #pragma once
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <cuda.h>
 
@@ -94,7 +96,7 @@ struct Mapping {
     size_t tensors = 0, streams = 0, stream_bytes = 0;
     char* base = nullptr;  // virtual: tensor t's stream s at base + (t * streams + s) * stream_bytes
     int fd = -1;
-    CUmemGenericAllocationHandle handle = 0;
+    std::vector<CUmemGenericAllocationHandle> handles;  // the GPU's: tensor t's physical copy
 
     size_t virtual_bytes() const { return tensors * streams * stream_bytes; }
 };
@@ -126,13 +128,14 @@ inline Mapping* map_aliased(bool gpu, size_t tensors, size_t streams, size_t str
                      stream_bytes, granule);
         std::exit(2);
     }
-    check(d.create(&m->handle, physical, &prop, 0), "cuMemCreate");
+    m->handles.assign(tensors, 0);
+    for (auto& h : m->handles) check(d.create(&h, stream_bytes, &prop, 0), "cuMemCreate");
     CUdeviceptr va = 0;
     check(d.reserve(&va, m->virtual_bytes(), granule, 0, 0), "cuMemAddressReserve");
     m->base = (char*)va;
     for (size_t t = 0; t < tensors; ++t)
         for (size_t s = 0; s < streams; ++s)
-            check(d.map(va + (t * streams + s) * stream_bytes, stream_bytes, t * stream_bytes, m->handle, 0), "cuMemMap");
+            check(d.map(va + (t * streams + s) * stream_bytes, stream_bytes, 0, m->handles[t], 0), "cuMemMap");
     CUmemAccessDesc access{};
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
@@ -151,7 +154,7 @@ inline void unmap_aliased(Mapping* m) {
         for (size_t i = 0; i < m->tensors * m->streams; ++i)
             ok = d.unmap((CUdeviceptr)(m->base + i * m->stream_bytes), m->stream_bytes) == CUDA_SUCCESS && ok;
         ok = d.addressFree((CUdeviceptr)m->base, m->virtual_bytes()) == CUDA_SUCCESS && ok;
-        ok = d.release(m->handle) == CUDA_SUCCESS && ok;
+        for (auto h : m->handles) ok = d.release(h) == CUDA_SUCCESS && ok;
         if (!ok) std::fprintf(stderr, "fa-alias-bench: freeing a mapping failed (left to the process's exit)\n");
     }
     delete m;
