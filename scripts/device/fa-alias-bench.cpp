@@ -13,6 +13,8 @@
 // stream's range onto one physical copy: route (b) itself, where "shared" is its upper bound.
 // Each layer has its own tensors (a step reads 48 layers' cells, not one layer's 48 times); where
 // the copies would not fit in --budget-gib, fewer layers run and the time is scaled to --layers.
+// Exit 0: every output bit-identical to the copies'; 1: one is not; 3: they are, but the driver
+// refused the mapped layout (its columns say "-"; the other two layouts' rows are still printed).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -84,10 +86,11 @@ struct Step {
         mask = ggml_new_tensor_4d(ctx, GGML_TYPE_F16, cells, 1, 1, streams);
         copies = ggml_new_graph(ctx);
         shared = ggml_new_graph(ctx);
-        mapped = ggml_new_graph(ctx);
         const size_t stream_bytes = ggml_row_size(GGML_TYPE_F16, kEmbdKv * cells);
         mapped_buf = alias_pages::aliased_buffer(backend, gpu, 2 * (size_t)layers, streams, stream_bytes);
-        char* mapped_base = (char*)ggml_backend_buffer_get_base(mapped_buf);
+        // without the mapping (the driver refused it) the step has the other two layouts only
+        if (mapped_buf) mapped = ggml_new_graph(ctx);
+        char* mapped_base = mapped_buf ? (char*)ggml_backend_buffer_get_base(mapped_buf) : nullptr;
         for (int l = 0; l < layers; ++l) {
             ggml_tensor* k = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kEmbdKv, cells, streams);
             ggml_tensor* v = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kEmbdKv, cells, streams);
@@ -110,6 +113,8 @@ struct Step {
             attend(k, v, 0, shared, shared_out);
             caches.push_back(k);
             caches.push_back(v);
+            queries.push_back(q);
+            if (!mapped_buf) continue;
             // the mapped layout's K and V: tensor 2l and 2l + 1 of the aliased buffer, allocated before
             // their views are made, so that ggml_backend_alloc_ctx_tensors initializes the views on them
             ggml_tensor* mk = ggml_new_tensor_3d(ctx, GGML_TYPE_F16, kEmbdKv, cells, streams);
@@ -119,14 +124,13 @@ struct Step {
             attend(mk, mv, stream_bytes, mapped, mapped_out);
             mapped_caches.push_back(mk);
             mapped_caches.push_back(mv);
-            queries.push_back(q);
         }
         buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
         if (!buf) { std::fprintf(stderr, "fa-alias-bench: could not allocate %d streams x %d layers\n", streams, layers); std::exit(1); }
     }
     ~Step() {
         ggml_backend_buffer_free(buf);
-        ggml_backend_buffer_free(mapped_buf);
+        if (mapped_buf) ggml_backend_buffer_free(mapped_buf);
         ggml_free(ctx);
     }
 };
@@ -142,9 +146,9 @@ void fill(Step& s, int streams, int cells) {
         for (auto& x : cache) x = ggml_fp32_to_fp16(normal(rng));
         for (int i = 0; i < streams; ++i) ggml_backend_tensor_set(s.caches[c], cache.data(), i * stream_bytes, stream_bytes);
         // one write reaches every stream of the mapped layout: their pages are the same
-        ggml_backend_tensor_set(s.mapped_caches[c], cache.data(), 0, stream_bytes);
+        if (s.mapped_buf) ggml_backend_tensor_set(s.mapped_caches[c], cache.data(), 0, stream_bytes);
     }
-    alias_pages::settle(s.mapped_buf);
+    if (s.mapped_buf) alias_pages::settle(s.mapped_buf);
     std::vector<float> q((size_t)kHeadDim * kHeads * streams);
     for (ggml_tensor* t : s.queries) {
         for (auto& x : q) x = normal(rng);
@@ -186,7 +190,9 @@ int main(int argc, char** argv) {
                 ggml_backend_name(backend), o.cells, (int)kHeads, (int)kKvHeads, (int)kHeadDim, o.layers, o.runs);
     std::printf("| streams | layers run | copies ms | shared ms | mapped ms | copies / shared | copies / mapped | copies' KV read GB/s | "
                 "shared, mapped outputs bit-identical to copies' |\n|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    // 1: an output differs from the copies'; 3 (outputs equal): the mapped layout could not be made
     int status = 0;
+    bool mapped_missing = false;
     for (int streams : o.streams) {
         const double layer_bytes = 2.0 * kEmbdKv * o.cells * sizeof(ggml_fp16_t) * streams;
         const int layers = std::max(1, std::min(o.layers, (int)(o.budget_gib * (1 << 30) / layer_bytes)));
@@ -198,16 +204,23 @@ int main(int argc, char** argv) {
         for (int round = 0; round < 2; ++round) {
             ms_copies = std::min(ms_copies, median_ms(backend, step.copies, o.runs) * scale);
             ms_shared = std::min(ms_shared, median_ms(backend, step.shared, o.runs) * scale);
-            ms_mapped = std::min(ms_mapped, median_ms(backend, step.mapped, o.runs) * scale);
+            if (step.mapped) ms_mapped = std::min(ms_mapped, median_ms(backend, step.mapped, o.runs) * scale);
         }
         const std::vector<char> copies = bytes(step.copies_out);
-        const bool shared_same = copies == bytes(step.shared_out), mapped_same = copies == bytes(step.mapped_out);
+        const bool shared_same = copies == bytes(step.shared_out);
+        const bool mapped_same = !step.mapped || copies == bytes(step.mapped_out);
         status |= shared_same && mapped_same ? 0 : 1;
-        std::printf("| %d | %d | %.3f | %.3f | %.3f | %.2f | %.2f | %.0f | %s, %s |\n", streams, layers, ms_copies, ms_shared, ms_mapped,
-                    ms_copies / ms_shared, ms_copies / ms_mapped, layer_bytes * o.layers / (ms_copies / 1e3) / 1e9,
-                    shared_same ? "yes" : "NO", mapped_same ? "yes" : "NO");
+        mapped_missing |= !step.mapped;
+        char mapped_ms[32] = "-", mapped_ratio[32] = "-";
+        if (step.mapped) {
+            std::snprintf(mapped_ms, sizeof mapped_ms, "%.3f", ms_mapped);
+            std::snprintf(mapped_ratio, sizeof mapped_ratio, "%.2f", ms_copies / ms_mapped);
+        }
+        std::printf("| %d | %d | %.3f | %.3f | %s | %.2f | %s | %.0f | %s, %s |\n", streams, layers, ms_copies, ms_shared, mapped_ms,
+                    ms_copies / ms_shared, mapped_ratio, layer_bytes * o.layers / (ms_copies / 1e3) / 1e9,
+                    shared_same ? "yes" : "NO", !step.mapped ? "-" : mapped_same ? "yes" : "NO");
         std::fflush(stdout);
     }
     ggml_backend_free(backend);
-    return status;
+    return status != 0 ? status : mapped_missing ? 3 : 0;
 }

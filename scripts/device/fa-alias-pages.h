@@ -47,8 +47,14 @@ struct Driver {
     decltype(&cuCtxSynchronize) synchronize;
 };
 
+// Whether a driver call succeeded; a failure is said.
+inline bool succeeded(CUresult r, const char* what) {
+    if (r != CUDA_SUCCESS) std::fprintf(stderr, "fa-alias-bench: %s failed (CUresult %d)\n", what, (int)r);
+    return r == CUDA_SUCCESS;
+}
+
 inline void check(CUresult r, const char* what) {
-    if (r != CUDA_SUCCESS) { std::fprintf(stderr, "fa-alias-bench: %s failed (CUresult %d)\n", what, (int)r); std::exit(1); }
+    if (!succeeded(r, what)) std::exit(1);
 }
 
 inline const Driver& driver() {
@@ -96,10 +102,13 @@ struct Mapping {
     size_t tensors = 0, streams = 0, stream_bytes = 0;
     char* base = nullptr;  // virtual: tensor t's stream s at base + (t * streams + s) * stream_bytes
     int fd = -1;
-    std::vector<CUmemGenericAllocationHandle> handles;  // the GPU's: tensor t's physical copy
+    std::vector<CUmemGenericAllocationHandle> handles;  // the GPU's: tensor t's physical copy (0: not made)
+    size_t mapped = 0;  // the GPU's: stream ranges mapped so far, in order
 
     size_t virtual_bytes() const { return tensors * streams * stream_bytes; }
 };
+
+inline void unmap_aliased(Mapping* m);
 
 inline Mapping* map_aliased(bool gpu, size_t tensors, size_t streams, size_t stream_bytes) {
     auto* m = new Mapping{gpu, tensors, streams, stream_bytes};
@@ -128,18 +137,26 @@ inline Mapping* map_aliased(bool gpu, size_t tensors, size_t streams, size_t str
                      stream_bytes, granule);
         std::exit(2);
     }
+    // A driver that refuses a step leaves the layout out (null), freeing what was made: the other
+    // layouts' times still come, and the run's exit says the mapped one is missing.
     m->handles.assign(tensors, 0);
-    for (auto& h : m->handles) check(d.create(&h, stream_bytes, &prop, 0), "cuMemCreate");
+    bool ok = true;
+    for (size_t t = 0; ok && t < tensors; ++t) ok = succeeded(d.create(&m->handles[t], stream_bytes, &prop, 0), "cuMemCreate");
     CUdeviceptr va = 0;
-    check(d.reserve(&va, m->virtual_bytes(), granule, 0, 0), "cuMemAddressReserve");
+    ok = ok && succeeded(d.reserve(&va, m->virtual_bytes(), granule, 0, 0), "cuMemAddressReserve");
     m->base = (char*)va;
-    for (size_t t = 0; t < tensors; ++t)
-        for (size_t s = 0; s < streams; ++s)
-            check(d.map(va + (t * streams + s) * stream_bytes, stream_bytes, 0, m->handles[t], 0), "cuMemMap");
+    for (size_t i = 0; ok && i < tensors * streams; ++i) {
+        ok = succeeded(d.map(va + i * stream_bytes, stream_bytes, 0, m->handles[i / streams], 0), "cuMemMap");
+        if (ok) m->mapped = i + 1;
+    }
     CUmemAccessDesc access{};
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    check(d.setAccess(va, m->virtual_bytes(), &access, 1), "cuMemSetAccess");
+    ok = ok && succeeded(d.setAccess(va, m->virtual_bytes(), &access, 1), "cuMemSetAccess");
+    if (!ok) {
+        unmap_aliased(m);
+        return nullptr;
+    }
     return m;
 }
 
@@ -151,10 +168,11 @@ inline void unmap_aliased(Mapping* m) {
         // each mapping as it was made; a failure here only leaks until exit, so it is said, not fatal
         const Driver& d = driver();
         bool ok = true;
-        for (size_t i = 0; i < m->tensors * m->streams; ++i)
+        for (size_t i = 0; i < m->mapped; ++i)
             ok = d.unmap((CUdeviceptr)(m->base + i * m->stream_bytes), m->stream_bytes) == CUDA_SUCCESS && ok;
-        ok = d.addressFree((CUdeviceptr)m->base, m->virtual_bytes()) == CUDA_SUCCESS && ok;
-        for (auto h : m->handles) ok = d.release(h) == CUDA_SUCCESS && ok;
+        if (m->base) ok = d.addressFree((CUdeviceptr)m->base, m->virtual_bytes()) == CUDA_SUCCESS && ok;
+        for (auto h : m->handles)
+            if (h) ok = d.release(h) == CUDA_SUCCESS && ok;
         if (!ok) std::fprintf(stderr, "fa-alias-bench: freeing a mapping failed (left to the process's exit)\n");
     }
     delete m;
@@ -172,7 +190,8 @@ inline void copy_in(Mapping* m, char* dst, const void* src, size_t n) {
     else std::memcpy(dst, src, n);
 }
 
-// A ggml buffer over the mapping, of the backend's own buffer type (its kernels take it as theirs).
+// A ggml buffer over the mapping, of the backend's own buffer type (its kernels take it as theirs);
+// null where the driver refused the mapping.
 inline ggml_backend_buffer_t aliased_buffer(ggml_backend_t backend, bool gpu, size_t tensors, size_t streams, size_t stream_bytes) {
     static const ggml_backend_buffer_i iface = {
         /* free_buffer   */ [](ggml_backend_buffer_t b) { unmap_aliased(of(b)); },
@@ -204,6 +223,7 @@ inline ggml_backend_buffer_t aliased_buffer(ggml_backend_t backend, bool gpu, si
         /* reset         */ nullptr,
     };
     Mapping* m = map_aliased(gpu, tensors, streams, stream_bytes);
+    if (!m) return nullptr;
     return ggml_backend_buffer_init(ggml_backend_get_default_buffer_type(backend), iface, m, m->virtual_bytes());
 }
 
