@@ -6,7 +6,10 @@
  * the moment the request was due (no coordinated omission):
  *   hot-1    every request grafts one block (llama-server: the same prefix every time);
  *   warm-N   requests cycle over N blocks (more blocks than slots: restores from RAM on kvgraft,
- *            prefix re-evaluation or slot churn on llama-server).
+ *            prefix re-evaluation or slot churn on llama-server);
+ *   cold-N   the same, with kvgraft's warm tier off (KVGRAFT_WARM_BUDGET_BYTES=0): a block that no
+ *            slot holds is restored from disk (llama-server has no tiers: for it this is warm-N).
+ * kvgraft's side says which tier served its restores in the window (restoresByTier).
  * kvgraft: `POST /v1/graft` (signed) on a `kvgraft serve gpu` child; llama-server: `POST
  * /completion` with `cache_prompt`, greedy, `n_predict` = the same token budget; its warm-up fills
  * every slot (its prompt cache is per slot), and its `/metrics` (`--metrics`) give its decode batch and
@@ -26,6 +29,7 @@ import {
   stepPhaseMeans,
 } from "../gpu-node/engine/decode-stats.js";
 import { createGpuClient } from "../shared/gpu-client.js";
+import { type Tier, tierSchema } from "../shared/protocol.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../tools/process/supervise.js";
 
 /** The timeout of what is not measured: deposits, warm-up requests, metrics. */
@@ -89,6 +93,8 @@ export interface ServeSide extends Partial<StepPhaseMeans> {
   passesPerStep?: number;
   /** llama-server only: prompt tokens it evaluated per answered request in the window (not from its cache). */
   promptTokensPerRequest?: number;
+  /** kvgraft only: the window's block restores by the tier that served them (kvgraft_tier_hits_total). */
+  restoresByTier?: Record<Tier, number>;
   statuses: Record<string, number>;
 }
 
@@ -120,10 +126,10 @@ interface Outcome {
   tokens: number;
 }
 
-/** Parses `hot-1` / `warm-12` into the number of blocks. */
+/** Parses `hot-1` / `warm-12` / `cold-12` into the number of blocks. */
 export function workloadBlocks(name: string): number {
-  const m = /^(hot|warm)-(\d+)$/.exec(name);
-  if (!m) throw new Error(`unknown workload '${name}' (hot-1 or warm-N)`);
+  const m = /^(hot|warm|cold)-(\d+)$/.exec(name);
+  if (!m) throw new Error(`unknown workload '${name}' (hot-1, warm-N or cold-N)`);
   const n = Number(m[2]);
   if (m[1] === "hot" && n !== 1) throw new Error("the hot workload is hot-1");
   if (n < 1) throw new Error(`workload '${name}' needs at least one block`);
@@ -257,7 +263,13 @@ async function runKvgraft(
       "--no-sandbox",
       "--json",
     ),
-    env: { ...options.env, KVGRAFT_GPU_SECRET: secret, KVGRAFT_WARM_START: "off" },
+    env: {
+      ...options.env,
+      KVGRAFT_GPU_SECRET: secret,
+      KVGRAFT_WARM_START: "off",
+      // cold-N: no warm tier, so a block that no slot holds comes from disk
+      ...(name.startsWith("cold-") ? { KVGRAFT_WARM_BUDGET_BYTES: "0" } : {}),
+    },
     ready: readyUrl,
     readyTimeoutMs: 600_000,
     stderr: log,
@@ -302,6 +314,9 @@ async function runKvgraft(
           batchedSteps > 0 ? Number(((after.fillers - before.fillers) / batchedSteps).toFixed(2)) : 0,
         passesPerStep:
           batchedSteps > 0 ? Number(((after.passes - before.passes) / batchedSteps).toFixed(2)) : 0,
+        restoresByTier: Object.fromEntries(
+          tierSchema.options.map((t) => [t, after.restoresByTier[t] - before.restoresByTier[t]]),
+        ) as Record<Tier, number>,
         ...stepPhaseMeans(batchedSteps, phaseMs),
       },
       blockTokens,
@@ -315,8 +330,8 @@ async function runKvgraft(
 
 /**
  * Generation decode steps and their sequences (batched and native paths) from /metrics, the
- * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total), its fillers and
- * its forward passes.
+ * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total), its fillers, its
+ * forward passes and the block restores by tier.
  */
 function decodeTotals(metrics: string): {
   steps: number;
@@ -325,6 +340,7 @@ function decodeTotals(metrics: string): {
   batchedSeconds: Record<DecodePhase, number>;
   fillers: number;
   passes: number;
+  restoresByTier: Record<Tier, number>;
 } {
   let steps = 0;
   let passes = 0;
@@ -332,7 +348,10 @@ function decodeTotals(metrics: string): {
   let batchedSteps = 0;
   let fillers = 0;
   const batchedSeconds = noPhases();
+  const restoresByTier: Record<Tier, number> = { hot: 0, warm: 0, cold: 0 };
   for (const line of metrics.split("\n")) {
+    const tier = /^kvgraft_tier_hits_total\{tier="(hot|warm|cold)"\} (\S+)$/.exec(line);
+    if (tier) restoresByTier[tier[1] as Tier] = Number(tier[2]);
     const fill = /^kvgraft_decode_fill_tokens_total (\S+)$/.exec(line);
     if (fill) fillers = Number(fill[1]);
     const pass = /^kvgraft_decode_passes_total (\S+)$/.exec(line);
@@ -347,7 +366,7 @@ function decodeTotals(metrics: string): {
       if (m[2] === "batched") batchedSteps = Number(m[3]);
     } else sequences += Number(m[3]);
   }
-  return { steps, sequences, batchedSteps, batchedSeconds, fillers, passes };
+  return { steps, sequences, batchedSteps, batchedSeconds, fillers, passes, restoresByTier };
 }
 
 /** llama-server's cumulative decode and prompt counters from its Prometheus text (`--metrics`). */

@@ -58,14 +58,14 @@ describe("kvgraft bench serve and batches", () => {
     expect(missing.stderr).toContain("no such file");
   });
 
-  it("runs kvgraft's side of the hot-1 and warm-3 workloads and writes the serving document", () => {
+  it("runs kvgraft's side of the hot-1, warm-3 and cold-3 workloads and writes the serving document", () => {
     const logs = mkdtempSync(join(tmpdir(), "kvgraft-serve-logs-"));
     const { out, r } = serveAlone(
       // --only wins over a peer given beside it (this binary is not a llama-server: it must not run).
       "--llama-server",
       process.execPath,
       "--workloads",
-      "hot-1,warm-3",
+      "hot-1,warm-3,cold-3",
       ...smallRun(),
       "--log-dir",
       logs,
@@ -77,14 +77,22 @@ describe("kvgraft bench serve and batches", () => {
         name: string;
         blocks: number;
         blockTokens: number;
-        kvgraft: Record<string, number>;
+        kvgraft: Record<string, number> & { restoresByTier: Record<"hot" | "warm" | "cold", number> };
         llamaServer: null;
       }>;
     };
     expect(doc.workloads.map((w) => [w.name, w.blocks, w.llamaServer])).toEqual([
       ["hot-1", 1, null],
       ["warm-3", 3, null],
+      ["cold-3", 3, null],
     ]);
+    // Three blocks on two slots: what no slot holds comes from RAM (warm-3), or from disk with the
+    // warm tier off (cold-3).
+    const tiers = Object.fromEntries(doc.workloads.map((w) => [w.name, w.kvgraft.restoresByTier]));
+    expect(tiers["warm-3"]?.warm).toBeGreaterThan(0);
+    expect(tiers["warm-3"]?.cold).toBe(0);
+    expect(tiers["cold-3"]?.cold).toBeGreaterThan(0);
+    expect(tiers["cold-3"]?.warm).toBe(0);
     for (const w of doc.workloads) {
       expect(w.blockTokens).toBeGreaterThan(0);
       expect(w.kvgraft.sent).toBe(8);

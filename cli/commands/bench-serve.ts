@@ -15,7 +15,9 @@ kvgraft's GPU node (a \`kvgraft serve gpu\` child) and llama.cpp's own server (\
 how) on the same model file, slots (--parallel), context per slot and open-loop arrivals: each
 workload's blocks deposited on the node (their texts are llama-server's prompt prefixes, kept by
 its prompt cache), then --rate requests a second for --duration seconds, each latency from its due
-time. hot-1: one block for every request; warm-N: N blocks in turn. Greedy, --max-tokens each.
+time. hot-1: one block for every request; warm-N: N blocks in turn; cold-N: the same with kvgraft's
+warm tier off (KVGRAFT_WARM_BUDGET_BYTES=0), so a block no slot holds is read from disk (for
+llama-server, which has no tiers, it is warm-N). Greedy, --max-tokens each.
 --block-chars sets each block's text length; the result reports the tokens it made (blockTokens).
 --timeout-ms is both clients' patience with a measured request (kvgraft's requests carry it as
 their deadline); a request past it counts as a timeout. The deposits and warm-up before the window
@@ -26,7 +28,7 @@ Per workload and server: throughput, p50/p99 of the answered requests, generated
 the mean decode batch (kvgraft's generation steps; llama-server's busy slots per llama_decode, from
 its --metrics) and, for llama-server, the prompt tokens it evaluated per request; for kvgraft, where
 a batched step's wall time went (gapMsPerStep, lockMsPerStep, prepareMsPerStep, decodeMsPerStep,
-sampleMsPerStep). --out writes {workloads: [{name, kvgraft: {...}, llamaServer: {...}}]}. --log-dir
+sampleMsPerStep) and which tier served the window's restores (restoresByTier). --out writes {workloads: [{name, kvgraft: {...}, llamaServer: {...}}]}. --log-dir
 keeps both servers' logs there (default: a new temporary directory, named in errors). Without a
 llama-server binary it refuses unless --only kvgraft.
 Environment: KV_LLAMA=cpu|lastBuild|auto and KV_THREADS (both servers: -t), CUDA_VISIBLE_DEVICES.`;
