@@ -29,8 +29,9 @@ import {
   stepPhaseMeans,
 } from "../gpu-node/engine/decode-stats.js";
 import { createGpuClient } from "../shared/gpu-client.js";
-import { type Tier, tierSchema } from "../shared/protocol.js";
+import { tierSchema } from "../shared/protocol.js";
 import { kvgraftSameEntryArgs, readyUrl, supervise } from "../tools/process/supervise.js";
+import { parseTierHits, type TierHits } from "./scale-out/cluster.js";
 
 /** The timeout of what is not measured: deposits, warm-up requests, metrics. */
 const SETUP_TIMEOUT_MS = 600_000;
@@ -94,7 +95,7 @@ export interface ServeSide extends Partial<StepPhaseMeans> {
   /** llama-server only: prompt tokens it evaluated per answered request in the window (not from its cache). */
   promptTokensPerRequest?: number;
   /** kvgraft only: the window's block restores by the tier that served them (kvgraft_tier_hits_total). */
-  restoresByTier?: Record<Tier, number>;
+  restoresByTier?: TierHits;
   statuses: Record<string, number>;
 }
 
@@ -289,7 +290,8 @@ async function runKvgraft(
     }
     // Warm-up: each block grafted once (the first graft of a block pays its first restore).
     for (const id of ids) await client.graft({ blockId: id, query: query(0), maxTokens: options.maxTokens });
-    const before = decodeTotals(await client.metrics());
+    const beforeText = await client.metrics();
+    const before = decodeTotals(beforeText);
     const run = await openLoop(options.rate, options.durationS, async (i) => {
       // The deadline tells the node the client's patience (as the edge's calls do), so that it
       // refuses at once what it could not finish in time instead of starting it.
@@ -299,7 +301,9 @@ async function runKvgraft(
       );
       return { status: "200", tokens: r.tokensOut };
     });
-    const after = decodeTotals(await client.metrics());
+    const afterText = await client.metrics();
+    const after = decodeTotals(afterText);
+    const [tiersBefore, tiersAfter] = [parseTierHits(beforeText), parseTierHits(afterText)];
     const steps = after.steps - before.steps;
     const batchedSteps = after.batchedSteps - before.batchedSteps;
     const phaseMs = noPhases();
@@ -315,8 +319,8 @@ async function runKvgraft(
         passesPerStep:
           batchedSteps > 0 ? Number(((after.passes - before.passes) / batchedSteps).toFixed(2)) : 0,
         restoresByTier: Object.fromEntries(
-          tierSchema.options.map((t) => [t, after.restoresByTier[t] - before.restoresByTier[t]]),
-        ) as Record<Tier, number>,
+          tierSchema.options.map((t) => [t, tiersAfter[t] - tiersBefore[t]]),
+        ) as TierHits,
         ...stepPhaseMeans(batchedSteps, phaseMs),
       },
       blockTokens,
@@ -330,8 +334,8 @@ async function runKvgraft(
 
 /**
  * Generation decode steps and their sequences (batched and native paths) from /metrics, the
- * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total), its fillers, its
- * forward passes and the block restores by tier.
+ * batched path's steps and seconds by phase (kvgraft_decode_phase_seconds_total), its fillers and
+ * its forward passes.
  */
 function decodeTotals(metrics: string): {
   steps: number;
@@ -340,7 +344,6 @@ function decodeTotals(metrics: string): {
   batchedSeconds: Record<DecodePhase, number>;
   fillers: number;
   passes: number;
-  restoresByTier: Record<Tier, number>;
 } {
   let steps = 0;
   let passes = 0;
@@ -348,10 +351,7 @@ function decodeTotals(metrics: string): {
   let batchedSteps = 0;
   let fillers = 0;
   const batchedSeconds = noPhases();
-  const restoresByTier: Record<Tier, number> = { hot: 0, warm: 0, cold: 0 };
   for (const line of metrics.split("\n")) {
-    const tier = /^kvgraft_tier_hits_total\{tier="(hot|warm|cold)"\} (\S+)$/.exec(line);
-    if (tier) restoresByTier[tier[1] as Tier] = Number(tier[2]);
     const fill = /^kvgraft_decode_fill_tokens_total (\S+)$/.exec(line);
     if (fill) fillers = Number(fill[1]);
     const pass = /^kvgraft_decode_passes_total (\S+)$/.exec(line);
@@ -366,7 +366,7 @@ function decodeTotals(metrics: string): {
       if (m[2] === "batched") batchedSteps = Number(m[3]);
     } else sequences += Number(m[3]);
   }
-  return { steps, sequences, batchedSteps, batchedSeconds, fillers, passes, restoresByTier };
+  return { steps, sequences, batchedSteps, batchedSeconds, fillers, passes };
 }
 
 /** llama-server's cumulative decode and prompt counters from its Prometheus text (`--metrics`). */

@@ -28,9 +28,10 @@ Per workload and server: throughput, p50/p99 of the answered requests, generated
 the mean decode batch (kvgraft's generation steps; llama-server's busy slots per llama_decode, from
 its --metrics) and, for llama-server, the prompt tokens it evaluated per request; for kvgraft, where
 a batched step's wall time went (gapMsPerStep, lockMsPerStep, prepareMsPerStep, decodeMsPerStep,
-sampleMsPerStep) and which tier served the window's restores (restoresByTier). --out writes {workloads: [{name, kvgraft: {...}, llamaServer: {...}}]}. --log-dir
-keeps both servers' logs there (default: a new temporary directory, named in errors). Without a
-llama-server binary it refuses unless --only kvgraft.
+sampleMsPerStep) and which tier served the window's restores (restoresByTier). --out writes
+{workloads: [{name, kvgraft: {...}, llamaServer: {...}}]}. --log-dir keeps both servers' logs there
+(default: a new temporary directory, named in errors). Without a llama-server binary it refuses
+unless --only kvgraft.
 Environment: KV_LLAMA=cpu|lastBuild|auto and KV_THREADS (both servers: -t), CUDA_VISIBLE_DEVICES.`;
 
 export const BATCHES_HELP = `usage: kvgraft bench batches --model FILE [--slots 8|vram] [--clients 8] [--rounds 4]

@@ -6,9 +6,9 @@
 // shared view's time.
 //
 // On the GPU the pages come from CUDA's virtual memory calls (cuMemCreate, cuMemAddressReserve,
-// cuMemMap: 2 MiB granules; one physical allocation a tensor, mapped whole from offset 0: parts of
-// one allocation were refused with CUDA_ERROR_NOT_SUPPORTED on the H100 on 2026-12-08), loaded with dlopen so that the --cpu check runs where there is no
-// driver; on the CPU from a memfd mapped once a stream (4 KiB pages). The tensors live in a ggml
+// cuMemMap: 2 MiB granules; one physical allocation a tensor, mapped whole from offset 0: parts
+// of one allocation were refused with CUDA_ERROR_NOT_SUPPORTED on the H100 on 2026-12-08), loaded
+// with dlopen so that the --cpu check runs where there is no driver; on the CPU from a memfd mapped once a stream (4 KiB pages). The tensors live in a ggml
 // buffer of the backend's own buffer type, so its kernels read them as any of its buffers.
 #pragma once
 
